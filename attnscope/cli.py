@@ -1,0 +1,116 @@
+"""``attnscope`` command line: start the API, the dashboard, or both.
+
+    attnscope serve                 # API on :8000 and dashboard on :8050 (127.0.0.1)
+    attnscope api --port 8000       # REST API only (FastAPI + uvicorn)
+    attnscope dashboard --api-url http://127.0.0.1:8000   # Dash dashboard only
+
+Every option also reads an environment variable (shown in ``--help``) so containers can be
+configured without flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+log = logging.getLogger("attnscope")
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def _add_api_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default=_env("ATTNSCOPE_API_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_API_HOST)")
+    p.add_argument("--port", type=int, default=int(_env("ATTNSCOPE_API_PORT", "8000")), help="port (ATTNSCOPE_API_PORT)")
+
+
+def _add_dash_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dash-host", default=_env("ATTNSCOPE_DASH_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_DASH_HOST)")
+    p.add_argument("--dash-port", type=int, default=int(_env("ATTNSCOPE_DASH_PORT", "8050")), help="port (ATTNSCOPE_DASH_PORT)")
+    p.add_argument("--api-url", default=_env("ATTNSCOPE_API_URL", ""), help="URL of the API the dashboard talks to (ATTNSCOPE_API_URL)")
+
+
+def run_api(host: str, port: int) -> None:
+    import uvicorn
+
+    from server.main import create_app
+
+    uvicorn.run(create_app(), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+
+
+def run_dashboard(api_url: str, host: str, port: int) -> None:
+    from frontend.app import create_dash_app
+
+    app = create_dash_app(api_url)
+    log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
+    app.run(host=host, port=port, debug=False)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """API in a child process, dashboard in this one; both stop together."""
+    api_url = args.api_url or f"http://{args.host}:{args.port}"
+    api = subprocess.Popen([sys.executable, "-m", "attnscope.cli", "api", "--host", args.host, "--port", str(args.port)])
+    try:
+        import httpx
+
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if api.poll() is not None:
+                log.error("the API process exited with code %s", api.returncode)
+                return 1
+            try:
+                if httpx.get(f"{api_url}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        sys.stdout.write(
+            f"\n  attnscope API        {api_url}/api/v1   (docs: {api_url}/docs)\n"
+            f"  attnscope dashboard  http://{args.dash_host}:{args.dash_port}/\n\n"
+        )
+        sys.stdout.flush()
+        run_dashboard(api_url, args.dash_host, args.dash_port)
+        return 0
+    finally:
+        api.send_signal(signal.SIGTERM)
+        try:
+            api.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            api.kill()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="start the API and the dashboard on localhost")
+    _add_api_args(p_serve)
+    _add_dash_args(p_serve)
+    p_api = sub.add_parser("api", help="start the REST API")
+    _add_api_args(p_api)
+    p_dash = sub.add_parser("dashboard", help="start the dashboard (talks to the API over HTTP)")
+    _add_dash_args(p_dash)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop at once on SIGTERM (containers)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "api":
+        run_api(args.host, args.port)
+        return 0
+    if args.command == "dashboard":
+        run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

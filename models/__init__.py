@@ -1,0 +1,1 @@
+"""Inference backend: model registry, offline loading with eager attention, attention capture."""

@@ -1,0 +1,106 @@
+"""Run a text through a model and capture every layer's and head's attention.
+
+``capture(loaded, text) -> Capture`` with ``maps`` (``AttentionMaps``, ``[layer, head, query, key]``),
+the model's ``output`` (a sentence embedding, or class probabilities for a classifier) and the
+hidden states ``[layer + 1, token, dim]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from analysis.maps import AttentionMaps
+from models.loading import LoadedModel
+
+
+class EmptyInputError(ValueError):
+    """The text is empty or only whitespace."""
+
+
+class TooManyTokensError(ValueError):
+    """The text tokenises to more positions than the model accepts."""
+
+    def __init__(self, n_tokens: int, limit: int, model: str):
+        self.n_tokens, self.limit, self.model = n_tokens, limit, model
+        super().__init__(
+            f"the text has {n_tokens} tokens but model {model!r} accepts at most {limit} "
+            f"(including special tokens); shorten the text by about {n_tokens - limit} tokens"
+        )
+
+
+@dataclass
+class Capture:
+    """What one forward pass gives: maps, the model output, hidden states ``[layer+1, token, dim]``."""
+
+    maps: AttentionMaps
+    output: dict
+    hidden_states: np.ndarray | None = field(default=None, repr=False)
+
+
+def encode_text(loaded: LoadedModel, texts: list[str]) -> dict[str, torch.Tensor]:
+    """Tokenise ``texts`` (padded batch) after checking emptiness and the token limit."""
+    for text in texts:
+        if not isinstance(text, str) or not text.strip():
+            raise EmptyInputError("the text is empty; type a sentence to analyse")
+    enc = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=False)
+    lengths = enc["attention_mask"].sum(dim=1)
+    longest = int(lengths.max())
+    if longest > loaded.max_tokens:
+        raise TooManyTokensError(longest, loaded.max_tokens, loaded.spec.name)
+    return {k: v.to(loaded.device) for k, v in enc.items()}
+
+
+def _model_output(loaded: LoadedModel, out, mask: torch.Tensor) -> list[dict]:
+    """Per-example output dicts from a HF forward result."""
+    if loaded.spec.task == "classification":
+        probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()
+        labels = loaded.labels or [str(i) for i in range(probs.shape[1])]
+        return [
+            {"kind": "classification", "labels": labels, "probs": p.tolist(),
+             "predicted": labels[int(p.argmax())]}
+            for p in probs
+        ]
+    hidden = out.last_hidden_state.float()
+    m = mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+    pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+    return [{"kind": "embedding", "dim": int(v.shape[0]), "embedding": v.tolist()} for v in pooled]
+
+
+@torch.inference_mode()
+def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = True) -> list[Capture]:
+    """Capture a batch of texts in one forward pass; each result is cut to its own length."""
+    enc = encode_text(loaded, texts)
+    out = loaded.model(**enc, output_attentions=True, output_hidden_states=hidden_states)
+    # attentions: tuple of L tensors (B, H, N, N) -> (B, L, H, N, N) float32 on CPU
+    att = torch.stack(out.attentions, dim=1).float().cpu().numpy()
+    hs = None
+    if hidden_states:
+        hs = torch.stack(out.hidden_states, dim=1).float().cpu().numpy()  # (B, L+1, N, D)
+    mask = enc["attention_mask"]
+    outputs = _model_output(loaded, out, mask)
+    special_ids = set(loaded.tokenizer.all_special_ids)
+    results = []
+    for b, text in enumerate(texts):
+        n = int(mask[b].sum())
+        ids = enc["input_ids"][b, :n].tolist()
+        w = att[b, :, :, :n, :n]
+        if n != att.shape[-1]:  # padding removed: renormalise over the kept keys
+            w = w / w.sum(axis=-1, keepdims=True)
+        maps = AttentionMaps(
+            weights=np.ascontiguousarray(w),
+            tokens=tuple(loaded.tokenizer.convert_ids_to_tokens(ids)),
+            special=tuple(i for i, t in enumerate(ids) if t in special_ids),
+            model=loaded.spec.name,
+            causal=bool(getattr(loaded.model.config, "is_decoder", False)),
+        )
+        results.append(Capture(maps, outputs[b], None if hs is None else hs[b, :, :n]))
+    return results
+
+
+def capture(loaded: LoadedModel, text: str, hidden_states: bool = True) -> Capture:
+    """Capture one text: ``Capture.maps`` is ``[layer, head, query, key]``."""
+    return capture_batch(loaded, [text], hidden_states=hidden_states)[0]

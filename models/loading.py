@@ -1,0 +1,113 @@
+"""Load models offline with eager attention (so attention weights are materialised).
+
+``load_model(name)`` returns a ``LoadedModel``; ``ModelCache`` keeps loaded models per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from models.device import pick_device
+from models.registry import ModelSpec, _minilm_path, check_under_roots, get_spec
+
+log = logging.getLogger(__name__)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded at run time
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run: spec, torch module in eval mode, tokenizer (text) and device."""
+
+    spec: ModelSpec
+    model: torch.nn.Module
+    tokenizer: Any
+    device: torch.device
+    max_tokens: int
+    labels: list[str] | None = None
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.model.config.num_attention_heads)
+
+
+def _hf_folder(spec: ModelSpec) -> str:
+    if spec.source == "package" and spec.name == "minilm":
+        return _minilm_path()
+    if spec.source == "local":
+        return str(check_under_roots(spec.locator))
+    raise ValueError(f"model {spec.name!r} (source {spec.source!r}) is not a Hugging Face checkpoint")
+
+
+def load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
+    """Load a Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = _hf_folder(spec)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    cls = AutoModelForSequenceClassification if spec.task == "classification" else AutoModel
+    model = cls.from_pretrained(folder, attn_implementation="eager", local_files_only=True)
+    model.eval().to(device)
+    max_tokens = int(getattr(model.config, "max_position_embeddings", 512))
+    tok_max = getattr(tokenizer, "model_max_length", max_tokens) or max_tokens
+    max_tokens = min(max_tokens, int(tok_max) if tok_max < 1e9 else max_tokens)
+    labels = None
+    if spec.task == "classification":
+        id2label = getattr(model.config, "id2label", None) or {}
+        labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
+    return LoadedModel(spec, model, tokenizer, device, max_tokens, labels)
+
+
+def load_model(name: str, device: str | None = None) -> LoadedModel:
+    """Load a model by registry name (or local path under a model root) onto ``device``."""
+    spec = get_spec(name)
+    dev = pick_device(device)
+    if spec.source == "zoo":
+        from models.zoo.catalog import load_zoo_model
+
+        return load_zoo_model(spec, dev)
+    return load_hf(spec, dev)
+
+
+class ModelCache:
+    """Loaded models by name, loaded once per process (thread-safe, bounded)."""
+
+    def __init__(self, device: str | None = None, max_models: int = 4):
+        self.device = device
+        self.max_models = max_models
+        self._models: dict[str, LoadedModel] = {}
+        self._lock = threading.Lock()
+        self._load_locks: dict[str, threading.Lock] = {}
+
+    def get(self, name: str) -> LoadedModel:
+        with self._lock:
+            if name in self._models:
+                self._models[name] = self._models.pop(name)  # mark as recently used
+                return self._models[name]
+            load_lock = self._load_locks.setdefault(name, threading.Lock())
+        with load_lock:
+            with self._lock:
+                if name in self._models:
+                    return self._models[name]
+            log.info("loading model %s", name)
+            loaded = load_model(name, self.device)
+            with self._lock:
+                self._models[name] = loaded
+                while len(self._models) > self.max_models:
+                    self._models.pop(next(iter(self._models)))
+            return loaded
+
+    def loaded_names(self) -> list[str]:
+        with self._lock:
+            return list(self._models)
