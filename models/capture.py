@@ -45,7 +45,7 @@ def encode_text(loaded: LoadedModel, texts: list[str]) -> dict[str, torch.Tensor
     for text in texts:
         if not isinstance(text, str) or not text.strip():
             raise EmptyInputError("the text is empty; type a sentence to analyse")
-    enc = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=False)
+    enc = loaded.tokenizer(texts, return_tensors="pt", padding=True, truncation=False, verbose=False)
     lengths = enc["attention_mask"].sum(dim=1)
     longest = int(lengths.max())
     if longest > loaded.max_tokens:

@@ -1,0 +1,1 @@
+"""REST API (FastAPI + pydantic) over the models and analyses."""

@@ -1,0 +1,50 @@
+"""Dependency aliases for routes (``Annotated`` style)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+
+from server.config import Settings
+from server.service import RunService
+from server.store import Run
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_service(request: Request) -> RunService:
+    return request.app.state.service
+
+
+def require_token(request: Request) -> None:
+    """When ATTNSCOPE_API_TOKEN is set, demand ``Authorization: Bearer <token>``."""
+    token = request.app.state.settings.api_token
+    if not token:
+        return
+    got = request.headers.get("authorization", "")
+    if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:], token)):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "this API needs a token: send the header 'Authorization: Bearer <ATTNSCOPE_API_TOKEN>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+def get_run(run_id: str, service: Annotated[RunService, Depends(get_service)]) -> Run:
+    run = service.store.get(run_id)
+    if run is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"no run with id {run_id!r}: it never existed or was evicted from the store; "
+            "create it again with POST /api/v1/runs",
+        )
+    return run
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+ServiceDep = Annotated[RunService, Depends(get_service)]
+RunDep = Annotated[Run, Depends(get_run)]

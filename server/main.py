@@ -1,0 +1,61 @@
+"""``create_app()``: the FastAPI application under ``/api/v1`` with OpenAPI docs at ``/docs``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+import attnscope
+from models.loading import ModelCache
+from server.config import Settings
+from server.deps import require_token
+from server.errors import install_error_handlers
+from server.routes import health, models, runs
+from server.service import RunService
+from server.store import RunStore
+
+log = logging.getLogger(__name__)
+API_PREFIX = "/api/v1"
+
+
+def _preload(cache: ModelCache, names: list[str]) -> None:
+    for name in names:
+        try:
+            cache.get(name)
+        except Exception:  # a bad preload entry must not stop the API; requests report it
+            log.exception("could not preload model %s", name)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        cache = ModelCache(device=settings.device)
+        app.state.settings = settings
+        app.state.service = RunService(cache, RunStore(settings.max_runs))
+        if settings.preload:
+            threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
+        yield
+
+    app = FastAPI(
+        title="attnscope API",
+        version=attnscope.__version__,
+        description="Attention maps of every layer and head, live. Runs are kept in a bounded "
+        "LRU store keyed by a content hash of (model, text). Attention is served one layer or one "
+        "head at a time, as JSON or as a compact float16/uint8 binary encoding.",
+        lifespan=lifespan,
+    )
+    if settings.allowed_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
+                           allow_methods=["*"], allow_headers=["*"])
+    install_error_handlers(app)
+    app.include_router(health.router, prefix=API_PREFIX)
+    secured = [Depends(require_token)]
+    app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
+    return app

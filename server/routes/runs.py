@@ -1,0 +1,78 @@
+"""Runs: create one (model + text), read it, read its attention one head or one layer at a time."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+
+from analysis.codec import MEDIA_TYPE, pack
+from server.deps import RunDep, ServiceDep
+from server.schemas import AttentionSlice, ErrorBody, Prediction, RunCreate, RunPublic
+from server.store import Run
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+
+ERRORS = {
+    404: {"model": ErrorBody, "description": "unknown model or run"},
+    413: {"model": ErrorBody, "description": "text longer than the model accepts"},
+    422: {"description": "invalid input (empty text, layer/head out of range, ...)"},
+}
+
+
+def to_public(run: Run) -> RunPublic:
+    maps = run.capture.maps
+    return RunPublic(
+        id=run.id, model=run.model, text=run.text, tokens=list(maps.tokens),
+        special=list(maps.special), grid=list(maps.grid) if maps.grid else None,
+        shape=list(maps.shape), prediction=Prediction(**run.capture.output), created=run.created,
+    )
+
+
+@router.post("", response_model=RunPublic, status_code=status.HTTP_201_CREATED, responses=ERRORS,
+             summary="Run a text through a model and keep its attention")
+def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
+    # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
+    return to_public(service.create_run(body.model, body.text))
+
+
+@router.get("/{run_id}", response_model=RunPublic, responses=ERRORS, summary="Read a run")
+def read_run(run: RunDep) -> RunPublic:
+    return to_public(run)
+
+
+def _check_range(name: str, value: int | None, size: int) -> None:
+    if value is not None and not 0 <= value < size:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"{name}={value} is out of range: this model has {size} {name}s, use 0..{size - 1}",
+        )
+
+
+@router.get(
+    "/{run_id}/attention",
+    response_model=AttentionSlice,
+    responses={**ERRORS, 200: {"content": {MEDIA_TYPE: {}},
+               "description": "JSON, or with format=float16|uint8 (or Accept: "
+               f"{MEDIA_TYPE}) a compact binary blob: b'ATNS' + uint32 header length + JSON header + payload"}},
+    summary="One layer [head, query, key] or one head [query, key] of a run's attention",
+)
+def read_attention(
+    run: RunDep,
+    request: Request,
+    layer: Annotated[int, Query(description="zero-based layer")],
+    head: Annotated[int | None, Query(description="zero-based head; omit for the whole layer")] = None,
+    format: Annotated[Literal["json", "float16", "uint8"] | None, Query(
+        description="json (default), or a compact binary encoding; overrides Accept")] = None,
+):
+    maps = run.capture.maps
+    _check_range("layer", layer, maps.n_layers)
+    _check_range("head", head, maps.n_heads)
+    weights = maps.layer(layer) if head is None else maps.head(layer, head)
+    if format is None:
+        format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
+    if format != "json":
+        blob = pack(weights, format, run_id=run.id, layer=layer, head=head, tokens=list(maps.tokens))
+        return Response(blob, media_type=MEDIA_TYPE)
+    return AttentionSlice(run_id=run.id, layer=layer, head=head, shape=list(weights.shape),
+                          tokens=list(maps.tokens), weights=weights.tolist())

@@ -1,0 +1,89 @@
+"""Request and response schemas of the REST API (pure pydantic: the dashboard imports this too)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+MAX_TEXT_CHARS = 100_000
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    device: str
+    loaded_models: list[str]
+    runs_stored: int
+
+
+class ModelPublic(BaseModel):
+    name: str
+    family: str
+    modality: Literal["text", "vision"]
+    source: str
+    task: str
+    description: str = ""
+    paper: str = ""
+    max_tokens: int
+    default: bool = False
+    accuracy: float | None = None
+    params: int | None = None
+
+
+class ModelList(BaseModel):
+    default: str
+    models: list[ModelPublic]
+
+
+class RunCreate(BaseModel):
+    """Body of ``POST /runs``: which model, which text."""
+
+    model: str = Field("minilm", description="registry name from GET /models", examples=["minilm"])
+    text: str = Field(..., max_length=MAX_TEXT_CHARS, description="the text to analyse",
+                      examples=["The cat sat on the mat because it was tired."])
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("text is empty or only whitespace; send at least one word")
+        return v
+
+
+class Prediction(BaseModel):
+    """The model's own output: an embedding summary or class probabilities."""
+
+    kind: Literal["embedding", "classification"]
+    labels: list[str] | None = None
+    probs: list[float] | None = None
+    predicted: str | None = None
+    dim: int | None = None
+    embedding: list[float] | None = None
+
+
+class RunPublic(BaseModel):
+    id: str
+    model: str
+    text: str
+    tokens: list[str]
+    special: list[int]
+    grid: list[int] | None = None
+    shape: list[int] = Field(..., description="[layer, head, query, key]")
+    prediction: Prediction
+    created: float
+
+
+class AttentionSlice(BaseModel):
+    """One head ``[query, key]`` or one layer ``[head, query, key]`` as nested lists."""
+
+    run_id: str
+    layer: int
+    head: int | None = None
+    shape: list[int]
+    tokens: list[str]
+    weights: list
+
+
+class ErrorBody(BaseModel):
+    detail: str
