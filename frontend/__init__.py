@@ -1,0 +1,1 @@
+"""Dash dashboard; talks to the API over HTTP only (see frontend/api_client.py)."""

@@ -1,0 +1,26 @@
+"""``create_dash_app(api_url)``: the dashboard. Assets are served locally (no CDN)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dash
+
+from frontend import callbacks  # noqa: F401  (registers the callbacks with dash.callback)
+from frontend.api_client import ApiClient
+from frontend.layout import page
+
+ASSETS = Path(__file__).parent / "assets"
+
+
+def create_dash_app(api_url: str | None = None, token: str | None = None) -> dash.Dash:
+    app = dash.Dash(
+        __name__,
+        title="attnscope",
+        assets_folder=str(ASSETS),
+        serve_locally=True,  # every script and stylesheet from this server: works offline
+        update_title=None,
+    )
+    app.server.config["ATTNSCOPE_CLIENT"] = ApiClient(api_url, token=token)
+    app.layout = page
+    return app
