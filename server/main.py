@@ -9,9 +9,8 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-import attnscope
 from models.loading import ModelCache
-from server.config import Settings
+from server.config import VERSION, Settings
 from server.deps import require_token
 from server.errors import install_error_handlers
 from server.routes import health, models, runs
@@ -44,7 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="attnscope API",
-        version=attnscope.__version__,
+        version=VERSION,
         description="Attention maps of every layer and head, live. Runs are kept in a bounded "
         "LRU store keyed by a content hash of (model, text). Attention is served one layer or one "
         "head at a time, as JSON or as a compact float16/uint8 binary encoding.",

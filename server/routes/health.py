@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-import attnscope
 from models.device import pick_device
+from server.config import VERSION
 from server.deps import ServiceDep, SettingsDep
 from server.schemas import Health
 
@@ -15,7 +15,7 @@ router = APIRouter(tags=["health"])
 @router.get("/health", response_model=Health, summary="Liveness and state of the API process")
 def read_health(settings: SettingsDep, service: ServiceDep) -> Health:
     return Health(
-        version=attnscope.__version__,
+        version=VERSION,
         device=str(pick_device(settings.device)),
         loaded_models=service.models.loaded_names(),
         runs_stored=len(service.store),

@@ -1,0 +1,55 @@
+# attnscope: `make serve` starts the API + dashboard; `make test` runs the whole suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Pinned in the same pip call as everything else: a plain `torch` would pull a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q
+DEPS := pyproject.toml requirements/base.txt
+
+.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps make a second `make serve`/`make test` skip pip when nothing changed.
+$(VENV)/.installed: $(BIN)/python $(DEPS)
+	$(PIP_INSTALL) "$(TORCH_SPEC)" -r requirements/base.txt -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
+	$(PIP_INSTALL) "$(TORCH_SPEC)" -r requirements/base.txt -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+serve: install  ## API on :8000 and dashboard on :8050 (127.0.0.1), MiniLM as the default model
+	$(BIN)/attnscope serve
+
+api: install
+	$(BIN)/attnscope api
+
+dashboard: install
+	$(BIN)/attnscope dashboard
+
+chromium:  ## Debian's Chromium for the real-browser tests (Playwright drives it; no browser download)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
+
+test: install-test chromium  ## the whole suite: unit, real-model, API, browser
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-fast: install-test
+	$(BIN)/python -m pytest -q -m "not browser"
+
+bench: install
+	$(BIN)/python bench/capture.py
+
+docker-test:
+	bash deploy/docker-test.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,49 @@
+"""The bounded LRU store and the optional API token."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from models.capture import Capture
+from server.config import Settings
+from server.main import create_app
+from server.store import Run, RunStore, run_key
+
+
+def _run(i: str) -> Run:
+    return Run(id=i, model="m", text=i, capture=Capture(maps=None, output={}))  # type: ignore[arg-type]
+
+
+def test_lru_evicts_least_recently_used():
+    store = RunStore(max_runs=2)
+    store.put(_run("a"))
+    store.put(_run("b"))
+    assert store.get("a") is not None  # a is now the most recent
+    store.put(_run("c"))
+    assert store.get("b") is None and store.get("a") is not None and store.get("c") is not None
+    assert len(store) == 2
+
+
+def test_run_key_is_a_content_hash():
+    assert run_key("minilm", "x") == run_key("minilm", "x")
+    assert run_key("minilm", "x") != run_key("minilm", "y") != run_key("other", "x")
+
+
+def test_store_needs_room():
+    with pytest.raises(ValueError):
+        RunStore(0)
+
+
+def test_evicted_run_answers_404_through_the_api():
+    with TestClient(create_app(Settings(preload=[], max_runs=1))) as c:
+        first = c.post("/api/v1/runs", json={"text": "first text"}).json()["id"]
+        c.post("/api/v1/runs", json={"text": "second text"})
+        assert c.get(f"/api/v1/runs/{first}").status_code == 404
+
+
+def test_api_token_guards_everything_but_health():
+    with TestClient(create_app(Settings(preload=[], api_token="s3cret"))) as c:
+        assert c.get("/api/v1/health").status_code == 200
+        r = c.get("/api/v1/models")
+        assert r.status_code == 401 and "Bearer" in r.json()["detail"]
+        assert c.get("/api/v1/models", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert c.get("/api/v1/models", headers={"Authorization": "Bearer s3cret"}).status_code == 200

@@ -1,0 +1,64 @@
+"""Imports point one way: analysis <- models <- server <- frontend (over HTTP only)."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = {"analysis", "models", "server", "frontend", "attnscope"}
+
+# package -> (project packages it may import, third-party packages it must never import)
+RULES = {
+    "analysis": (set(), {"torch", "transformers", "captum", "fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
+    "models": ({"analysis"}, {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
+    "server": ({"analysis", "models"}, {"dash", "plotly", "flask"}),
+    # the dashboard reaches the server over HTTP only: it may read server/schemas.py (pure pydantic)
+    # and analysis/codec.py (pure numpy wire format), nothing that loads a model
+    "frontend": ({"frontend"}, {"torch", "transformers", "captum", "fastapi", "uvicorn"}),
+}
+FRONTEND_ALLOWED_MODULES = {"server.schemas", "analysis.codec"}
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module, node.lineno))
+    return found
+
+
+def violations(package: str) -> list[str]:
+    allowed, banned = RULES[package]
+    bad = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for module, line in imports_of(path):
+            top = module.split(".")[0]
+            where = f"{path.relative_to(ROOT)}:{line} imports {module}"
+            if top in banned:
+                bad.append(where)
+            elif top in PROJECT and top != package and top not in allowed:
+                if package == "frontend" and any(module == m or module.startswith(m + ".") for m in FRONTEND_ALLOWED_MODULES):
+                    continue
+                bad.append(where)
+    return bad
+
+
+@pytest.mark.parametrize("package", sorted(RULES))
+def test_imports_point_one_way(package):
+    assert violations(package) == []
+
+
+def test_the_checker_catches_a_forbidden_import(tmp_path, monkeypatch):
+    pkg = tmp_path / "analysis"
+    pkg.mkdir()
+    (pkg / "bad.py").write_text("import torch\nfrom server.main import create_app\nfrom models import x\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert len(violations("analysis")) == 3
+    fe = tmp_path / "frontend"
+    fe.mkdir()
+    (fe / "ok.py").write_text("from server.schemas import RunPublic\nfrom server.main import create_app\n")
+    assert [v.split(" imports ")[1] for v in violations("frontend")] == ["server.main"]
