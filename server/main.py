@@ -13,7 +13,8 @@ from models.loading import ModelCache
 from server.config import VERSION, Settings
 from server.deps import require_token
 from server.errors import install_error_handlers
-from server.routes import health, models, runs
+from server.jobs import JobStore
+from server.routes import health, jobs, models, runs
 from server.service import RunService
 from server.store import RunStore
 
@@ -37,9 +38,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cache = ModelCache(device=settings.device)
         app.state.settings = settings
         app.state.service = RunService(cache, RunStore(settings.max_runs))
+        app.state.jobs = JobStore(app.state.service)
         if settings.preload:
             threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
         yield
+        app.state.jobs.shutdown()
 
     app = FastAPI(
         title="attnscope API",
@@ -57,4 +60,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     secured = [Depends(require_token)]
     app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(jobs.router, prefix=API_PREFIX, dependencies=secured)
     return app

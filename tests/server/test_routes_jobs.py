@@ -1,0 +1,110 @@
+"""Job machinery through the HTTP client: submit, poll, result as JSON/CSV, failures, cancel."""
+
+import threading
+import time
+
+import pytest
+from pydantic import BaseModel, Field
+
+from server.jobs import JOB_KINDS, register_job_kind, rows_to_csv
+
+API = "/api/v1"
+
+
+class SquaresParams(BaseModel):
+    n: int = Field(..., ge=1, le=1000)
+    fail_at: int | None = None
+    wait: bool = False
+
+
+RELEASE = threading.Event()
+
+
+def squares(params: SquaresParams, service, progress):
+    """A real (tiny) job: squares of 0..n-1, reporting progress after each."""
+    rows = []
+    for i in range(params.n):
+        if params.wait:
+            RELEASE.wait(5)
+        if params.fail_at == i:
+            raise ValueError(f"planted failure at {i}")
+        rows.append({"i": i, "square": i * i})
+        progress(i + 1, params.n)
+    return {"total": sum(r["square"] for r in rows), "rows": rows}
+
+
+@pytest.fixture(autouse=True)
+def _kind():
+    register_job_kind("squares-test", SquaresParams, squares, "test kind")
+    yield
+    JOB_KINDS.pop("squares-test", None)
+
+
+def wait_done(client, job_id, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = client.get(f"{API}/jobs/{job_id}").json()
+        if job["status"] in ("done", "failed", "cancelled"):
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish: {job}")
+
+
+def test_job_runs_and_serves_json_and_csv(client):
+    r = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 5}})
+    assert r.status_code == 202
+    job = wait_done(client, r.json()["id"])
+    assert job["status"] == "done" and job["progress"] == 1.0 and job["done"] == job["total"] == 5
+    assert job["result_formats"] == ["json", "csv"]
+    assert client.get(f"{API}/jobs/{job['id']}/result").json()["total"] == 30
+    csv = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"})
+    assert csv.headers["content-type"].startswith("text/csv")
+    assert csv.text.splitlines() == ["i,square", "0,0", "1,1", "2,4", "3,9", "4,16"]
+    assert "attachment" in csv.headers["content-disposition"]
+    assert any(j["id"] == job["id"] for j in client.get(f"{API}/jobs").json())
+
+
+def test_failed_job_reports_its_error_and_the_server_keeps_serving(client):
+    job_id = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 5, "fail_at": 2}}).json()["id"]
+    job = wait_done(client, job_id)
+    assert job["status"] == "failed" and "planted failure at 2" in job["error"] and job["done"] == 2
+    r = client.get(f"{API}/jobs/{job_id}/result")
+    assert r.status_code == 409 and "failed" in r.json()["detail"]
+    assert client.get(f"{API}/health").status_code == 200
+
+
+def test_running_job_can_be_polled_and_cancelled(client):
+    RELEASE.clear()
+    job_id = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 50, "wait": True}}).json()["id"]
+    assert client.get(f"{API}/jobs/{job_id}/result").status_code == 409
+    assert client.delete(f"{API}/jobs/{job_id}").status_code == 200
+    RELEASE.set()
+    assert wait_done(client, job_id)["status"] == "cancelled"
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"kind": "nope", "params": {}}, "unknown job kind 'nope'; known kinds:"),
+        ({"kind": "squares-test", "params": {"n": 0}}, "params.n"),
+        ({"kind": "squares-test", "params": {}}, "params.n"),
+        ({"params": {}}, "kind"),
+    ],
+)
+def test_bad_job_requests_are_422(client, body, message):
+    r = client.post(f"{API}/jobs", json=body)
+    assert r.status_code == 422 and message in r.json()["detail"]
+
+
+def test_unknown_job_is_404(client):
+    assert client.get(f"{API}/jobs/zzz").status_code == 404
+    assert client.get(f"{API}/jobs/zzz/result").status_code == 404
+
+
+def test_kinds_are_listed_with_their_schema(client):
+    kinds = {k["name"]: k for k in client.get(f"{API}/jobs/kinds").json()}
+    assert "n" in kinds["squares-test"]["params_schema"]["properties"]
+
+
+def test_rows_to_csv_unions_columns():
+    assert rows_to_csv([{"a": 1}, {"a": 2, "b": 3}]).splitlines() == ["a,b", "1,", "2,3"]
