@@ -6,21 +6,22 @@ from pathlib import Path
 
 import dash
 
-from frontend import callbacks  # noqa: F401  (registers the callbacks with dash.callback)
 from frontend.api_client import ApiClient
-from frontend.layout import page
+from frontend.layout import shell
 
-ASSETS = Path(__file__).parent / "assets"
+HERE = Path(__file__).parent
 
 
 def create_dash_app(api_url: str | None = None, token: str | None = None) -> dash.Dash:
     app = dash.Dash(
         __name__,
         title="attnscope",
-        assets_folder=str(ASSETS),
+        assets_folder=str(HERE / "assets"),
+        use_pages=True,
+        pages_folder=str(HERE / "pages"),
         serve_locally=True,  # every script and stylesheet from this server: works offline
         update_title=None,
     )
     app.server.config["ATTNSCOPE_CLIENT"] = ApiClient(api_url, token=token)
-    app.layout = page
+    app.layout = shell
     return app

@@ -1,4 +1,5 @@
-"""Page layout: controls, the model view (layer x head grid), head detail and head view."""
+"""Layouts: the shell every page shares, and the explore page (controls, model view, head detail,
+head view)."""
 
 from __future__ import annotations
 
@@ -51,16 +52,24 @@ def detail_views() -> html.Div:
     ])
 
 
-def page() -> html.Div:
+def explore_page() -> html.Div:
+    """The explore page: pick a model, run a text, browse every head."""
+    return html.Div(children=[dcc.Store(id="selected-head"), controls(), model_view(), detail_views()])
+
+
+def shell() -> html.Div:
+    """What every page shares: header, navigation, the current run (kept for the browser session)."""
+    import dash
+
+    links = [dcc.Link(p["name"], href=p["relative_path"], className="nav-link")
+             for p in sorted(dash.page_registry.values(), key=lambda p: p.get("order") or 0)]
     return html.Div(className="page", children=[
         dcc.Location(id="url"),
-        dcc.Store(id="run-store"),
-        dcc.Store(id="selected-head"),
+        dcc.Store(id="run-store", storage_type="session"),
         html.Header(className="header", children=[
             html.H1("attnscope"),
             html.Span("what the attention heads of a transformer do", className="tagline"),
+            html.Nav(links, className="nav"),
         ]),
-        controls(),
-        model_view(),
-        detail_views(),
+        dash.page_container,
     ])

@@ -1,4 +1,4 @@
-"""Dash callbacks (registered with ``dash.callback``); all data comes from the API over HTTP."""
+"""Callbacks of the explore page (``dash.callback``); all data comes from the API over HTTP."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Dashboard pages (``dash.register_page``), one module per page."""

@@ -1,0 +1,10 @@
+"""Explore: run a text through a model and browse every layer and head."""
+
+import dash
+
+from frontend.layout import explore_page
+from frontend.pages import explore_callbacks  # noqa: F401  (registers this page's callbacks)
+
+dash.register_page(__name__, path="/", name="Explore", order=0, title="attnscope · explore")
+
+layout = explore_page
