@@ -12,6 +12,13 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# Property tests: a fixed example stream and no example database in CI, so a run is reproducible.
+from hypothesis import settings as _hyp_settings  # noqa: E402
+
+_hyp_settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+if os.environ.get("CI"):
+    _hyp_settings.load_profile("ci")
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+
+from _planted import maps_from, random_rows
+from analysis.kernels import shift_matrix
+from analysis.probe import adaptive_pool, crop_pad, map_features, probe_layers
+
+
+def _dataset(count=40, n=10, seed=0):
+    """Layer 0: noise unrelated to the label. Layer 1 head 0: a previous-token head for label 0,
+    a next-token head for label 1 (plus noise); so only layer 1 carries the label."""
+    rng = np.random.default_rng(seed)
+    items, labels = [], []
+    for i in range(count):
+        y = i % 2
+        w = random_rows(rng, (2, 2, n, n))
+        s = shift_matrix(n, -1 if y == 0 else 1)
+        s[0 if y == 0 else n - 1, 0 if y == 0 else n - 1] = 1  # the border row attends to itself
+        w[1, 0] = 0.6 * s + 0.4 * random_rows(rng, (n, n))
+        items.append(maps_from(w))
+        labels.append(["prev", "next"][y])
+    return items, labels
+
+
+def test_probe_finds_the_layer_that_carries_the_label():
+    items, labels = _dataset()
+    res = probe_layers(items, labels, size=8, folds=4)
+    assert res.accuracy.shape == (2,) and res.chance == 0.5 and res.folds == 4
+    assert res.accuracy[1] >= 0.95
+    assert res.accuracy[0] <= 0.8  # noise: near chance
+
+
+def test_probe_pooled_features_work_with_different_lengths():
+    a, la = _dataset(20, n=10, seed=1)
+    b, lb = _dataset(20, n=14, seed=2)
+    res = probe_layers(a + b, la + lb, size=6, mode="pool", folds=4)
+    assert res.accuracy[1] >= 0.9
+
+
+def test_crop_pad_and_features_shape():
+    x = np.arange(9, dtype=np.float32).reshape(1, 3, 3)
+    np.testing.assert_array_equal(crop_pad(x, 2)[0], [[0, 1], [3, 4]])
+    np.testing.assert_array_equal(crop_pad(x, 4)[0, 3], 0)
+    maps = maps_from(random_rows(np.random.default_rng(0), (2, 3, 5, 5)))
+    assert map_features(maps, 1, size=4).shape == (3 * 16,)
+    with pytest.raises(ValueError, match="mode"):
+        map_features(maps, 0, mode="resize")
+
+
+def test_adaptive_pool_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    for n, size in [(10, 4), (7, 7), (5, 8), (12, 3)]:
+        x = rng.random((2, n, n)).astype(np.float32)
+        expect = torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x), size).numpy()
+        np.testing.assert_allclose(adaptive_pool(x, size), expect, atol=1e-6)
+
+
+def test_probe_input_errors():
+    items, labels = _dataset(6)
+    with pytest.raises(ValueError, match="labels"):
+        probe_layers(items, labels[:-1])
+    with pytest.raises(ValueError, match="two classes"):
+        probe_layers(items, ["a"] * 6)
