@@ -72,5 +72,32 @@ class ApiClient:
         except ValueError as exc:
             raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
 
+    # ------------------------------------------------------------------ structure analyses
+    def shift(self, run_id: str, k: int = 8, threshold: float = 0.5) -> dict:
+        return self._request("GET", f"/runs/{run_id}/shift", params={"k": k, "threshold": threshold}).json()
+
+    def heads(self, run_id: str, probe: bool = True) -> dict:
+        return self._request("GET", f"/runs/{run_id}/heads", params={"probe": probe}).json()
+
+    def evolution(self, run_id: str, compare_to: str | None = None) -> dict:
+        params = {"compare_to": compare_to} if compare_to else {}
+        return self._request("GET", f"/runs/{run_id}/evolution", params=params).json()
+
+    def importance(self, run_id: str, method: str = "rollout", row: str = "cls") -> dict:
+        """``method`` is ``rollout`` or ``flow``; ``row`` is ``cls``, ``mean`` or a position."""
+        return self._request("GET", f"/runs/{run_id}/{method}", params={"row": row}).json()
+
+    # ------------------------------------------------------------------ jobs
+    def submit_job(self, kind: str, params: dict) -> dict:
+        return self._request("POST", "/jobs", json={"kind": kind, "params": params}).json()
+
+    def job(self, job_id: str) -> dict:
+        return self._request("GET", f"/jobs/{job_id}").json()
+
+    def job_result(self, job_id: str, format: str = "json"):
+        """A finished job's result: a dict (``json``) or CSV text (``csv``)."""
+        r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
+        return r.json() if format == "json" else r.text
+
     def close(self) -> None:
         self._http.close()

@@ -54,12 +54,25 @@ def create_run(_n_clicks, text, model):
     return run.model_dump(exclude={"prediction"}), ""
 
 
-def _thumb(layer: int, head: int, matrix: np.ndarray) -> html.Button:
+BADGES = {"previous": "prev", "next": "next", "self": "self", "cls-sink": "CLS", "sep-sink": "SEP",
+          "broad": "broad", "local": "local", "duplicate": "dup", "induction": "ind"}
+
+
+def badge_text(labels: list[str]) -> str:
+    """Short badge for a head's type labels (shift-3 -> "-3", shift(+1,+0) -> "(+1,+0)")."""
+    short = [BADGES.get(l.replace("_", "-")) or l.removeprefix("shift") for l in labels]
+    return " ".join(short[:2])
+
+
+def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str]) -> html.Button:
     label = f"L{layer}H{head}"
+    kinds = ", ".join(labels) if labels else "no type"
+    children = [html.Img(src=thumbnail_src(matrix), alt=label)]
+    if labels:
+        children.append(html.Span(badge_text(labels), className="badge"))
     return html.Button(
-        html.Img(src=thumbnail_src(matrix), alt=label),
-        id={"type": "head-thumb", "layer": layer, "head": head},
-        className="head-thumb", title=f"{label}: click for detail", n_clicks=0,
+        children, id={"type": "head-thumb", "layer": layer, "head": head},
+        className="head-thumb", title=f"{label} ({kinds}): click for detail", n_clicks=0,
     )
 
 
@@ -79,11 +92,15 @@ def render_grid(run):
         layers = [client().attention(run["id"], layer) for layer in range(n_layers)]
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None
+    try:
+        types = {(h["layer"], h["head_index"]): h["labels"] for h in client().heads(run["id"])["heads"]}
+    except ApiError:  # badges are a bonus: the grid still shows without them
+        types = {}
     header = html.Div(className="grid-row grid-header", children=[html.Span("", className="row-label")] + [
         html.Span(f"H{h}", className="col-label") for h in range(n_heads)])
     rows = [header] + [
         html.Div(className="grid-row", children=[html.Span(f"L{l}", className="row-label")]
-                 + [_thumb(l, h, layers[l][h]) for h in range(n_heads)])
+                 + [_thumb(l, h, layers[l][h], types.get((l, h), [])) for h in range(n_heads)])
         for l in range(n_layers)
     ]
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]

@@ -1,0 +1,43 @@
+"""Browser fixtures: pytest-playwright driving Debian's Chromium (no browser download)."""
+
+import os
+
+import pytest
+
+CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches Debian's Chromium (no browser download), sandboxing off for root."""
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+
+
+def _texts(page, selector):
+    """textContent of every element matching ``selector`` (SVG text has no innerText)."""
+    return page.locator(selector).evaluate_all("els => els.map(e => e.textContent)")
+
+
+@pytest.fixture
+def texts():
+    return _texts
+
+
+@pytest.fixture
+def dash_page(page, dashboard_url):
+    """The dashboard, loaded, with console errors collected in ``page.console_errors``."""
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.console_errors = errors
+    page.goto(dashboard_url)
+    page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)  # models listed
+    return page
