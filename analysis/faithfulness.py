@@ -1,0 +1,262 @@
+"""ERASER faithfulness metrics (comprehensiveness, sufficiency, AOPC) of token scores.
+
+Metrics take a callable, never a model: ``predict(batch) -> probs`` where ``batch`` is a list of
+1-D int arrays of token ids (lengths may differ) and ``probs`` is ``[batch, class]``. Perturbations
+happen on token ids (never on decoded text) and special positions (CLS/SEP) always stay. Every
+perturbation of one example, for every explainer, goes to ``predict`` in a single call (the model
+side batches it), and identical perturbed inputs are sent once.
+
+Conventions (``anchors.md`` §4.2-4.3 and §8):
+
+=============  ==========================  =========  ========  =======  ======  =============
+name           bins                        target     only >0   repeats  mean    count of k%
+=============  ==========================  =========  ========  =======  ======  =============
+eraser         1, 5, 10, 20, 50 %          predicted  no        kept     1/|B|   ceil(k n), >=1
+eraser-paper   same                        predicted  no        kept     1/(|B|+1) (k=0 term is 0)
+ferret         10, 20, ..., 100 %          explained  yes       skipped  1/kept  int(k n), 0 skips
+=============  ==========================  =========  ========  =======  ======  =============
+
+``n`` is the number of non-special tokens. Removal is ``delete`` by default in all three; ``mask``
+replaces removed ids with ``mask_id`` instead (``get_convention(name, removal="mask")``).
+Comprehensiveness = p_t(x) - p_t(x without r) (higher is better); sufficiency = p_t(x) - p_t(r only)
+(lower is better). ferret's empty cases: comprehensiveness 0, sufficiency 1 when no bin is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Literal, Mapping, Sequence
+
+import numpy as np
+
+Predict = Callable[[list[np.ndarray]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How comprehensiveness/sufficiency/AOPC are computed (see the module table)."""
+
+    name: str
+    bins: tuple[float, ...]
+    target: Literal["predicted", "explained"] = "predicted"
+    only_positive: bool = False
+    skip_repeats: bool = False
+    zero_bin: bool = False
+    removal: Literal["delete", "mask"] = "delete"
+    count: Literal["ceil", "floor"] = "ceil"
+
+
+ERASER = Convention("eraser", (0.01, 0.05, 0.1, 0.2, 0.5))
+ERASER_PAPER = replace(ERASER, name="eraser-paper", zero_bin=True)
+FERRET = Convention("ferret", tuple(round(0.1 * i, 1) for i in range(1, 11)), target="explained",
+                    only_positive=True, skip_repeats=True, count="floor")
+CONVENTIONS = {c.name: c for c in (ERASER, ERASER_PAPER, FERRET)}
+
+
+def get_convention(name: str = "eraser", removal: str | None = None) -> Convention:
+    """A named convention, optionally with ``removal`` ("delete" or "mask") overridden."""
+    if name not in CONVENTIONS:
+        raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
+    conv = CONVENTIONS[name]
+    if removal is not None:
+        if removal not in ("delete", "mask"):
+            raise ValueError(f"removal must be 'delete' or 'mask'; got {removal!r}")
+        conv = replace(conv, removal=removal)
+    return conv
+
+
+def candidate_positions(n_tokens: int, special: Sequence[int]) -> np.ndarray:
+    """Positions that may be removed: every position that is not special."""
+    keep = np.ones(n_tokens, dtype=bool)
+    keep[list(special)] = False
+    return np.flatnonzero(keep)
+
+
+def token_count(fraction: float, n: int, mode: str = "ceil") -> int:
+    """How many of ``n`` tokens a fraction ``k`` means: ceil(k n) in [1, n], or int(k n)."""
+    if mode == "ceil":
+        return min(n, max(1, math.ceil(fraction * n - 1e-9))) if n else 0
+    return min(n, int(math.floor(fraction * n + 1e-9)))
+
+
+def select_rationale(scores: np.ndarray, fraction: float, candidates: np.ndarray,
+                     convention: Convention = ERASER) -> np.ndarray | None:
+    """Top-``fraction`` candidate positions by score (ties: earlier position first), sorted in
+    document order; ``None`` when the convention yields no token (ferret: k n < 1, or no positive)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    count = token_count(fraction, len(candidates), convention.count)
+    if count == 0:
+        return None
+    order = candidates[np.argsort(-scores[candidates], kind="stable")][:count]
+    if convention.only_positive:
+        order = order[scores[order] > 0]
+    if len(order) == 0:
+        return None
+    return np.sort(order)
+
+
+def remove_tokens(ids: np.ndarray, positions: np.ndarray, removal: str = "delete",
+                  mask_id: int | None = None) -> np.ndarray:
+    """``ids`` without ``positions`` (delete) or with them replaced by ``mask_id`` (mask)."""
+    ids = np.asarray(ids)
+    if removal == "mask":
+        if mask_id is None:
+            raise ValueError("removal='mask' needs the tokenizer's mask_id")
+        out = ids.copy()
+        out[positions] = mask_id
+        return out
+    return np.delete(ids, positions)
+
+
+def keep_tokens(ids: np.ndarray, positions: np.ndarray, special: Sequence[int], removal: str = "delete",
+                mask_id: int | None = None) -> np.ndarray:
+    """Only ``positions`` and the special tokens, in document order (others deleted or masked)."""
+    keep = np.zeros(len(ids), dtype=bool)
+    keep[list(special)] = True
+    keep[positions] = True
+    return remove_tokens(ids, np.flatnonzero(~keep), removal, mask_id)
+
+
+@dataclass
+class FaithfulnessResult:
+    """One example, one explainer. ``*_curve[b]`` is the drop at ``bins[b]`` (``None``: skipped)."""
+
+    target: int
+    p_full: float
+    k: float
+    comprehensiveness: float | None
+    sufficiency: float | None
+    bins: tuple[float, ...]
+    comp_curve: list[float | None]
+    suff_curve: list[float | None]
+    aopc_comprehensiveness: float
+    aopc_sufficiency: float
+    convention: str
+    rationale: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _aopc(curve: list[float | None], conv: Convention, empty: float) -> float:
+    kept = [v for v in curve if v is not None]
+    if not kept:
+        return empty
+    return float(sum(kept) / (len(kept) + (1 if conv.zero_bin else 0)))
+
+
+def evaluate(predict: Predict, ids: np.ndarray, scores: Mapping[str, np.ndarray], *, special: Sequence[int],
+             k: float, convention: Convention = ERASER, target: int | None = None,
+             mask_id: int | None = None) -> dict[str, FaithfulnessResult]:
+    """Comprehensiveness and sufficiency at ``k`` and AOPC over the convention's bins, for every
+    explainer in ``scores`` (name -> one score per token of ``ids``), with one ``predict`` call.
+
+    ``target``: the class explained. ERASER conventions always use the predicted class of the full
+    input; ferret uses ``target`` when given (else the predicted class).
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    cand = candidate_positions(len(ids), special)
+    inputs: list[np.ndarray] = [ids]
+    index: dict[bytes, int] = {ids.tobytes(): 0}
+
+    def slot(seq: np.ndarray) -> int:
+        key = seq.astype(np.int64).tobytes()  # same bytes <=> same sequence (fixed itemsize)
+        if key not in index:
+            index[key] = len(inputs)
+            inputs.append(seq)
+        return index[key]
+
+    plans = {}
+    for name, s in scores.items():
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape != ids.shape:
+            raise ValueError(f"explainer {name!r} gave {s.shape[0] if s.ndim else 0} scores for {len(ids)} tokens")
+        entries = []  # (which, bin index or -1 for k, comp slot, suff slot)
+        previous = None
+        for b, frac in [(-1, k), *enumerate(convention.bins)]:
+            r = select_rationale(s, frac, cand, convention)
+            if r is None or (b >= 0 and convention.skip_repeats and previous is not None
+                             and np.array_equal(r, previous)):
+                entries.append((b, None, None, r))
+            else:
+                comp = slot(remove_tokens(ids, r, convention.removal, mask_id))
+                suff = slot(keep_tokens(ids, r, special, convention.removal, mask_id))
+                entries.append((b, comp, suff, r))
+            if b >= 0 and r is not None:
+                previous = r
+        plans[name] = entries
+    probs = np.asarray(predict(inputs), dtype=np.float64)
+    if probs.ndim != 2 or probs.shape[0] != len(inputs):
+        raise ValueError(f"predict returned shape {probs.shape} for {len(inputs)} inputs; expected [batch, class]")
+    t = int(probs[0].argmax())
+    if convention.target == "explained" and target is not None:
+        t = int(target)
+    p_full = float(probs[0, t])
+    out = {}
+    for name, entries in plans.items():
+        comp_k = suff_k = None
+        comp_curve: list[float | None] = []
+        suff_curve: list[float | None] = []
+        rationale: list[int] = []
+        for b, comp, suff, r in entries:
+            dc = None if comp is None else p_full - float(probs[comp, t])
+            ds = None if suff is None else p_full - float(probs[suff, t])
+            if b < 0:
+                comp_k, suff_k = dc, ds
+                rationale = [] if r is None else [int(i) for i in r]
+            else:
+                comp_curve.append(dc)
+                suff_curve.append(ds)
+        out[name] = FaithfulnessResult(
+            target=t, p_full=p_full, k=k, comprehensiveness=comp_k, sufficiency=suff_k,
+            bins=tuple(convention.bins), comp_curve=comp_curve, suff_curve=suff_curve,
+            aopc_comprehensiveness=_aopc(comp_curve, convention, 0.0),
+            aopc_sufficiency=_aopc(suff_curve, convention, 1.0 if convention.name == "ferret" else 0.0),
+            convention=convention.name, rationale=rationale,
+        )
+    return out
+
+
+def comprehensiveness(predict: Predict, ids, scores, k: float, *, special: Sequence[int] = (),
+                      convention: Convention = ERASER, target: int | None = None, mask_id: int | None = None) -> float | None:
+    """p_t(x) - p_t(x without the top-k rationale) for one example."""
+    return evaluate(predict, ids, {"s": scores}, special=special, k=k, convention=convention,
+                    target=target, mask_id=mask_id)["s"].comprehensiveness
+
+
+def sufficiency(predict: Predict, ids, scores, k: float, *, special: Sequence[int] = (),
+                convention: Convention = ERASER, target: int | None = None, mask_id: int | None = None) -> float | None:
+    """p_t(x) - p_t(only the top-k rationale) for one example."""
+    return evaluate(predict, ids, {"s": scores}, special=special, k=k, convention=convention,
+                    target=target, mask_id=mask_id)["s"].sufficiency
+
+
+def aopc(predict: Predict, ids, scores, *, special: Sequence[int] = (), convention: Convention = ERASER,
+         target: int | None = None, mask_id: int | None = None) -> tuple[float, float]:
+    """(AOPC comprehensiveness, AOPC sufficiency) over the convention's bins for one example."""
+    r = evaluate(predict, ids, {"s": scores}, special=special, k=convention.bins[0], convention=convention,
+                 target=target, mask_id=mask_id)["s"]
+    return r.aopc_comprehensiveness, r.aopc_sufficiency
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None
+
+
+def aggregate(results: Sequence[FaithfulnessResult]) -> dict:
+    """Means over examples: comprehensiveness, sufficiency, both AOPCs and the per-bin curves."""
+    if not results:
+        return {}
+    bins = results[0].bins
+    return {
+        "n": len(results),
+        "comprehensiveness": _mean([r.comprehensiveness for r in results]),
+        "sufficiency": _mean([r.sufficiency for r in results]),
+        "aopc_comprehensiveness": _mean([r.aopc_comprehensiveness for r in results]),
+        "aopc_sufficiency": _mean([r.aopc_sufficiency for r in results]),
+        "bins": list(bins),
+        "comp_curve": [_mean([r.comp_curve[b] for r in results]) for b in range(len(bins))],
+        "suff_curve": [_mean([r.suff_curve[b] for r in results]) for b in range(len(bins))],
+    }

@@ -1,0 +1,135 @@
+"""ERASER metrics on a toy predictor whose probabilities are known in closed form (hand-computed)."""
+
+import numpy as np
+import pytest
+
+from analysis.faithfulness import (
+    ERASER, ERASER_PAPER, FERRET, aggregate, aopc, comprehensiveness, evaluate, get_convention,
+    keep_tokens, remove_tokens, select_rationale, sufficiency, token_count,
+)
+
+CLS, SEP, MASK = 101, 102, 103
+IDS = np.array([CLS, 5, 6, 1, 2, SEP])
+SPECIAL = (0, 5)
+# explainer scores: token 5 first, then 6, then 1; token 2 negative
+SCORES = np.array([0.0, 0.9, 0.5, 0.1, -0.2, 0.0])
+
+
+class Toy:
+    """p(class 1) = 0.3 + 0.4 [id 5 present] + 0.2 [id 6 present]; records every call."""
+
+    def __init__(self):
+        self.calls: list[list[np.ndarray]] = []
+
+    def __call__(self, batch):
+        self.calls.append([np.asarray(b) for b in batch])
+        p1 = np.array([0.3 + 0.4 * (5 in b) + 0.2 * (6 in b) for b in batch])
+        return np.stack([1 - p1, p1], axis=1)
+
+
+def test_eraser_code_convention_by_hand():
+    # n = 4 candidates; bins 1,5,10,20,50% -> ceil(k n) = 1,1,1,1,2 tokens
+    # remove {5}: p1 0.5 (drop 0.4); remove {5,6}: 0.3 (0.6); keep {5}: 0.7 (0.2); keep {5,6}: 0.9 (0)
+    toy = Toy()
+    r = evaluate(toy, IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=ERASER)["e"]
+    assert r.target == 1 and r.p_full == pytest.approx(0.9)
+    assert r.comprehensiveness == pytest.approx(0.6) and r.sufficiency == pytest.approx(0.0)
+    assert r.comp_curve == pytest.approx([0.4, 0.4, 0.4, 0.4, 0.6])
+    assert r.suff_curve == pytest.approx([0.2, 0.2, 0.2, 0.2, 0.0])
+    assert r.aopc_comprehensiveness == pytest.approx(2.2 / 5)
+    assert r.aopc_sufficiency == pytest.approx(0.8 / 5)
+    assert r.rationale == [1, 2]
+    assert len(toy.calls) == 1  # every perturbation in one predict call
+    # full, -{5}, -{5,6}, +{5}, +{5,6}: duplicates across bins are sent once
+    assert len(toy.calls[0]) == 5
+
+
+def test_eraser_paper_convention_is_five_sixths_of_the_code_value():
+    r = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=ERASER_PAPER)["e"]
+    assert r.aopc_comprehensiveness == pytest.approx(2.2 / 6)
+    assert r.aopc_sufficiency == pytest.approx(0.8 / 6)
+
+
+def test_ferret_convention_by_hand():
+    # bins 10..100% of n=4 -> int(k n) = 0,0,1,1,2,2,2,3,3,4; 0 skips, repeats skip, only positive:
+    # kept rationales {5}, {5,6}, {5,6,1} (the 4-token bin drops the negative token -> a repeat)
+    r = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=FERRET, target=1)["e"]
+    kept = [v for v in r.comp_curve if v is not None]
+    assert kept == pytest.approx([0.4, 0.6, 0.6])
+    assert r.comp_curve[:2] == [None, None]
+    assert r.aopc_comprehensiveness == pytest.approx(1.6 / 3)
+    assert r.aopc_sufficiency == pytest.approx(0.2 / 3)
+
+
+def test_target_predicted_for_eraser_explained_for_ferret():
+    # explaining class 0 (not predicted): p0 full 0.1; remove {5}: p0 0.5 -> drop -0.4
+    e = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.25, convention=ERASER, target=0)["e"]
+    f = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.25, convention=FERRET, target=0)["e"]
+    assert e.target == 1 and e.comprehensiveness == pytest.approx(0.4)
+    assert f.target == 0 and f.comprehensiveness == pytest.approx(-0.4)
+
+
+def test_ferret_empty_cases_score_zero_and_one():
+    negative = np.array([0.0, -1, -1, -1, -1, 0.0])
+    r = evaluate(Toy(), IDS, {"e": negative}, special=SPECIAL, k=0.5, convention=FERRET)["e"]
+    assert all(v is None for v in r.comp_curve)
+    assert (r.aopc_comprehensiveness, r.aopc_sufficiency) == (0.0, 1.0)
+
+
+def test_special_tokens_stay_and_deletion_keeps_document_order():
+    toy = Toy()
+    evaluate(toy, IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=ERASER)
+    for seq in toy.calls[0]:
+        assert seq[0] == CLS and seq[-1] == SEP
+    assert any(np.array_equal(s, [CLS, 1, 2, SEP]) for s in toy.calls[0])  # comprehensiveness input
+    assert any(np.array_equal(s, [CLS, 5, 6, SEP]) for s in toy.calls[0])  # sufficiency input
+
+
+def test_mask_removal_keeps_length_and_uses_the_mask_id():
+    toy = Toy()
+    conv = get_convention("eraser", removal="mask")
+    r = evaluate(toy, IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=conv, mask_id=MASK)["e"]
+    assert all(len(s) == len(IDS) for s in toy.calls[0])
+    assert any(np.array_equal(s, [CLS, MASK, MASK, 1, 2, SEP]) for s in toy.calls[0])
+    assert r.comprehensiveness == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="mask_id"):
+        evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=conv)
+
+
+def test_several_explainers_share_one_call_and_the_wrappers_agree():
+    toy = Toy()
+    rev = SCORES[::-1].copy()
+    out = evaluate(toy, IDS, {"a": SCORES, "b": rev}, special=SPECIAL, k=0.5)
+    assert len(toy.calls) == 1 and set(out) == {"a", "b"}
+    assert comprehensiveness(Toy(), IDS, SCORES, 0.5, special=SPECIAL) == pytest.approx(0.6)
+    assert sufficiency(Toy(), IDS, SCORES, 0.5, special=SPECIAL) == pytest.approx(0.0)
+    assert aopc(Toy(), IDS, SCORES, special=SPECIAL) == pytest.approx((0.44, 0.16))
+    # "b" ranks token 2 (id 2) first: removing it changes nothing, keeping it alone drops 0.6
+    assert out["b"].comp_curve[0] == pytest.approx(0.0) and out["b"].suff_curve[0] == pytest.approx(0.6)
+
+
+def test_aggregate_means_over_examples():
+    a = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5)["e"]
+    b = evaluate(Toy(), IDS, {"e": SCORES[::-1].copy()}, special=SPECIAL, k=0.5)["e"]
+    agg = aggregate([a, b])
+    assert agg["n"] == 2
+    assert agg["comprehensiveness"] == pytest.approx((a.comprehensiveness + b.comprehensiveness) / 2)
+    assert agg["comp_curve"][0] == pytest.approx((0.4 + 0.0) / 2)
+
+
+def test_counts_and_selection_helpers():
+    assert token_count(0.07, 100) == 7  # not 8: 0.07*100 is 7.000000000000001 in floating point
+    assert token_count(0.01, 20) == 1 and token_count(0.01, 20, "floor") == 0
+    cand = np.array([1, 2, 3, 4])
+    assert select_rationale(np.array([0, 1, 1, 1, 0, 0.0]), 0.5, cand).tolist() == [1, 2]  # ties: earlier
+    assert remove_tokens(IDS, np.array([1, 3])).tolist() == [CLS, 6, 2, SEP]
+    assert keep_tokens(IDS, np.array([3]), SPECIAL).tolist() == [CLS, 1, SEP]
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown convention"):
+        get_convention("nope")
+    with pytest.raises(ValueError, match="gave 3 scores for 6 tokens"):
+        evaluate(Toy(), IDS, {"e": np.zeros(3)}, special=SPECIAL, k=0.5)
+    with pytest.raises(ValueError, match="predict returned shape"):
+        evaluate(lambda b: np.zeros(2), IDS, {"e": SCORES}, special=SPECIAL, k=0.5)
