@@ -86,6 +86,7 @@ class FixedPoint:
     contraction: ``L < 1`` for the given bound (None without one): a sufficient condition for a
         unique fixed point with ``W1(mu_{t+1}, mu_t) <= L^t W1(mu_1, mu_0)`` (Banach).
     final: the last iterate ``[token, dim]``.
+    radius: largest token norm over every iterate (the R a bound on the whole orbit needs).
     """
 
     w1_steps: np.ndarray
@@ -94,6 +95,7 @@ class FixedPoint:
     contraction: bool | None
     log10_bound: float | None
     final: np.ndarray
+    radius: float
 
 
 def fixed_point_iteration(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, n_steps: int,
@@ -107,6 +109,7 @@ def fixed_point_iteration(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarr
         raise ValueError(f"n_steps must be at least 1; got {n_steps}")
     x = np.asarray(x0, dtype=np.float64)
     dists = np.empty(n_steps)
+    radius = float(np.linalg.norm(x, axis=-1).max())
     for t in range(n_steps):
         nxt = np.asarray(step(x), dtype=np.float64)
         if nxt.shape != x.shape:
@@ -114,6 +117,7 @@ def fixed_point_iteration(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarr
         if not np.all(np.isfinite(nxt)):
             raise ValueError(f"the iteration diverged to NaN/infinity at step {t}")
         dists[t] = w1_uniform(x, nxt)
+        radius = max(radius, float(np.linalg.norm(nxt, axis=-1).max()))
         x = nxt
     tail = dists[n_steps // 2:]
     ratios = tail[1:] / tail[:-1] if tail.size > 1 else np.array([])
@@ -121,4 +125,4 @@ def fixed_point_iteration(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarr
     rate = float(np.median(ratios)) if ratios.size else float("nan")
     converged = bool(dists[-1] <= max(rtol * dists[0], 1e-10))
     contraction = None if log10_bound is None else bool(log10_bound < 0)
-    return FixedPoint(dists, rate, converged, contraction, log10_bound, x)
+    return FixedPoint(dists, rate, converged, contraction, log10_bound, x, radius)
