@@ -88,13 +88,22 @@ def log_head_term(norm_w: np.ndarray, norm_a: np.ndarray, norm_c: np.ndarray, ra
     return log_w + np.logaddexp(lip_term, np.log1p(2.0 * kappa) + 2.0 * kappa)
 
 
+def product_norm(left: np.ndarray, right: np.ndarray) -> float:
+    """``||left @ right||_2`` for ``left [D, d]``, ``right [d, D']`` with d << D, via two thin QRs:
+    ``left = Q1 R1``, ``right^T = Q2 R2`` give ``||left @ right|| = ||R1 R2^T||`` (a d x d SVD)."""
+    r1 = np.linalg.qr(left, mode="r")
+    r2 = np.linalg.qr(right.T, mode="r")
+    return float(np.linalg.norm(r1 @ r2.T, 2))
+
+
 def lipschitz_bound(p: AttentionParams, radius: float, residual: bool = False) -> LipschitzBound:
     """The DERIVED W1-Lipschitz bound of ``Phi`` on ``P(B_radius)`` for the sublayer ``p``."""
     if not np.isfinite(radius) or radius <= 0:
         raise ValueError(f"radius must be a positive number; got {radius}")
-    norm_a = np.array([np.linalg.norm(a, 2) for a in p.bilinear])
+    H, d = p.n_heads, p.head_dim
+    norm_a = np.array([product_norm(p.w_q[h].T, p.w_k[h]) for h in range(H)]) / np.sqrt(d)
     norm_c = np.linalg.norm(p.key_bias, axis=-1)
-    norm_w = np.array([np.linalg.norm(w, 2) for w in p.value_out])
+    norm_w = np.array([product_norm(p.w_o[h], p.w_v[h]) for h in range(H)])
     per_head = log_head_term(norm_w, norm_a, norm_c, radius)
     no_bias = log_head_term(norm_w, norm_a, np.zeros_like(norm_c), radius)
     total, total_nb = logsumexp(per_head), logsumexp(no_bias)

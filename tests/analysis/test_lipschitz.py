@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from analysis.kernel import AttentionParams, push_forward
-from analysis.lipschitz import lipschitz_bound, log_head_term, project_to_ball, random_ratios, w1_ratio
+from analysis.lipschitz import lipschitz_bound, product_norm, log_head_term, project_to_ball, random_ratios, w1_ratio
 
 
 def params(H=1, d=3, D=4, qk=1.0, seed=0, bias=1.0):
@@ -81,3 +81,13 @@ def test_projection_keeps_points_inside_the_ball():
     np.testing.assert_allclose(project_to_ball(x, 1.0), [[0.6, 0.8], [0.1, 0.0]])
     with pytest.raises(ValueError, match="radius"):
         lipschitz_bound(params(), 0.0)
+
+
+def test_thin_product_norm_equals_the_full_svd():
+    r = np.random.default_rng(3)
+    left, right = r.standard_normal((40, 3)), r.standard_normal((3, 30))
+    assert product_norm(left, right) == pytest.approx(np.linalg.norm(left @ right, 2), rel=1e-12)
+    p = params(H=3, seed=5)
+    b = lipschitz_bound(p, 1.0)
+    np.testing.assert_allclose(b.norm_a, [np.linalg.norm(a, 2) for a in p.bilinear], rtol=1e-12)
+    np.testing.assert_allclose(b.norm_w, [np.linalg.norm(w, 2) for w in p.value_out], rtol=1e-12)
