@@ -17,6 +17,7 @@ Every measure compared lies in B_R, so ``L_hat <= L`` must hold; a violation is 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from models.layers import AttentionSublayer, extract_attention_params
 from models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
+_THREADS_LOCK = threading.RLock()
 
 
 @dataclass
@@ -61,14 +63,18 @@ def torch_threads(n: int) -> Iterator[None]:
     """Temporarily run torch ops on ``n`` intra-op threads (restored in ``finally``).
 
     The estimate runs thousands of tiny float64 ops ([token, dim] with dim ~ 384): one thread is
-    faster than several and does not stall at thread barriers on a shared, loaded machine.
+    faster than several and does not stall at thread barriers on a shared, loaded machine. The
+    setting is process-wide, so callers are serialised by a lock (two interleaved save/restore
+    pairs would otherwise leave torch on one thread for good); other torch work in the process
+    runs on ``n`` threads meanwhile.
     """
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def _ball(x: torch.Tensor, radius: float) -> torch.Tensor:
