@@ -7,11 +7,16 @@ gradient ascent, the API's default budget), and 30 steps of a layer's block iter
 layer: log10 L, L_hat and log10(L_hat / L).
 
     .venv/bin/python bench/measure.py [--repeats 3] [--layers 0,1,2,3,4,5] [--device cpu]
+
+On a shared, loaded CPU run it with OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1: these are small
+matrices, and multi-threaded BLAS stalls at thread barriers (the bound took 10 ms on one thread and
+0.1-2 s on two, on a 2-core machine at load 10).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -72,7 +77,8 @@ def main() -> None:
     cap = capture_encoded(loaded, encoded(loaded, " ".join(lines[:12]), args.tokens))[0]
     other = capture_encoded(loaded, encoded(loaded, " ".join(lines[12:24]), args.tokens - 28))[0]
     hs = cap.hidden_states
-    print(f"minilm tokens={hs.shape[1]} dim={hs.shape[2]} torch={torch.__version__} threads={torch.get_num_threads()}")
+    print(f"minilm tokens={hs.shape[1]} dim={hs.shape[2]} torch={torch.__version__} threads={torch.get_num_threads()} "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
 
     t_profile = timeit(lambda: w1_successive(hs), args.repeats)
     t_between = timeit(lambda: w1_between_inputs(hs, other.hidden_states), args.repeats)
