@@ -8,7 +8,7 @@ import httpx
 import numpy as np
 
 from analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
-from server.schemas import ModelList, RunPublic
+from server.schemas import FixedPointPublic, LipschitzPublic, MeasurePublic, ModelList, ParticlesPublic, RunPublic
 
 
 class ApiError(Exception):
@@ -98,6 +98,34 @@ class ApiClient:
         """A finished job's result: a dict (``json``) or CSV text (``csv``)."""
         r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
         return r.json() if format == "json" else r.text
+    # ------------------------------------------------------------ measure-theoretic view
+    def measure(self, run_id: str, compare: str | None = None) -> MeasurePublic:
+        """W1 between successive layers (and with ``compare``'s run), max-entropy deviation per layer."""
+        params = {"compare": compare} if compare else {}
+        return MeasurePublic.model_validate(self._request("GET", f"/runs/{run_id}/measure", params=params).json())
+
+    def particles(self, run_id: str, dims: int = 2) -> ParticlesPublic:
+        """Hidden states ``[layer + 1][token][dims]`` projected by one PCA over all depths."""
+        r = self._request("GET", f"/runs/{run_id}/particles", params={"dims": dims})
+        return ParticlesPublic.model_validate(r.json())
+
+    def lipschitz(self, model: str, layer: int, run_id: str | None = None, text: str | None = None,
+                  residual: bool = False, steps: int | None = None, draws: int | None = None) -> LipschitzPublic:
+        """DERIVED bound (log10) and empirical estimate for one attention layer."""
+        params: dict = {"layer": layer, "residual": residual}
+        for key, value in (("run_id", run_id), ("text", text), ("steps", steps), ("draws", draws)):
+            if value is not None:
+                params[key] = value
+        r = self._request("GET", f"/models/{model}/lipschitz", params=params)
+        return LipschitzPublic.model_validate(r.json())
+
+    def fixed_point(self, run_id: str, steps: int = 30, layer: int | None = None) -> FixedPointPublic:
+        """W1 between successive iterates of the shared block (or of ``layer``'s block)."""
+        params: dict = {"steps": steps}
+        if layer is not None:
+            params["layer"] = layer
+        r = self._request("GET", f"/runs/{run_id}/fixed-point", params=params)
+        return FixedPointPublic.model_validate(r.json())
 
     def close(self) -> None:
         self._http.close()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import analysis.maps
 
-ALLOWED_THIRD_PARTY = {"numpy", "scipy", "sklearn", "tqdm"}
+ALLOWED_THIRD_PARTY = {"numpy", "scipy", "sklearn", "tqdm", "ot"}  # ot: POT, optimal transport
 
 
 def _imports(path: Path):

@@ -1,0 +1,114 @@
+"""Measure-theoretic analyses on MiniLM at 128 tokens: how long each takes, and what they give.
+
+Times (median of --repeats, after a warm-up): the W1 profile (6 exact assignments, 128 x 128 in
+dim 384), W1 between two inputs of different lengths (POT), the max-entropy check (72 x 128 rows),
+the DERIVED Lipschitz bound of one layer, the empirical Lipschitz estimate of one layer (random +
+gradient ascent, the API's default budget), and 30 steps of a layer's block iterated. Then, per
+layer: log10 L, L_hat and log10(L_hat / L).
+
+    .venv/bin/python bench/measure.py [--repeats 3] [--layers 0,1,2,3,4,5] [--device cpu]
+
+On a shared, loaded CPU run it with OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1: these are small
+matrices, and multi-threaded BLAS stalls at thread barriers (the bound took 10 ms on one thread and
+0.1-2 s on two, on a 2-core machine at load 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analysis.lipschitz import lipschitz_bound  # noqa: E402
+from analysis.measure import w1_between_inputs, w1_successive  # noqa: E402
+from models.capture import capture_encoded  # noqa: E402
+from models.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
+from models.lipschitz import lipschitz_report  # noqa: E402
+from models.loading import load_model  # noqa: E402
+from models.shared_block import iterate_shared_block  # noqa: E402
+
+SST2 = [p / "shared" / "data" / "sst2" / "dev.tsv" for p in ROOT.parents]
+
+
+def sentences() -> list[str]:
+    """Real sentences (SST-2 dev when present)."""
+    for path in SST2:
+        if path.exists():
+            return [line.split("\t")[0] for line in path.read_text().splitlines()[1:]]
+    return ["the film is a charming, funny and moving story about growing up ."] * 200
+
+
+def encoded(loaded, text: str, n_tokens: int) -> dict:
+    """Exactly ``n_tokens`` positions: truncate the ids (never decode and re-tokenise)."""
+    enc = loaded.tokenizer([text], return_tensors="pt", truncation=True, max_length=n_tokens)
+    assert enc["input_ids"].shape[1] == n_tokens, "the text is too short for the requested length"
+    return dict(enc)
+
+
+def timeit(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--layers", default="0,1,2,3,4,5")
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+
+    loaded = load_model("minilm", device=args.device)
+    lines = sentences()
+    cap = capture_encoded(loaded, encoded(loaded, " ".join(lines[:12]), args.tokens))[0]
+    other = capture_encoded(loaded, encoded(loaded, " ".join(lines[12:24]), args.tokens - 28))[0]
+    hs = cap.hidden_states
+    print(f"minilm tokens={hs.shape[1]} dim={hs.shape[2]} torch={torch.__version__} threads={torch.get_num_threads()} "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+
+    t_profile = timeit(lambda: w1_successive(hs), args.repeats)
+    t_between = timeit(lambda: w1_between_inputs(hs, other.hidden_states), args.repeats)
+    t_maxent = timeit(lambda: max_entropy_deviation(loaded, cap), args.repeats)
+    params = extract_attention_params(loaded, 0)
+    t_bound = timeit(lambda: lipschitz_bound(params, float(np.linalg.norm(hs[0], axis=1).max())), args.repeats)
+    t_est = timeit(lambda: lipschitz_report(loaded, 0, hs[0]), max(1, args.repeats // 2))
+    t_fixed = timeit(lambda: iterate_shared_block(loaded, hs[2], 30, layer=2), max(1, args.repeats // 2))
+    print(f"W1 profile (6 layers, assignment)        {t_profile * 1e3:9.1f} ms")
+    print(f"W1 between inputs ({hs.shape[1]} vs {other.hidden_states.shape[1]} tokens, POT) {t_between * 1e3:9.1f} ms")
+    print(f"max-entropy check (6 x 12 x {hs.shape[1]} rows)    {t_maxent * 1e3:9.1f} ms")
+    print(f"Lipschitz bound, one layer               {t_bound * 1e3:9.1f} ms")
+    print(f"Lipschitz estimate, one layer (default)  {t_est * 1e3:9.1f} ms")
+    print(f"30 iterations of layer 2's block         {t_fixed * 1e3:9.1f} ms")
+
+    print("W1 profile:", " ".join(f"L{l}={v:.3f}" for l, v in enumerate(w1_successive(hs))))
+    print("W1 between inputs:", " ".join(f"{v:.3f}" for v in w1_between_inputs(hs, other.hidden_states)))
+    print("max-entropy deviation:", " ".join(f"L{l}={v:.1e}" for l, v in enumerate(max_entropy_deviation(loaded, cap))))
+    print("layer      R   log10 L  (no-bias)    L_hat  (random / ascent)  log10(L_hat/L)  evals   s")
+    for layer in (int(v) for v in args.layers.split(",")):
+        r = lipschitz_report(loaded, layer, hs[layer])
+        flag = "" if r.log10_ratio <= 0 else "  <-- VIOLATION"
+        print(f"L{layer:<4} {r.radius:6.2f} {r.bound.log10_bound:9.1f} {r.bound.log10_bound_without_bias:9.1f} "
+              f"{r.estimate:9.2f}  ({r.best_random:6.2f} / {r.best_ascent:6.2f}) {r.log10_ratio:14.1f} "
+              f"{r.n_evaluations:6d} {r.seconds:5.1f}{flag}")
+    it = iterate_shared_block(loaded, hs[2], 30, layer=2)
+    print(f"layer 2 block iterated 30x (demonstration): W1 step1={it.result.w1_steps[0]:.3f} "
+          f"step30={it.result.w1_steps[-1]:.3f} tail rate={it.result.rate:.3f} converged={it.result.converged} "
+          f"log10 L_attn+res={it.log10_bound_attention:.1f}")
+
+
+if __name__ == "__main__":
+    main()

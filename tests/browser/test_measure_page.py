@@ -1,0 +1,80 @@
+"""Real browser: the measure page's particle view (token hover, depth slider) and Lipschitz panel."""
+
+import os
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+TEXT = "The cat sat on the mat."
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+
+
+@pytest.fixture
+def measure_page(page, dashboard_url):
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.console_errors = errors
+    page.goto(f"{dashboard_url}/measure")
+    page.wait_for_selector("#measure-status:has-text('API')", timeout=30_000)
+    page.fill("#measure-text", TEXT)
+    page.click("#measure-run-button")
+    page.wait_for_function(
+        f"document.querySelectorAll('#particle-view .scatterlayer .trace:last-child .point').length === {len(TOKENS)}",
+        timeout=60_000)
+    return page
+
+
+def plot_data(page, graph_id):
+    return page.evaluate(f"() => document.querySelector('#{graph_id} .js-plotly-plot').data")
+
+
+def test_particle_view_shows_every_token_with_a_hover(measure_page):
+    page = measure_page
+    points = plot_data(page, "particle-view")[1]
+    assert points["text"] == TOKENS
+    box = page.locator("#particle-view .scatterlayer .trace:last-child .point").nth(2).bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#particle-view .hoverlayer .hovertext", timeout=10_000)
+    hover = page.locator("#particle-view .hoverlayer .hovertext").first.text_content()
+    assert "cat" in hover and "token 2" in hover and "embeddings" in hover
+    # the depth slider has one step per depth and moving it moves the points
+    assert page.locator("#particle-view .slider-label-group").count() == 7
+    before = page.locator("#particle-view .scatterlayer .trace:last-child .point").nth(2).get_attribute("transform")
+    tick = page.locator("#particle-view .slider-tick-rect").nth(6).bounding_box()  # the rail takes the click
+    page.mouse.click(tick["x"] + tick["width"] / 2, tick["y"] + tick["height"] / 2)
+    page.wait_for_selector("#particle-view .slider-label:has-text('depth: layer 5')", timeout=10_000)
+    page.wait_for_function(
+        "b => document.querySelectorAll('#particle-view .scatterlayer .trace:last-child .point')[2]"
+        ".getAttribute('transform') !== b", arg=before, timeout=10_000)
+    bars = plot_data(page, "w1-profile")[0]
+    assert len(bars["y"]) == 6 and min(bars["y"]) > 0
+    assert "Maximum-entropy check" in page.locator("#maxent-summary").inner_text()
+    assert page.console_errors == []
+
+
+def test_lipschitz_panel_shows_bound_above_estimate_for_every_layer(measure_page):
+    page = measure_page
+    page.click("#lipschitz-button")
+    page.wait_for_selector("#lipschitz-panel .gtitle:has-text('DERIVED bound vs estimate')", timeout=120_000)
+    bound, estimate = plot_data(page, "lipschitz-panel")
+    assert bound["x"] == [f"L{l}" for l in range(6)]
+    assert all(e <= b for e, b in zip(estimate["y"], bound["y"]))
+    assert min(estimate["y"]) > 0  # L_hat > 1 on every MiniLM layer
+    assert page.locator("#lipschitz-panel .legendtext").count() == 2
+    assert page.console_errors == []

@@ -1,0 +1,76 @@
+"""Pure figure builders of the measure page, without a browser."""
+
+import numpy as np
+import pytest
+
+from frontend.measure_figures import (fixed_point_figure, lipschitz_figure, message_figure, particle_figure,
+                                      token_colors, w1_profile_figure)
+
+TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
+LABELS = ["embeddings", "after layer 0", "after layer 1"]
+
+
+def coords(k=2, seed=0):
+    return np.random.default_rng(seed).standard_normal((3, 4, k))
+
+
+def test_particles_2d_frames_follow_the_depths_and_hover_shows_tokens():
+    c = coords()
+    fig = particle_figure(c, TOKENS, LABELS, explained=[0.5, 0.2])
+    trails, points = fig.data
+    assert trails.mode == "lines" and list(points.text) == TOKENS and "%{text}" in points.hovertemplate
+    np.testing.assert_allclose(points.x, c[0, :, 0])
+    assert [f.name for f in fig.frames] == ["0", "1", "2"]
+    for d, frame in enumerate(fig.frames):
+        np.testing.assert_allclose(frame.data[0].y, c[d, :, 1])
+        assert frame.traces == (1,)
+    assert [s.label for s in fig.layout.sliders[0].steps] == ["embeddings", "layer 0", "layer 1"]
+    lo, hi = fig.layout.xaxis.range
+    assert lo < c[..., 0].min() and hi > c[..., 0].max()  # fixed range: the points move, not the axes
+    assert fig.layout.xaxis.title.text == "PC1 (50%)"
+    assert list(points.marker.color) == token_colors(4)
+    nan_rows = np.isnan(np.asarray(trails.x, dtype=float)).sum()
+    assert nan_rows == 4  # one path per token
+
+
+def test_particles_3d_use_a_scene():
+    fig = particle_figure(coords(3), TOKENS, LABELS, depth=2)
+    assert fig.data[1].type == "scatter3d" and fig.layout.sliders[0].active == 2
+    assert fig.layout.scene.aspectmode == "cube"
+    np.testing.assert_allclose(fig.data[1].z, coords(3)[2, :, 2])
+
+
+@pytest.mark.parametrize("bad, tokens", [(np.zeros((3, 4)), TOKENS), (np.zeros((3, 4, 5)), TOKENS),
+                                         (np.zeros((3, 5, 2)), TOKENS)])
+def test_particles_refuse_bad_shapes(bad, tokens):
+    with pytest.raises(ValueError, match="coords"):
+        particle_figure(bad, tokens, LABELS)
+
+
+def test_w1_profile_bars_and_hover():
+    fig = w1_profile_figure([1.5, 0.25], [3e-7, 5e-7])
+    bar = fig.data[0]
+    assert list(bar.y) == [1.5, 0.25] and list(bar.x) == ["L0", "L1"]
+    assert "deviation 5.00e-07" in bar.hovertext[1]
+
+
+def test_lipschitz_panel_is_sorted_and_reports_the_ratio():
+    rows = [{"layer": 1, "log10_bound": 200.0, "log10_estimate": 1.5, "radius": 12.0},
+            {"layer": 0, "log10_bound": 750.0, "log10_estimate": 1.2, "radius": 11.0}]
+    fig = lipschitz_figure(rows)
+    bound, est = fig.data
+    assert list(bound.x) == ["L0", "L1"] and list(bound.y) == [750.0, 200.0] and list(est.y) == [1.2, 1.5]
+    assert est.customdata[0][0] == pytest.approx(1.2 - 750.0)
+    assert "DERIVED" in bound.name and "log10" in fig.layout.yaxis.title.text
+
+
+def test_fixed_point_curve_on_a_log_axis():
+    fig = fixed_point_figure([1.0, 0.5, 0.0], "layer 2 block", trained_depth=1, rate=0.5)
+    assert fig.layout.yaxis.type == "log" and min(fig.data[0].y) > 0
+    assert list(fig.data[0].x) == [1, 2, 3]
+    assert "rate ≈ 0.500" in fig.layout.title.text and "layer 2 block" in fig.layout.title.text
+    assert len(fig.layout.shapes) == 1
+
+
+def test_message_figure():
+    assert message_figure("Run a text").layout.annotations[0].text == "Run a text"
