@@ -3,6 +3,8 @@
     attnscope serve                 # API on :8000 and dashboard on :8050 (127.0.0.1)
     attnscope api --port 8000       # REST API only (FastAPI + uvicorn)
     attnscope dashboard --api-url http://127.0.0.1:8000   # Dash dashboard only
+    attnscope census --model minilm --dataset sst2 --n 500 --out results.json
+    attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
 
 Every option also reads an environment variable (shown in ``--help``) so containers can be
 configured without flags.
@@ -84,6 +86,35 @@ def _serve(args: argparse.Namespace) -> int:
             api.kill()
 
 
+def _dataset_job(args: argparse.Namespace) -> int:
+    """``census`` / ``probe`` from the command line, with a progress bar; JSON and CSV out."""
+    import json
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from models.dataset_runs import run_census, run_probe
+    from models.loading import load_model
+    from server.jobs import rows_to_csv
+
+    loaded = load_model(args.model, args.device)
+    with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        if args.command == "census":
+            result = run_census(loaded, args.dataset, args.n, args.split, args.seed, progress)
+        else:
+            result = run_probe(loaded, args.dataset, args.n, args.split, args.seed, progress=progress)
+    out = Path(args.out)
+    out.write_text(json.dumps(result, indent=1))
+    csv_path = out.with_suffix(".csv")
+    csv_path.write_text(rows_to_csv(result["rows"]))
+    sys.stdout.write(f"wrote {out} and {csv_path} ({result['n']} examples)\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -94,6 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_api_args(p_api)
     p_dash = sub.add_parser("dashboard", help="start the dashboard (talks to the API over HTTP)")
     _add_dash_args(p_dash)
+    for name, what in (("census", "per-head statistics over a data set"),
+                       ("probe", "per-layer accuracy of predicting the label from the maps alone")):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("--model", default="minilm")
+        p.add_argument("--dataset", default="sst2", choices=["sst2", "movies"])
+        p.add_argument("--n", type=int, default=200)
+        p.add_argument("--split", default=None)
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--device", default=None)
+        p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
     return parser
 
 
@@ -106,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "api":
         run_api(args.host, args.port)
         return 0
+    if args.command in ("census", "probe"):
+        return _dataset_job(args)
     if args.command == "dashboard":
         run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
         return 0

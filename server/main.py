@@ -13,6 +13,7 @@ from models.loading import ModelCache
 from server.config import VERSION, Settings
 from server.deps import require_token
 from server.errors import install_error_handlers
+from server import job_kinds  # noqa: F401  (registers census and probe)
 from server.jobs import JobStore
 from server.routes import health, jobs, measure, models, runs, structure
 from server.service import RunService

@@ -1,0 +1,95 @@
+"""Dataset-level runs: capture N examples of a data set and aggregate a per-head census, or probe
+each layer's maps for the label. Used by the API's jobs and by the ``attnscope`` CLI.
+
+Text inputs longer than the model's limit are truncated to it (tokens past the limit are not seen).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterator
+
+import numpy as np
+
+from analysis.census import census
+from analysis.maps import AttentionMaps
+from analysis.overview import overview
+from analysis.probe import probe_layers
+from models.capture import capture_encoded
+from models.datasets import Example, load_dataset
+from models.loading import LoadedModel
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+CENSUS_METRICS = ("shift_score", "best_mass", "previous", "next", "norm_entropy", "top1",
+                  "distance", "cls_sink", "sep_sink")
+TEXT_DATASETS = ("sst2", "movies")
+
+
+def pick_examples(dataset: str, n: int, split: str | None = None, seed: int = 0) -> list[Example]:
+    """``n`` examples of ``dataset`` (a seeded sample when the split is larger; all if smaller)."""
+    if dataset not in TEXT_DATASETS:
+        raise ValueError(f"census/probe data sets: {', '.join(TEXT_DATASETS)}; got {dataset!r}")
+    examples = load_dataset(dataset, split)
+    if n < len(examples):
+        idx = np.sort(np.random.default_rng(seed).choice(len(examples), size=n, replace=False))
+        examples = [examples[i] for i in idx]
+    return examples
+
+
+def iter_maps(loaded: LoadedModel, examples: list[Example], progress: Progress | None = None) -> Iterator[AttentionMaps]:
+    """Capture each example (truncated to the model's limit), reporting ``progress(done, total)``."""
+    for i, ex in enumerate(examples):
+        enc = loaded.tokenizer([ex.text], return_tensors="pt", truncation=True, max_length=loaded.max_tokens)
+        yield capture_encoded(loaded, dict(enc), hidden_states=False)[0].maps
+        if progress is not None:
+            progress(i + 1, len(examples))
+
+
+def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
+    """Per-head ``[layer, head]`` metrics of one example, from one pass over its maps."""
+    ov = overview(maps)
+    scores = ov.types.scores
+    return {
+        "shift_score": ov.scan.shift_score, "best_mass": ov.scan.best_mass,
+        "previous": scores.get("previous", np.zeros_like(ov.scan.best_mass)),
+        "next": scores.get("next", np.zeros_like(ov.scan.best_mass)),
+        "norm_entropy": ov.evolution.head_norm_entropy, "top1": ov.evolution.head_top1,
+        "distance": ov.distance.per_head, "cls_sink": scores["cls_sink"], "sep_sink": scores["sep_sink"],
+    }
+
+
+def run_census(loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0,
+               progress: Progress | None = None) -> dict:
+    """Per-head mean and std of ``CENSUS_METRICS`` over ``n`` examples; JSON-able, with CSV ``rows``."""
+    examples = pick_examples(dataset, n, split, seed)
+    res = census(iter_maps(loaded, examples, progress), head_metrics, total=len(examples), progress=False)
+    mean = {k: np.asarray(v) for k, v in res.mean.items()}
+    std = {k: np.asarray(v) for k, v in res.std.items()}
+    n_layers, n_heads = mean["shift_score"].shape
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            row = {"head": f"L{layer}H{head}", "layer": layer, "head_index": head}
+            for k in CENSUS_METRICS:
+                row[f"{k}_mean"] = round(float(mean[k][layer, head]), 6)
+                row[f"{k}_std"] = round(float(std[k][layer, head]), 6)
+            rows.append(row)
+    return {
+        "kind": "census", "model": loaded.spec.name, "dataset": dataset, "split": split, "n": res.n, "seed": seed,
+        "metrics": {k: {"mean": mean[k].tolist(), "std": std[k].tolist()} for k in CENSUS_METRICS},
+        "rows": rows,
+    }
+
+
+def run_probe(loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, size: int = 32,
+              folds: int = 5, progress: Progress | None = None) -> dict:
+    """Cross-validated accuracy of predicting the label from each layer's maps alone."""
+    examples = pick_examples(dataset, n, split, seed)
+    items = list(iter_maps(loaded, examples, progress))
+    res = probe_layers(items, [ex.label for ex in examples], size=size, folds=folds, seed=seed)
+    rows = [{"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
+            for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)]
+    return {"kind": "probe", "model": loaded.spec.name, "dataset": dataset, "n": len(items), "folds": res.folds,
+            "size": res.size, "chance": res.chance, "rows": rows}

@@ -1,0 +1,52 @@
+"""The dataset-level job kinds the API offers (registered once, at import)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from models.dataset_runs import run_census, run_probe
+from models.registry import UnknownModelError, get_spec
+from server.jobs import register_job_kind
+
+
+class CensusParams(BaseModel):
+    model: str = Field("minilm", description="registry name")
+    dataset: Literal["sst2", "movies"] = "sst2"
+    n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
+    split: str | None = Field(None, description="data set split (default: sst2 dev, movies rationales)")
+    seed: int = 0
+
+    @field_validator("model")
+    @classmethod
+    def _known_text_model(cls, v: str) -> str:
+        try:
+            spec = get_spec(v)
+        except UnknownModelError as exc:
+            raise ValueError(str(exc)) from None
+        if spec.modality != "text":
+            raise ValueError(f"model {v!r} is a {spec.modality} model; these data sets are text")
+        return v
+
+
+class ProbeParams(CensusParams):
+    n: int = Field(200, ge=10, le=5000)
+    size: int = Field(32, ge=4, le=128, description="maps are cropped/padded to size x size")
+    folds: int = Field(5, ge=2, le=10)
+
+
+def _census(params: CensusParams, service, progress) -> dict:
+    loaded = service.models.get(params.model)
+    return run_census(loaded, params.dataset, params.n, params.split, params.seed, progress)
+
+
+def _probe(params: ProbeParams, service, progress) -> dict:
+    loaded = service.models.get(params.model)
+    return run_probe(loaded, params.dataset, params.n, params.split, params.seed, params.size, params.folds, progress)
+
+
+register_job_kind("census", CensusParams, _census,
+                  "per-head shift, entropy, distance and sink statistics over N examples (mean and std)")
+register_job_kind("probe", ProbeParams, _probe,
+                  "per-layer accuracy of predicting the label from that layer's attention maps alone")

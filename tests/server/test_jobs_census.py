@@ -1,0 +1,68 @@
+"""Census and probe jobs on MiniLM through the HTTP client, and the CLI writing JSON + CSV."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+API = "/api/v1"
+
+
+def wait_done(client, job_id, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = client.get(f"{API}/jobs/{job_id}").json()
+        if job["status"] in ("done", "failed", "cancelled"):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} still {job['status']}")
+
+
+def test_census_job_aggregates_per_head(client):
+    r = client.post(f"{API}/jobs", json={"kind": "census", "params": {"model": "minilm", "dataset": "sst2", "n": 6}})
+    assert r.status_code == 202, r.text
+    job = wait_done(client, r.json()["id"])
+    assert job["status"] == "done", job
+    assert job["done"] == job["total"] == 6
+    result = client.get(f"{API}/jobs/{job['id']}/result").json()
+    assert result["n"] == 6 and len(result["rows"]) == 72
+    prev = np.asarray(result["metrics"]["previous"]["mean"])
+    assert prev.shape == (6, 12) and prev.argmax() == 2  # L0H2 leads on previous-token mass over SST-2
+    assert np.asarray(result["metrics"]["norm_entropy"]["std"]).min() >= 0
+    csv = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text.splitlines()
+    assert csv[0].startswith("head,layer,head_index,shift_score_mean") and len(csv) == 73
+
+
+def test_probe_job_reports_accuracy_per_layer(client):
+    params = {"model": "minilm", "dataset": "sst2", "n": 24, "folds": 2, "size": 8}
+    job = wait_done(client, client.post(f"{API}/jobs", json={"kind": "probe", "params": params}).json()["id"])
+    assert job["status"] == "done", job
+    result = client.get(f"{API}/jobs/{job['id']}/result").json()
+    assert [r["layer"] for r in result["rows"]] == list(range(6))
+    assert all(0 <= r["accuracy"] <= 1 for r in result["rows"]) and 0.5 <= result["chance"] < 1
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"model": "nope"}, "unknown model 'nope'"),
+        ({"dataset": "imdb"}, "params.dataset"),
+        ({"n": 0}, "params.n"),
+    ],
+)
+def test_bad_census_params_are_422(client, params, message):
+    r = client.post(f"{API}/jobs", json={"kind": "census", "params": params})
+    assert r.status_code == 422 and message in r.json()["detail"]
+
+
+def test_cli_census_writes_json_and_csv(tmp_path):
+    out = tmp_path / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "attnscope.cli", "census", "--model", "minilm", "--dataset", "sst2",
+                           "--n", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["n"] == 3 and result["kind"] == "census"
+    assert out.with_suffix(".csv").read_text().count("\n") == 73
