@@ -42,6 +42,15 @@ def data_dir() -> Path:
     )
 
 
+def available() -> bool:
+    """Whether the shared data sets can be found (tests that need them skip, with a reason, otherwise)."""
+    try:
+        data_dir()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _hash(*arrays: np.ndarray) -> str:
     h = hashlib.sha256()
     for a in arrays:

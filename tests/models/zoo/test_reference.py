@@ -207,3 +207,23 @@ def test_shift_text_model_has_no_positional_encoding():
     model = build_model({**TEXT, "attention": "shift", "radius": 2})
     assert model.pos is None
     assert not any("pos" in n for n, _ in model.named_parameters())
+
+
+def test_attention_built_from_a_conv_reproduces_it_as_sharpness_grows():
+    """Cordonnier's Theorem 1, constructively: 9 quadratic-encoding heads, one per kernel tap."""
+    from models.zoo.conv_attention import QuadraticConvAttention
+
+    torch.manual_seed(5)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+    x = torch.randn(2, 3, 6, 5)
+    ref = conv(x)
+    errors = []
+    for alpha in (0.3, 1.0, 3.0, 10.0, 30.0):
+        y, p = QuadraticConvAttention(conv, (6, 5), alpha)(x)
+        errors.append(float((y - ref).detach().abs().max()))
+    assert all(a > b for a, b in zip(errors, errors[1:])), errors
+    assert errors[-1] < 1e-5 and errors[0] > 0.1
+    # at high sharpness each head is the shift matrix of its tap: query (2, 2) of the padded 8x7 grid
+    q = 2 * 7 + 2
+    for h, (di, dj) in enumerate([(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)]):
+        assert int(p[h, q].argmax()) == (2 + di) * 7 + (2 + dj) and float(p[h, q].max()) > 0.999
