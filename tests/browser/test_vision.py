@@ -1,0 +1,73 @@
+"""Real browser: the vision page's query-pixel view (Cordonnier's figure) for a Gaussian zoo model."""
+
+import io
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from models.zoo import data, samples
+from models.zoo.manifest import read_manifest
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(read_manifest("gauss9-iso") is None, reason="zoo not trained; run make zoo"),
+              pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR")]
+
+PLOT = "document.querySelector('#query-pixel-view .js-plotly-plot')"
+CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Debian's Chromium (no browser download), as in test_dashboard.py."""
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+
+
+def traces(page, kind: str) -> int:
+    return page.evaluate(f"{PLOT}.data.filter(t => t.type === '{kind}').length")
+
+
+def test_click_a_pixel_and_see_every_heads_attention_with_gaussian_centres(page, dashboard_url):
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{dashboard_url}/vision")
+    page.wait_for_selector("#vision-status:has-text('API')", timeout=30_000)
+    page.wait_for_selector("#vision-model:has-text('gauss9-iso')", timeout=30_000)
+    page.click("#vision-run-button")
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('row 7, col 7')", timeout=60_000)
+    label = samples.labels("mnist")[0]
+    assert f"(label {label})" in page.inner_text("#vision-prediction")
+    titles = page.locator("#query-pixel-view .annotation-text").evaluate_all("els => els.map(e => e.textContent)")
+    assert titles == [f"L0H{h}" for h in range(9)]
+    assert traces(page, "heatmap") == 9
+    centres = page.evaluate(f"{PLOT}.data.filter(t => t.marker && t.marker.symbol === 'x').length")
+    assert centres == 9  # each Gaussian head's learned centre
+
+    # click the cell (row 3, col 10) of the 14x14 grid on the picture
+    box = page.locator("#vision-image .nsewdrag").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 10.5 / 14, box["y"] + box["height"] * 3.5 / 14)
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('row 3, col 10')", timeout=30_000)
+    z = np.array(page.evaluate(f"{PLOT}._fullData.filter(t => t.type === 'heatmap')[4].z.map(r => Array.from(r))"),
+                 dtype=float)
+    assert z.shape == (14, 14) and abs(z.sum() - 1) < 0.01  # head 4's weights of that query over the grid
+
+    # upload a dark-on-light digit: the page runs it and shows the prediction
+    digit = 255 - samples.sample("mnist", 3)[0]
+    buf = io.BytesIO()
+    Image.fromarray(digit).save(buf, format="PNG")
+    page.set_input_files("#vision-upload input[type=file]",
+                         files=[{"name": "digit.png", "mimeType": "image/png", "buffer": buf.getvalue()}])
+    page.wait_for_function("!document.querySelector('#vision-prediction').textContent.includes('label')",
+                           timeout=60_000)
+    assert "predicts" in page.inner_text("#vision-prediction")
+    assert errors == []
