@@ -31,7 +31,8 @@ class QuadraticConvAttention(nn.Module):
         k = conv.kernel_size[0]
         if conv.kernel_size != (k, k) or conv.stride != (1, 1) or conv.padding != (k // 2, k // 2) or conv.groups != 1:
             raise ValueError("needs a square, stride-1, 'same'-padded, ungrouped convolution")
-        self.conv, self.alpha, self.k = conv, float(alpha), k
+        self._conv = [conv]  # a reference, not a submodule: the conv's weights are saved once, by its owner
+        self.alpha, self.k = float(alpha), k
         r = k // 2
         self.padded = (grid[0] + 2 * r, grid[1] + 2 * r)
         di, dj = torch.meshgrid(torch.arange(k) - r, torch.arange(k) - r, indexing="ij")
@@ -49,9 +50,10 @@ class QuadraticConvAttention(nn.Module):
         r = self.k // 2
         tokens = F.pad(x, (r, r, r, r)).flatten(2).transpose(1, 2)  # (B, N_pad, C_in), zero ring
         p = self.probs()  # (K^2, N, N)
-        taps = self.conv.weight.flatten(2).permute(2, 1, 0)  # (K^2, C_in, C_out): W_val W_out of head h
+        conv = self._conv[0]
+        taps = conv.weight.flatten(2).permute(2, 1, 0)  # (K^2, C_in, C_out): W_val W_out of head h
         mixed = torch.einsum("hqk,bkc->bhqc", p, tokens)  # each head's attended input
-        y = torch.einsum("bhqc,hco->bqo", mixed, taps) + self.conv.bias  # sum over heads
+        y = torch.einsum("bhqc,hco->bqo", mixed, taps) + conv.bias  # sum over heads
         y = y.transpose(1, 2).reshape(b, -1, *self.padded)[:, :, r:r + h, r:r + w]
         return y, p
 

@@ -71,3 +71,22 @@ def test_click_a_pixel_and_see_every_heads_attention_with_gaussian_centres(page,
                            timeout=60_000)
     assert "predicts" in page.inner_text("#vision-prediction")
     assert errors == []
+
+
+def test_explore_page_runs_a_zoo_text_model(page, dashboard_url):
+    """The foundation's model view and head detail work for zoo text models too."""
+    if read_manifest("text-shift") is None:
+        pytest.skip("text-shift not trained")
+    page.goto(dashboard_url)
+    page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)
+    page.click("#model-dropdown")
+    page.get_by_placeholder("Search").fill("text-shift")
+    page.get_by_role("option", name="text-shift · andreoli-shift · classification").click()
+    page.wait_for_selector("#model-dropdown:has-text('text-shift')")
+    page.fill("#text-input", "a gorgeous , witty , seductive movie .")
+    page.click("#run-button")
+    page.wait_for_function("document.querySelectorAll('.head-thumb').length === 8", timeout=60_000)
+    page.locator("#model-grid .head-thumb[title^='L1H3']").click()
+    page.wait_for_selector("#head-detail .gtitle:has-text('L1H3 · text-shift')", timeout=30_000)
+    ticks = page.locator("#head-detail .xtick text").evaluate_all("els => els.map(e => e.textContent)")
+    assert ticks == ["[CLS]", "a", "gorgeous", ",", "witty", ",", "seductive", "movie", "."]
