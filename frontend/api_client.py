@@ -8,7 +8,7 @@ import httpx
 import numpy as np
 
 from analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
-from server.schemas import ModelList, ModelStructure, RunPublic, SampleList
+from server.schemas import ConvAttentionPair, ModelList, ModelStructure, RunPublic, SampleList
 
 
 class ApiError(Exception):
@@ -99,6 +99,11 @@ class ApiClient:
             if exc.status == 404:
                 return None
             raise
+
+    def conv_vs_attention(self, run_id: str, channel: int = 0) -> ConvAttentionPair:
+        """conv-attention runs: one first-layer channel as the convolution and as attention."""
+        r = self._request("GET", f"/runs/{run_id}/conv-vs-attention", params={"channel": channel})
+        return ConvAttentionPair.model_validate(r.json())
 
     def close(self) -> None:
         self._http.close()

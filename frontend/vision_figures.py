@@ -129,3 +129,20 @@ def query_pixel_figure(image: np.ndarray, layer_weights: np.ndarray, grid: tuple
                       height=260 * n_rows + 60, margin={"l": 10, "r": 10, "t": 70, "b": 10}, showlegend=False,
                       plot_bgcolor="white")
     return fig
+
+
+def conv_vs_attention_figure(conv: np.ndarray, attention: np.ndarray, channel: int, max_abs_diff: float) -> go.Figure:
+    """One first-layer channel computed by the convolution and by the attention layer built from it,
+    side by side on one colour scale (Cordonnier's theorem made visible)."""
+    conv, attention = np.asarray(conv, dtype=np.float32), np.asarray(attention, dtype=np.float32)
+    lo, hi = float(min(conv.min(), attention.min())), float(max(conv.max(), attention.max()))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["3x3 convolution", "9-head attention built from it"],
+                        horizontal_spacing=0.06)
+    for i, z in enumerate((conv, attention)):
+        fig.add_trace(go.Heatmap(z=z, zmin=lo, zmax=hi, colorscale="RdBu", reversescale=True, showscale=i == 1,
+                                 hovertemplate="row %{y} · col %{x}<br>%{z:.5f}<extra></extra>"), row=1, col=i + 1)
+    fig.update_yaxes(autorange="reversed", scaleanchor="x")
+    fig.update_yaxes(autorange="reversed", scaleanchor="x2", row=1, col=2)
+    fig.update_layout(title={"text": f"channel {channel} · max |conv − attention| = {max_abs_diff:.1e}"},
+                      height=360, margin={"l": 10, "r": 10, "t": 70, "b": 10}, plot_bgcolor="white")
+    return fig

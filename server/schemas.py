@@ -171,3 +171,15 @@ class JobKindPublic(BaseModel):
     name: str
     description: str
     params_schema: dict
+
+
+class ConvAttentionPair(BaseModel):
+    """One output channel of a conv-as-attention run's first layer, computed both ways ``[row, col]``."""
+
+    run_id: str
+    channel: int
+    n_channels: int
+    grid: list[int]
+    conv: list[list[float]]
+    attention: list[list[float]]
+    max_abs_diff: float = Field(..., description="largest |conv - attention| over all channels and positions")

@@ -45,4 +45,16 @@ def layout(**_query) -> html.Div:
                 dcc.Loading(dcc.Graph(id="query-pixel-view", config={"displaylogo": False}), type="dot"),
             ]),
         ]),
+        html.Section(id="conv-panel", className="panel", hidden=True, children=[
+            html.H2("Convolution vs attention"),
+            html.P("conv-attention serves its first 3x3 convolution as the 9-head attention layer built from the "
+                   "kernel (each head hard-attends to one tap's shift). The same output channel, both ways:",
+                   className="hint"),
+            html.Div(className="inline", children=[
+                html.Label("Channel", htmlFor="conv-channel"),
+                dcc.Dropdown(id="conv-channel", clearable=False, value=0, className="small-dropdown",
+                             options=[{"label": f"channel {c}", "value": c} for c in range(16)]),
+            ]),
+            dcc.Graph(id="conv-vs-attention", config={"displaylogo": False}),
+        ]),
     ])

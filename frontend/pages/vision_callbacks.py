@@ -11,7 +11,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 from flask import current_app
 
 from frontend.api_client import ApiClient, ApiError
-from frontend.vision_figures import grid_cell, image_figure, query_pixel_figure
+from frontend.vision_figures import conv_vs_attention_figure, grid_cell, image_figure, query_pixel_figure
 
 
 def client() -> ApiClient:
@@ -134,3 +134,17 @@ def render_query_pixel_view(run, cell, layer):
         gaussians = [g.model_dump() for g in structure.layers[layer]]
     columns = 4 if weights.shape[0] > 9 else 3
     return query_pixel_figure(image, weights, grid, run["special"], cell, layer, gaussians, columns)
+
+
+@callback(
+    Output("conv-panel", "hidden"), Output("conv-vs-attention", "figure"),
+    Input("vision-run", "data"), Input("conv-channel", "value"),
+)
+def render_conv_vs_attention(run, channel):
+    if not run or not run["model"].startswith("conv-attention"):
+        return True, _empty("")
+    try:
+        pair = client().conv_vs_attention(run["id"], int(channel or 0))
+    except ApiError as exc:
+        return False, _empty(str(exc))
+    return False, conv_vs_attention_figure(pair.conv, pair.attention, pair.channel, pair.max_abs_diff)

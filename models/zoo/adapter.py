@@ -118,8 +118,16 @@ class ZooAdapter:
     def structure(self) -> dict | None:
         """Learned per-head geometry: Gaussian centres and covariances ``[layer][head]`` (grid units,
         ``delta = key - query`` as (row, col)), or None for other attention kinds."""
+        from models.zoo.conv_attention import QuadraticConvAttention
         from models.zoo.positional import GaussianBias
 
+        quad = getattr(self.model, "attention", None)
+        if isinstance(quad, QuadraticConvAttention):  # -alpha ||d - c||^2 = Gaussian with covariance I / (2 alpha)
+            cov = (np.eye(2) / (2 * quad.alpha)).tolist()
+            heads = [{"center": c.tolist(), "cov": cov} for c in quad.centers.cpu().numpy()]
+            return {"kind": "gaussian", "grid": list(self.grid), "layers": [heads]}
+        if not hasattr(self.model, "encoder"):
+            return None
         layers = []
         for block in self.model.encoder.blocks:
             bias = getattr(block.attn, "bias", None)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Respon
 from analysis.codec import MEDIA_TYPE, pack
 from models.inputs import MAX_IMAGE_BYTES, encode_png
 from server.deps import RunDep, ServiceDep
-from server.schemas import AttentionSlice, ErrorBody, ImageSource, Prediction, RunCreate, RunPublic
+from server.schemas import AttentionSlice, ConvAttentionPair, ErrorBody, ImageSource, Prediction, RunCreate, RunPublic
 from server.store import Run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -61,6 +61,24 @@ def read_run_image(run: RunDep) -> Response:
 @router.get("/{run_id}", response_model=RunPublic, responses=ERRORS, summary="Read a run")
 def read_run(run: RunDep) -> RunPublic:
     return to_public(run)
+
+
+@router.get("/{run_id}/conv-vs-attention", response_model=ConvAttentionPair, responses=ERRORS,
+            summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
+                    "layer built from it, side by side")
+def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
+    from models.registry import get_spec
+
+    feats = run.capture.hidden_states
+    if get_spec(run.model).family != "conv-as-attention" or feats is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is not a conv-as-attention run; "
+                            "create one with model conv-attention")
+    _check_range("channel", channel, feats.shape[-1])
+    side = int(round(feats.shape[1] ** 0.5))
+    conv, attn = feats[0, :, channel].reshape(side, side), feats[1, :, channel].reshape(side, side)
+    return ConvAttentionPair(run_id=run.id, channel=channel, n_channels=int(feats.shape[-1]), grid=[side, side],
+                             conv=conv.tolist(), attention=attn.tolist(),
+                             max_abs_diff=float(abs(feats[0] - feats[1]).max()))
 
 
 def _check_range(name: str, value: int | None, size: int) -> None:

@@ -90,3 +90,20 @@ def test_explore_page_runs_a_zoo_text_model(page, dashboard_url):
     page.wait_for_selector("#head-detail .gtitle:has-text('L1H3 · text-shift')", timeout=30_000)
     ticks = page.locator("#head-detail .xtick text").evaluate_all("els => els.map(e => e.textContent)")
     assert ticks == ["[CLS]", "a", "gorgeous", ",", "witty", ",", "seductive", "movie", "."]
+
+
+def test_conv_attention_demo_shows_the_conv_and_its_attention_side_by_side(page, dashboard_url):
+    if read_manifest("conv-attention") is None:
+        pytest.skip("conv-attention not trained")
+    page.goto(f"{dashboard_url}/vision")
+    page.wait_for_selector("#vision-model:has-text('gauss9-iso')", timeout=30_000)
+    page.click("#vision-model")
+    page.get_by_placeholder("Search").fill("conv-attention")
+    page.get_by_role("option", name="conv-attention", exact=False).first.click()
+    page.click("#vision-run-button")
+    page.wait_for_selector("#conv-vs-attention .gtitle:has-text('channel 0')", timeout=60_000)
+    assert page.locator("#conv-panel").is_visible()
+    titles = page.locator("#conv-vs-attention .annotation-text").evaluate_all("els => els.map(e => e.textContent)")
+    assert titles == ["3x3 convolution", "9-head attention built from it"]
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('layer 0')", timeout=60_000)
+    assert page.evaluate(f"{PLOT}.data.filter(t => t.type === 'heatmap').length") == 9

@@ -62,3 +62,13 @@ def test_image_figure_marks_the_query_cell():
     assert (marker.x[0], marker.y[0]) == (5, 3)
     img = [t for t in fig.data if isinstance(t, go.Image)][0]
     assert np.isclose(img.dx, 0.5) and np.isclose(img.x0, -0.25)
+
+
+def test_conv_vs_attention_figure_puts_both_on_one_colour_scale():
+    from frontend.vision_figures import conv_vs_attention_figure
+
+    conv = np.array([[0.0, 1.0], [2.0, -1.0]])
+    fig = conv_vs_attention_figure(conv, conv + 1e-6, channel=2, max_abs_diff=1e-6)
+    a, b = [t for t in fig.data if isinstance(t, go.Heatmap)]
+    assert (a.zmin, a.zmax) == (b.zmin, b.zmax) and a.zmin <= -1.0 and a.zmax >= 2.0
+    assert "channel 2" in fig.layout.title.text and "1.0e-06" in fig.layout.title.text

@@ -137,3 +137,20 @@ def test_gaussian_structure_gives_each_heads_centre_and_spread(client):
     assert cov.shape == (2, 2) and np.all(np.linalg.eigvalsh(cov) > 0)
     r = client.get(f"{API}/models/{TEXT}/structure")
     assert r.status_code == 404 and "Gaussian" in r.json()["detail"]
+
+
+@pytest.mark.skipif(read_manifest("conv-attention") is None, reason="conv-attention not trained")
+def test_conv_attention_demo_serves_the_conv_and_its_attention_side_by_side(client, sample_run):
+    run = client.post(f"{API}/runs", json={"model": "conv-attention", "sample": {"dataset": "mnist", "index": 7}}).json()
+    assert run["grid"] == [16, 16] and run["shape"] == [1, 9, 256, 256] and run["image"]["width"] == 32
+    heads = np.array(client.get(f"{API}/runs/{run['id']}/attention", params={"layer": 0}).json()["weights"])
+    q = 5 * 16 + 6  # interior query (5, 6) of the padded grid: head h attends to tap h's shift
+    taps = [(di, dj) for di in (-1, 0, 1) for dj in (-1, 0, 1)]
+    assert [int(heads[h, q].argmax()) for h in range(9)] == [(5 + di) * 16 + 6 + dj for di, dj in taps]
+    pair = client.get(f"{API}/runs/{run['id']}/conv-vs-attention", params={"channel": 3}).json()
+    assert pair["grid"] == [14, 14] and pair["n_channels"] == 16
+    np.testing.assert_allclose(pair["conv"], pair["attention"], atol=1e-4)
+    assert pair["max_abs_diff"] < 1e-4 and np.abs(pair["conv"]).max() > 0.1
+    assert client.get(f"{API}/runs/{run['id']}/conv-vs-attention", params={"channel": 16}).status_code == 422
+    r = client.get(f"{API}/runs/{sample_run['id']}/conv-vs-attention")
+    assert r.status_code == 404 and "conv-as-attention" in r.json()["detail"]
