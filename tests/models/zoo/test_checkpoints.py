@@ -22,6 +22,10 @@ def _arch(name):
     return arch
 
 
+def test_every_zoo_model_has_a_committed_checkpoint():
+    assert sorted(TRAINED) == sorted(ZOO), f"untrained: {sorted(set(ZOO) - set(TRAINED))}; run make zoo"
+
+
 @pytest.fixture(scope="module")
 def eval_data():
     cache = {}

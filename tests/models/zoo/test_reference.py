@@ -227,3 +227,23 @@ def test_attention_built_from_a_conv_reproduces_it_as_sharpness_grows():
     q = 2 * 7 + 2
     for h, (di, dj) in enumerate([(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)]):
         assert int(p[h, q].argmax()) == (2 + di) * 7 + (2 + dj) and float(p[h, q].max()) > 0.999
+
+
+@pytest.mark.parametrize("name", ["ha-vit", "ha-learned2d-content", "ha-san-pairwise", "text-ha"])
+def test_every_ha_model_in_the_zoo_keeps_its_parameter_count_at_any_depth(name):
+    from models.zoo.configs import ZOO
+
+    arch = {**ZOO[name]["arch"], "vocab_size": 40}
+    counts = {count_params(build_model({**arch, "depth": d})) for d in (1, 2, 5)}
+    assert len(counts) == 1
+
+
+def test_text_ea_with_alpha_0_and_beta_0_equals_the_vanilla_text_encoder():
+    torch.manual_seed(6)
+    ea = build_model({**TEXT, "ea": {"alpha": 0.0, "beta": 0.0}}).eval()
+    vanilla = build_model(TEXT).eval()
+    vanilla.load_state_dict(ea.state_dict(), strict=False)
+    ids = torch.tensor([[2, 5, 7, 9, 0, 0]])
+    (le, me), (lv, mv) = ea(ids), vanilla(ids)
+    torch.testing.assert_close(me[..., :4, :], mv[..., :4, :])  # real query rows (padded rows are dropped)
+    torch.testing.assert_close(le, lv)

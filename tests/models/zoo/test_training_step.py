@@ -31,7 +31,7 @@ def test_one_optimisation_step_lowers_the_loss_on_a_tiny_batch(name):
         grads = [p.grad for p in model.parameters() if p.requires_grad]
         assert all(g is not None and torch.isfinite(g).all() for g in grads)
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     assert maps is None
     model.eval()
     with torch.no_grad():
