@@ -108,7 +108,10 @@ def render_image(run, cell, layer):
     pred = run["prediction"]
     source = run.get("image") or {}
     truth = f" (label {source['label']})" if source.get("label") is not None else ""
-    text = f"{run['model']} predicts {pred['predicted']} ({max(pred['probs']):.1%}){truth}"
+    if pred.get("probs"):
+        text = f"{run['model']} predicts {pred['predicted']} ({max(pred['probs']):.1%}){truth}"
+    else:  # an encoder without a classifier head (DINOv2): its output is an embedding
+        text = f"{run['model']}: {pred.get('dim')}-d {pred['kind']}{truth}"
     layers = [{"label": f"layer {i}", "value": i} for i in range(run["shape"][0])]
     layer = layer if layer is not None and layer < run["shape"][0] else 0
     return image_figure(image, grid, cell, f"query: row {cell[0]}, col {cell[1]}"), text, layers, layer

