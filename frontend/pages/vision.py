@@ -45,6 +45,12 @@ def layout(**_query) -> html.Div:
                 dcc.Loading(dcc.Graph(id="query-pixel-view", config={"displaylogo": False}), type="dot"),
             ]),
         ]),
+        html.Section(className="panel", children=[
+            html.H2("Model view"),
+            html.P("Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
+                   "scaled to its own maximum. Click one to show its layer above.", className="hint"),
+            dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
+        ]),
         html.Section(id="conv-panel", className="panel", hidden=True, children=[
             html.H2("Convolution vs attention"),
             html.P("conv-attention serves its first 3x3 convolution as the 9-head attention layer built from the "

@@ -7,10 +7,11 @@ import io
 
 import numpy as np
 import plotly.graph_objects as go
-from dash import Input, Output, State, callback, ctx, no_update
+from dash import ALL, Input, Output, State, callback, ctx, html, no_update
 from flask import current_app
 
 from frontend.api_client import ApiClient, ApiError
+from frontend.figures import thumbnail_src
 from frontend.vision_figures import conv_vs_attention_figure, grid_cell, image_figure, query_pixel_figure
 
 
@@ -151,3 +152,30 @@ def render_conv_vs_attention(run, channel):
     except ApiError as exc:
         return False, _empty(str(exc))
     return False, conv_vs_attention_figure(pair.conv, pair.attention, pair.channel, pair.max_abs_diff)
+
+
+@callback(Output("vision-model-grid", "children"), Input("vision-run", "data"), prevent_initial_call=True)
+def render_model_view(run):
+    if not run:
+        return no_update
+    n_layers, n_heads = run["shape"][0], run["shape"][1]
+    try:
+        layers = [client().attention(run["id"], layer, encoding="uint8") for layer in range(n_layers)]
+    except ApiError as exc:
+        return html.Div(str(exc), className="error")
+    header = html.Div(className="grid-row grid-header", children=[html.Span("", className="row-label")] + [
+        html.Span(f"H{h}", className="col-label") for h in range(n_heads)])
+    rows = [html.Div(className="grid-row", children=[html.Span(f"L{l}", className="row-label")] + [
+        html.Button(html.Img(src=thumbnail_src(layers[l][h]), alt=f"L{l}H{h}"), n_clicks=0,
+                    id={"type": "vision-thumb", "layer": l, "head": h}, className="head-thumb",
+                    title=f"L{l}H{h}: click to show layer {l}")
+        for h in range(n_heads)]) for l in range(n_layers)]
+    return [header] + rows
+
+
+@callback(Output("vision-layer", "value", allow_duplicate=True),
+          Input({"type": "vision-thumb", "layer": ALL, "head": ALL}, "n_clicks"), prevent_initial_call=True)
+def pick_layer_from_thumbnail(clicks):
+    if not ctx.triggered_id or not any(clicks or []):
+        return no_update
+    return ctx.triggered_id["layer"]

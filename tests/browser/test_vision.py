@@ -53,7 +53,16 @@ def test_click_a_pixel_and_see_every_heads_attention_with_gaussian_centres(page,
     centres = page.evaluate(f"{PLOT}.data.filter(t => t.marker && t.marker.symbol === 'x').length")
     assert centres == 9  # each Gaussian head's learned centre
 
+    # the model view: every layer x head of the run; clicking one shows its layer
+    page.wait_for_function("document.querySelectorAll('#vision-model-grid .head-thumb').length === 18",
+                           timeout=60_000)
+    page.locator("#vision-model-grid .head-thumb[title^='L1H4']").click()
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('layer 1')", timeout=30_000)
+    page.locator("#vision-model-grid .head-thumb[title^='L0H2']").click()
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('layer 0')", timeout=30_000)
+
     # click the cell (row 3, col 10) of the 14x14 grid on the picture
+    page.locator("#vision-image").scroll_into_view_if_needed()
     box = page.locator("#vision-image .nsewdrag").bounding_box()
     page.mouse.click(box["x"] + box["width"] * 10.5 / 14, box["y"] + box["height"] * 3.5 / 14)
     page.wait_for_selector("#query-pixel-view .gtitle:has-text('row 3, col 10')", timeout=30_000)
