@@ -32,7 +32,7 @@ def data_dir() -> Path:
     """Folder holding ``mnist-test/`` and ``sst2/`` (``ATTNSCOPE_DATA_DIR`` or ``../shared/data``)."""
     env = os.environ.get("ATTNSCOPE_DATA_DIR")
     candidates = [Path(env)] if env else []
-    candidates += [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data", Path("/work/shared/data")]
+    candidates += [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
     for c in candidates:
         if (c / "mnist-test").is_dir():
             return c

@@ -247,3 +247,41 @@ def test_text_ea_with_alpha_0_and_beta_0_equals_the_vanilla_text_encoder():
     (le, me), (lv, mv) = ea(ids), vanilla(ids)
     torch.testing.assert_close(me[..., :4, :], mv[..., :4, :])  # real query rows (padded rows are dropped)
     torch.testing.assert_close(le, lv)
+
+
+@pytest.mark.parametrize("mode", ["pairwise", "patchwise"])
+def test_san_window_attention_matches_a_loop_over_each_window(mode):
+    """SAN (Zhao et al. 2020): weights from phi(x_i) and psi(x_j) over the 3x3 window R(i) (outside the
+    image masked), softmax over j, y_i = sum_j w[h(c), i, j] beta(x_j)_c."""
+    from models.zoo.san import LocalAttention
+
+    torch.manual_seed(7)
+    rows, cols, dim, heads = 3, 4, 4, 2
+    attn = LocalAttention(dim, heads, (rows, cols), 3, mode, rel_dim=3).eval()
+    x = torch.randn(1, rows * cols, dim)
+    out, w, _ = attn(x, {})
+    phi, psi, beta = attn.phi(x[0]), attn.psi(x[0]), attn.beta(x[0])
+    slots = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1)]
+    ys = []
+    for i in range(rows * cols):
+        r, c = divmod(i, cols)
+        keys = [(r + dr) * cols + (c + dc) if 0 <= r + dr < rows and 0 <= c + dc < cols else None for dr, dc in slots]
+        if mode == "pairwise":
+            logits = torch.stack([attn.gamma(torch.cat([phi[i] - psi[k], torch.tensor([float(dr), float(dc)])]))
+                                  if k is not None else torch.full((heads,), -1e9) for k, (dr, dc) in zip(keys, slots)], 1)
+        else:
+            window = torch.cat([phi[i]] + [psi[k] if k is not None else torch.zeros(3) for k in keys])
+            logits = attn.gamma(window).view(heads, 9)
+            logits = torch.where(torch.tensor([k is None for k in keys]), torch.tensor(-1e9), logits)
+        weights = torch.softmax(logits, -1)  # (H, 9)
+        torch.testing.assert_close(w[0, :, i], weights, atol=1e-6, rtol=1e-5)
+        y = torch.zeros(dim)
+        for j, k in enumerate(keys):
+            if k is not None:
+                y += weights.repeat_interleave(dim // heads, 0)[:, j] * beta[k]
+        ys.append(y)
+    torch.testing.assert_close(out[0], attn.out(torch.stack(ys)), atol=1e-5, rtol=1e-4)
+    dense = attn.dense(w)[0]  # [head, query, key]: rows sum to 1, zero outside the window
+    torch.testing.assert_close(dense.sum(-1), torch.ones(heads, rows * cols))
+    inside = {0, 1, cols, cols + 1}  # query (0, 0): its window inside the image
+    assert set(torch.nonzero(dense[0, 0].detach()).flatten().tolist()) == inside
