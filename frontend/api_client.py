@@ -8,7 +8,10 @@ import httpx
 import numpy as np
 
 from analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
-from server.schemas import FixedPointPublic, LipschitzPublic, MeasurePublic, ModelList, ParticlesPublic, RunPublic
+from server.schemas import (
+    ConvAttentionPair, FixedPointPublic, LipschitzPublic, MeasurePublic, ModelList, ModelStructure, ParticlesPublic,
+    RunPublic, SampleList,
+)
 
 
 class ApiError(Exception):
@@ -126,6 +129,40 @@ class ApiClient:
             params["layer"] = layer
         r = self._request("GET", f"/runs/{run_id}/fixed-point", params=params)
         return FixedPointPublic.model_validate(r.json())
+
+    # ------------------------------------------------------------------ vision runs
+    def create_sample_run(self, model: str, dataset: str, index: int) -> RunPublic:
+        """Run a dataset sample (vision models)."""
+        body = {"model": model, "sample": {"dataset": dataset, "index": index}}
+        return RunPublic.model_validate(self._request("POST", "/runs", json=body).json())
+
+    def upload_image_run(self, model: str, blob: bytes, filename: str = "upload.png") -> RunPublic:
+        """Upload a PNG/JPEG and run it through a vision model."""
+        r = self._request("POST", "/runs/image", data={"model": model},
+                          files={"file": (filename, blob, "application/octet-stream")})
+        return RunPublic.model_validate(r.json())
+
+    def samples(self, dataset: str = "mnist", offset: int = 0, limit: int = 50) -> SampleList:
+        r = self._request("GET", f"/datasets/{dataset}/samples", params={"offset": offset, "limit": limit})
+        return SampleList.model_validate(r.json())
+
+    def run_image(self, run_id: str) -> bytes:
+        """PNG bytes of the image a vision run's model saw."""
+        return self._request("GET", f"/runs/{run_id}/image").content
+
+    def structure(self, model: str) -> ModelStructure | None:
+        """Learned head geometry (Gaussian heads), or None when the model has none."""
+        try:
+            return ModelStructure.model_validate(self._request("GET", f"/models/{model}/structure").json())
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def conv_vs_attention(self, run_id: str, channel: int = 0) -> ConvAttentionPair:
+        """conv-attention runs: one first-layer channel as the convolution and as attention."""
+        r = self._request("GET", f"/runs/{run_id}/conv-vs-attention", params={"channel": channel})
+        return ConvAttentionPair.model_validate(r.json())
 
     def close(self) -> None:
         self._http.close()

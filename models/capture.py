@@ -1,6 +1,6 @@
 """Run a text through a model and capture every layer's and head's attention.
 
-``capture(loaded, text) -> Capture`` with ``maps`` (``AttentionMaps``, ``[layer, head, query, key]``),
+``capture(loaded, text) -> Capture`` (``capture_image(loaded, image)`` for vision models) with ``maps`` (``AttentionMaps``, ``[layer, head, query, key]``),
 the model's ``output`` (a sentence embedding, or class probabilities for a classifier) and the
 hidden states ``[layer + 1, token, dim]``.
 """
@@ -103,9 +103,43 @@ def capture_encoded(loaded: LoadedModel, enc: dict[str, torch.Tensor], hidden_st
     return results
 
 
+class WrongModalityError(ValueError):
+    """A text was sent to a vision model, or an image to a text model."""
+
+
+def _is_zoo(loaded: LoadedModel) -> bool:
+    return loaded.spec.source == "zoo"
+
+
+def _check_modality(loaded: LoadedModel, modality: str) -> None:
+    if loaded.spec.modality != modality:
+        other = "an image" if loaded.spec.modality == "vision" else "a text"
+        raise WrongModalityError(
+            f"model {loaded.spec.name!r} is a {loaded.spec.modality} model and takes {other}, "
+            f"not {'a text' if modality == 'text' else 'an image'}; pick a {modality} model from GET /models"
+        )
+
+
+def _zoo_capture(loaded: LoadedModel, encoded) -> Capture:
+    """Zoo adapters: the one verb ``run(encoded) -> (AttentionMaps, output)``."""
+    adapter = loaded.tokenizer
+    maps, output = adapter.run(encoded)
+    return Capture(maps, output, adapter.hidden() if hasattr(adapter, "hidden") else None)
+
+
 def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = True) -> list[Capture]:
     """Capture a batch of texts in one forward pass (see ``capture_encoded``)."""
+    _check_modality(loaded, "text")
+    if _is_zoo(loaded):
+        return [_zoo_capture(loaded, loaded.tokenizer.encode_text(t)) for t in texts]
     return capture_encoded(loaded, encode_text(loaded, texts), hidden_states=hidden_states)
+
+
+def capture_image(loaded: LoadedModel, image: np.ndarray) -> Capture:
+    """Capture one image (numpy, prepared for the model by ``models.inputs``): ``[layer, head, query, key]``
+    over the image grid (``maps.grid`` set)."""
+    _check_modality(loaded, "vision")
+    return _zoo_capture(loaded, loaded.tokenizer.encode_image(image))
 
 
 def capture(loaded: LoadedModel, text: str, hidden_states: bool = True) -> Capture:

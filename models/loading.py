@@ -24,7 +24,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @dataclass
 class LoadedModel:
-    """A model ready to run: spec, torch module in eval mode, tokenizer (text) and device."""
+    """A model ready to run: spec, torch module in eval mode, tokenizer (text) and device.
+
+    For zoo models ``tokenizer`` is the model's adapter (``models.zoo.adapter``) and ``layers`` /
+    ``heads`` are given explicitly (there is no Hugging Face config to read them from).
+    """
 
     spec: ModelSpec
     model: torch.nn.Module
@@ -32,13 +36,19 @@ class LoadedModel:
     device: torch.device
     max_tokens: int
     labels: list[str] | None = None
+    layers: int | None = None
+    heads: int | None = None
 
     @property
     def n_layers(self) -> int:
+        if self.layers is not None:
+            return self.layers
         return int(self.model.config.num_hidden_layers)
 
     @property
     def n_heads(self) -> int:
+        if self.heads is not None:
+            return self.heads
         return int(self.model.config.num_attention_heads)
 
 

@@ -134,13 +134,9 @@ def discover_local() -> dict[str, ModelSpec]:
 def list_specs() -> list[ModelSpec]:
     """Built-in, zoo and discovered local models, default first."""
     specs = dict(BUILTIN)
-    try:
-        from models.zoo.catalog import zoo_specs
-    except ImportError:
-        zoo = {}
-    else:
-        zoo = zoo_specs()
-    specs.update(zoo)
+    from models.zoo.catalog import zoo_specs  # lazy: the catalog imports ModelSpec from here
+
+    specs.update(zoo_specs())
     specs.update(discover_local())
     return list(specs.values())
 

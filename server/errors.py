@@ -6,8 +6,11 @@ from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from models.capture import EmptyInputError, TooManyTokensError
+from models.capture import EmptyInputError, TooManyTokensError, WrongModalityError
+from models.inputs import InvalidImageError
 from models.registry import ModelOutsideRootsError, UnknownModelError
+from models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
+from models.zoo.samples import UnknownSampleError
 
 
 def _json(code: int, detail: str, **extra) -> JSONResponse:
@@ -45,3 +48,20 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(EmptyInputError)
     async def _empty(_: Request, exc: EmptyInputError) -> JSONResponse:
         return _json(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
+
+    @app.exception_handler(InvalidImageError)
+    async def _bad_image(_: Request, exc: InvalidImageError) -> JSONResponse:
+        return _json(exc.status, str(exc))
+
+    @app.exception_handler(WrongModalityError)
+    async def _modality(_: Request, exc: WrongModalityError) -> JSONResponse:
+        return _json(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
+
+    @app.exception_handler(UnknownSampleError)
+    async def _sample(_: Request, exc: UnknownSampleError) -> JSONResponse:
+        return _json(status.HTTP_404_NOT_FOUND, f"{exc} (see GET /api/v1/datasets)")
+
+    @app.exception_handler(CheckpointMissingError)
+    @app.exception_handler(CheckpointMismatchError)
+    async def _checkpoint(_: Request, exc: Exception) -> JSONResponse:
+        return _json(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import numpy as np
 
 from analysis.maps import AttentionMaps
-from models.capture import capture
+from models.capture import WrongModalityError, capture, capture_image
+from models.inputs import decode_image
 from models.loading import ModelCache
 from models.registry import get_spec
+from models.zoo import samples
 from server.store import Run, RunStore, run_key
 
 
@@ -23,7 +26,10 @@ class RunService:
         self._probe_lock = threading.Lock()
 
     def create_run(self, model: str, text: str) -> Run:
-        get_spec(model)  # raises UnknownModelError before any loading
+        spec = get_spec(model)  # raises UnknownModelError before any loading
+        if spec.modality != "text":
+            raise WrongModalityError(f"model {model!r} is a vision model and takes an image: send "
+                                     "'sample' or upload with POST /api/v1/runs/image")
         run_id = run_key(model, text)
         cached = self.store.get(run_id)
         if cached is not None:
@@ -40,3 +46,27 @@ class RunService:
             if model not in self._probes:
                 self._probes[model] = repeated_token_probe(self.models.get(model))
             return self._probes[model]
+    def _image_run(self, model: str, key: str, image: np.ndarray, source: dict) -> Run:
+        spec = get_spec(model)
+        if spec.modality != "vision":
+            raise WrongModalityError(f"model {model!r} is a text model and takes a text, not an image; pick a "
+                                     "vision model from GET /api/v1/models")
+        run_id = run_key(model, key)
+        cached = self.store.get(run_id)
+        if cached is not None:
+            return cached
+        loaded = self.models.get(model)
+        prepared = loaded.tokenizer.prepare_image(image)
+        cap = capture_image(loaded, prepared)
+        source = {**source, "height": int(prepared.shape[0]), "width": int(prepared.shape[1])}
+        return self.store.put(Run(id=run_id, model=model, text="", capture=cap, image=prepared, source=source))
+
+    def create_sample_run(self, model: str, dataset: str, index: int) -> Run:
+        image, label = samples.sample(dataset, index)
+        return self._image_run(model, f"sample:{dataset}:{index}", image,
+                               {"kind": "sample", "dataset": dataset, "index": index, "label": label})
+
+    def create_upload_run(self, model: str, blob: bytes) -> Run:
+        image = decode_image(blob)
+        digest = hashlib.sha256(blob).hexdigest()
+        return self._image_run(model, f"image:{digest}", image, {"kind": "upload", "sha256": digest})

@@ -8,6 +8,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from models.capture import Capture
 
 
@@ -27,6 +29,8 @@ class Run:
     text: str
     capture: Capture
     created: float = field(default_factory=time.time)
+    image: np.ndarray | None = field(default=None, repr=False)  # vision: the prepared model input
+    source: dict | None = None  # vision: where the image came from (sample or upload)
 
 
 class RunStore:

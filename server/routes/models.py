@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from models.registry import list_specs
-from server.deps import SettingsDep
-from server.schemas import ModelList, ModelPublic
+from fastapi import HTTPException, status
+
+from models.registry import get_spec, list_specs
+from server.deps import ServiceDep, SettingsDep
+from server.schemas import ModelList, ModelPublic, ModelStructure
 
 router = APIRouter(tags=["models"])
 
@@ -23,3 +25,15 @@ def read_models(settings: SettingsDep) -> ModelList:
         for s in list_specs()
     ]
     return ModelList(default=settings.default_model, models=models)
+
+
+@router.get("/models/{name}/structure", response_model=ModelStructure,
+            summary="Learned per-head geometry (Gaussian heads: centre and covariance per layer and head)")
+def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
+    get_spec(name)  # 404 for unknown models before loading anything
+    adapter = service.models.get(name).tokenizer
+    structure = adapter.structure() if hasattr(adapter, "structure") else None
+    if structure is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND,
+                            f"model {name!r} has no closed-form head geometry (only Gaussian-attention models do)")
+    return ModelStructure(model=name, **structure)

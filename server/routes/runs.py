@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 
 from analysis.codec import MEDIA_TYPE, pack
+from models.inputs import MAX_IMAGE_BYTES, encode_png
 from server.deps import RunDep, ServiceDep
-from server.schemas import AttentionSlice, ErrorBody, Prediction, RunCreate, RunPublic
+from server.schemas import AttentionSlice, ConvAttentionPair, ErrorBody, ImageSource, Prediction, RunCreate, RunPublic
 from server.store import Run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 ERRORS = {
     404: {"model": ErrorBody, "description": "unknown model or run"},
-    413: {"model": ErrorBody, "description": "text longer than the model accepts"},
-    422: {"description": "invalid input (empty text, layer/head out of range, ...)"},
+    413: {"model": ErrorBody, "description": "text longer than the model accepts, or image too large"},
+    415: {"model": ErrorBody, "description": "the upload is not a PNG or JPEG image"},
+    422: {"description": "invalid input (empty text, wrong modality, bad image, layer/head out of range, ...)"},
 }
 
 
@@ -26,19 +28,57 @@ def to_public(run: Run) -> RunPublic:
         id=run.id, model=run.model, text=run.text, tokens=list(maps.tokens),
         special=list(maps.special), grid=list(maps.grid) if maps.grid else None,
         shape=list(maps.shape), prediction=Prediction(**run.capture.output), created=run.created,
+        image=ImageSource(**run.source) if run.source else None,
     )
 
 
 @router.post("", response_model=RunPublic, status_code=status.HTTP_201_CREATED, responses=ERRORS,
-             summary="Run a text through a model and keep its attention")
+             summary="Run a text (text models) or a dataset sample (vision models) and keep its attention")
 def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
+    if body.sample is not None:
+        return to_public(service.create_sample_run(body.model, body.sample.dataset, body.sample.index))
     return to_public(service.create_run(body.model, body.text))
+
+
+@router.post("/image", response_model=RunPublic, status_code=status.HTTP_201_CREATED, responses=ERRORS,
+             summary=f"Upload a PNG/JPEG (at most {MAX_IMAGE_BYTES // 2**20} MB, 4096x4096 pixels, 1 or 3 "
+                     "channels) and run it through a vision model")
+def create_image_run(service: ServiceDep, file: Annotated[UploadFile, File(description="PNG or JPEG image")],
+                     model: Annotated[str, Form(description="a vision model from GET /models")]) -> RunPublic:
+    blob = file.file.read(MAX_IMAGE_BYTES + 1)
+    return to_public(service.create_upload_run(model, blob))
+
+
+@router.get("/{run_id}/image", responses={**ERRORS, 200: {"content": {"image/png": {}}}},
+            summary="The image a vision run's model saw (after preparation), as PNG")
+def read_run_image(run: RunDep) -> Response:
+    if run.image is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is a text run and has no image")
+    return Response(encode_png(run.image), media_type="image/png")
 
 
 @router.get("/{run_id}", response_model=RunPublic, responses=ERRORS, summary="Read a run")
 def read_run(run: RunDep) -> RunPublic:
     return to_public(run)
+
+
+@router.get("/{run_id}/conv-vs-attention", response_model=ConvAttentionPair, responses=ERRORS,
+            summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
+                    "layer built from it, side by side")
+def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
+    from models.registry import get_spec
+
+    feats = run.capture.hidden_states
+    if get_spec(run.model).family != "conv-as-attention" or feats is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is not a conv-as-attention run; "
+                            "create one with model conv-attention")
+    _check_range("channel", channel, feats.shape[-1])
+    side = int(round(feats.shape[1] ** 0.5))
+    conv, attn = feats[0, :, channel].reshape(side, side), feats[1, :, channel].reshape(side, side)
+    return ConvAttentionPair(run_id=run.id, channel=channel, n_channels=int(feats.shape[-1]), grid=[side, side],
+                             conv=conv.tolist(), attention=attn.tolist(),
+                             max_abs_diff=float(abs(feats[0] - feats[1]).max()))
 
 
 def _check_range(name: str, value: int | None, size: int) -> None:

