@@ -38,6 +38,7 @@ class Capture:
     maps: AttentionMaps
     output: dict
     hidden_states: np.ndarray | None = field(default=None, repr=False)
+    extras: dict = field(default_factory=dict, repr=False)  # model-specific arrays (see zoo adapters)
 
 
 def encode_text(loaded: LoadedModel, texts: list[str]) -> dict[str, torch.Tensor]:
@@ -124,7 +125,7 @@ def _zoo_capture(loaded: LoadedModel, encoded) -> Capture:
     """Zoo adapters: the one verb ``run(encoded) -> (AttentionMaps, output)``."""
     adapter = loaded.tokenizer
     maps, output = adapter.run(encoded)
-    return Capture(maps, output, adapter.hidden() if hasattr(adapter, "hidden") else None)
+    return Capture(maps, output, adapter.hidden(), adapter.extras())
 
 
 def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = True) -> list[Capture]:

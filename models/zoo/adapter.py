@@ -107,12 +107,19 @@ class ZooAdapter:
         return out, classification(logits, self.labels)
 
     def hidden(self) -> np.ndarray | None:
-        """Extra per-position arrays of the last run, if the model keeps any (conv-as-attention keeps its
-        first layer's conv and attention outputs side by side: ``[2, position, channel]``)."""
+        """Hidden states of the last run, ``[layer + 1, token, dim]`` (the encoder's input and the
+        output of every block), or None for models without a transformer encoder."""
+        encoder = getattr(self.model, "encoder", None)
+        states = getattr(encoder, "last_states", None)
+        return None if states is None else states[0].float().cpu().numpy()
+
+    def extras(self) -> dict:
+        """Model-specific arrays of the last run: conv-as-attention keeps its first layer's conv and
+        attention outputs side by side, ``conv_vs_attention [2, position, channel]``."""
         kept = getattr(self.model, "last_first_layer", None)
         if kept is None:
-            return None
-        return kept[0].flatten(2).transpose(1, 2).float().cpu().numpy()
+            return {}
+        return {"conv_vs_attention": kept[0].flatten(2).transpose(1, 2).float().cpu().numpy()}
 
     # ------------------------------------------------------------------ structure
     def structure(self) -> dict | None:

@@ -168,8 +168,12 @@ class Encoder(nn.Module):
         ``return_maps`` is False (training: no copy of the maps)."""
         state: dict = {}
         maps = []
+        states = [x]
         for i in range(self.depth):
             x, p, state = self.blocks[0 if self.shared else i](x, state, key_mask)
             if return_maps:
                 maps.append(p)
+                states.append(x)
+        # serving keeps the token cloud at every depth (B, layer + 1, N, D) for the measure view
+        self.last_states = torch.stack(states, dim=1).detach() if return_maps else None
         return x, (torch.stack(maps, dim=1) if return_maps else None)

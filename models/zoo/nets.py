@@ -69,7 +69,27 @@ def make_encoder(cfg: dict, grid: tuple[int, int] | None) -> Encoder:
                    cfg["depth"], shared=bool(cfg.get("hierarchical")))
 
 
-class VisionTransformer(nn.Module):
+class SharedBlockMixin:
+    """HA models expose their one shared block for iterating past the trained depth
+    (``models.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
+    (the keys of the first pass) from ``shared_block_kwargs(x0)``. ``None`` for other models."""
+
+    @property
+    def shared_block(self) -> nn.Module | None:
+        return self.encoder.blocks[0] if self.encoder.shared else None
+
+    def shared_block_kwargs(self, x0: torch.Tensor) -> dict:
+        """The state every pass reuses (HA: ``K = LN(x^0) W_K``), computed in ``x0``'s dtype."""
+        import copy
+
+        block = copy.deepcopy(self.encoder.blocks[0]).to(x0.dtype).eval()
+        state: dict = {}
+        with torch.no_grad():
+            block(x0, state)
+        return {"state": state}
+
+
+class VisionTransformer(SharedBlockMixin, nn.Module):
     def __init__(self, cfg: dict):
         super().__init__()
         self.cfg = cfg
@@ -98,7 +118,7 @@ class VisionTransformer(nn.Module):
         return self.head(pool(self.norm(x), self.pool)), maps
 
 
-class TextTransformer(nn.Module):
+class TextTransformer(SharedBlockMixin, nn.Module):
     def __init__(self, cfg: dict):
         super().__init__()
         self.cfg = cfg

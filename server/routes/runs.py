@@ -69,7 +69,7 @@ def read_run(run: RunDep) -> RunPublic:
 def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
     from models.registry import get_spec
 
-    feats = run.capture.hidden_states
+    feats = run.capture.extras.get("conv_vs_attention")
     if get_spec(run.model).family != "conv-as-attention" or feats is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is not a conv-as-attention run; "
                             "create one with model conv-attention")
