@@ -7,6 +7,7 @@ hidden states ``[layer + 1, token, dim]``.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +109,9 @@ class WrongModalityError(ValueError):
     """A text was sent to a vision model, or an image to a text model."""
 
 
+_ZOO_LOCK = threading.Lock()
+
+
 def _is_zoo(loaded: LoadedModel) -> bool:
     return loaded.spec.source == "zoo"
 
@@ -124,8 +128,9 @@ def _check_modality(loaded: LoadedModel, modality: str) -> None:
 def _zoo_capture(loaded: LoadedModel, encoded) -> Capture:
     """Zoo adapters: the one verb ``run(encoded) -> (AttentionMaps, output)``."""
     adapter = loaded.tokenizer
-    maps, output = adapter.run(encoded)
-    return Capture(maps, output, adapter.hidden(), adapter.extras())
+    with _ZOO_LOCK:  # adapters keep the last run's hidden states on the module: one run at a time
+        maps, output = adapter.run(encoded)
+        return Capture(maps, output, adapter.hidden(), adapter.extras())
 
 
 def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = True) -> list[Capture]:

@@ -134,6 +134,7 @@ class Dinov2Adapter:
         self.grid = (SIZE // 14, SIZE // 14)
         self.max_tokens = self.grid[0] * self.grid[1] + 1
         self.n_layers, self.n_heads = 12, 6
+        self._hidden: np.ndarray | None = None
 
     def prepare_image(self, image: np.ndarray) -> np.ndarray:
         from models.inputs import prepare_rgb
@@ -146,13 +147,21 @@ class Dinov2Adapter:
 
     @torch.inference_mode()
     def run(self, pixel_values: torch.Tensor) -> tuple[AttentionMaps, dict]:
-        out = self.model(pixel_values=pixel_values, output_attentions=True)
+        out = self.model(pixel_values=pixel_values, output_attentions=True, output_hidden_states=True)
         w = torch.stack(out.attentions, 1)[0].float().cpu().numpy()  # (L, H, N, N)
+        self._hidden = torch.stack(out.hidden_states, 1)[0].float().cpu().numpy()  # (L + 1, N, D)
         rows, cols = self.grid
         tokens = ("[CLS]",) + tuple(f"r{r}c{c}" for r in range(rows) for c in range(cols))
         maps = AttentionMaps(weights=w / w.sum(-1, keepdims=True), tokens=tokens, grid=self.grid, special=(0,), model=NAME)
         cls = torch.nn.functional.normalize(out.pooler_output.float(), dim=-1)[0].cpu().numpy()
         return maps, {"kind": "embedding", "dim": int(cls.shape[0]), "embedding": cls.tolist()}
+
+    def hidden(self) -> np.ndarray | None:
+        """Hidden states of the last run ``[layer + 1, token, dim]``."""
+        return self._hidden
+
+    def extras(self) -> dict:
+        return {}
 
     def structure(self):
         return None
