@@ -44,7 +44,9 @@ def load_models(_pathname):
     State("text-input", "value"), State("model-dropdown", "value"),
     prevent_initial_call=True,
 )
-def create_run(_n_clicks, text, model):
+def create_run(n_clicks, text, model):
+    if not n_clicks:  # Dash Pages can fire this once when the page's layout is inserted
+        return no_update, no_update
     if not model:
         return no_update, "Pick a model first."
     try:
