@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q
 DEPS := pyproject.toml requirements/base.txt
 
-.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean
+.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean finetune faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,15 @@ test-fast: install-test
 
 bench: install
 	$(BIN)/python bench/capture.py
+
+finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
+	$(BIN)/python -m models.finetune
+
+faithfulness-movies: install  ## the movie-review table (explainer x metric) into results/
+	$(BIN)/attnscope faithfulness --model minilm-sst2 --dataset movies --n $(or $(N),50) --ig-steps 16 --out results/faithfulness-movies
+
+bench-faithfulness: install
+	$(BIN)/python bench/faithfulness.py
 
 docker-test:
 	bash deploy/docker-test.sh
