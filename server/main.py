@@ -14,7 +14,7 @@ from server.config import VERSION, Settings
 from server.deps import require_token
 from server.errors import install_error_handlers
 from server.jobs import JobStore
-from server.routes import health, jobs, models, runs
+from server.routes import faithfulness, health, jobs, models, runs
 from server.service import RunService
 from server.store import RunStore
 
@@ -61,4 +61,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(jobs.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
     return app
