@@ -8,7 +8,7 @@ import httpx
 import numpy as np
 
 from analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
-from server.schemas import ModelList, RunPublic
+from server.schemas import ExplainerInfo, FaithfulnessPublic, JobPublic, ModelList, RunPublic
 
 
 class ApiError(Exception):
@@ -71,6 +71,24 @@ class ApiClient:
             return unpack(r.content)[0]
         except ValueError as exc:
             raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
+
+    def explainers(self) -> list[ExplainerInfo]:
+        return [ExplainerInfo.model_validate(e) for e in self._request("GET", "/faithfulness/explainers").json()]
+
+    def faithfulness(self, run_id: str, body: dict) -> FaithfulnessPublic:
+        """Explain a run's prediction and score the explanations (body: ``FaithfulnessCreate`` fields)."""
+        return FaithfulnessPublic.model_validate(self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json())
+
+    def create_job(self, kind: str, params: dict) -> JobPublic:
+        return JobPublic.model_validate(self._request("POST", "/jobs", json={"kind": kind, "params": params}).json())
+
+    def job(self, job_id: str) -> JobPublic:
+        return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
+
+    def job_result(self, job_id: str, format: str = "json"):
+        """A finished job's result: a dict (json) or CSV text (csv)."""
+        r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
+        return r.json() if format == "json" else r.text
 
     def close(self) -> None:
         self._http.close()
