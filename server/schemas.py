@@ -135,7 +135,8 @@ class FaithfulnessCreate(BaseModel):
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
     k: float = Field(0.2, gt=0, le=1, description="hard-rationale size, fraction of non-special tokens")
-    target: int | None = Field(None, ge=0, description="class to explain (ferret); default: predicted")
+    target: int | None = Field(None, ge=0, description="class to explain and score under the ferret "
+                               "convention; the ERASER conventions always use the predicted class")
     human_rationale: list[int] | None = Field(
         None, description="0/1 per token of the run (same length as its tokens) for plausibility")
     human_spans: list[tuple[int, int]] | None = Field(

@@ -95,10 +95,13 @@ def char_spans_to_tokens(loaded: LoadedModel, text: str, spans: Sequence[tuple[i
     return mask
 
 
-def make_predict(loaded: LoadedModel, max_batch_tokens: int = 8192, max_batch: int = 64):
+def make_predict(loaded: LoadedModel, max_batch_tokens: int | None = None, max_batch: int = 64):
     """``predict(list of id arrays) -> probs [batch, class]``: length-sorted, padded batches under a
-    token budget, no gradients."""
+    token budget (default 8192 tokens on a GPU, 512 on a CPU, where small batches are faster:
+    bench/faithfulness.py), no gradients."""
     require_classifier(loaded)
+    if max_batch_tokens is None:
+        max_batch_tokens = 8192 if loaded.device.type == "cuda" else 512
     pad = loaded.tokenizer.pad_token_id or 0
 
     @torch.inference_mode()
