@@ -91,7 +91,8 @@ def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default=None, help="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation")
     p.add_argument("--explainers", nargs="+", default=None, help="explainer names (default: all but flow/occlusion)")
     p.add_argument("--metrics", nargs="+", default=None, help="metric names (default: all)")
-    p.add_argument("--n", type=int, default=200, help="first n examples")
+    p.add_argument("--n", type=int, default=200, help="number of examples")
+    p.add_argument("--start", type=int, default=0, help="index of the first example")
     p.add_argument("--convention", default="eraser", choices=["eraser", "eraser-paper", "ferret"])
     p.add_argument("--removal", default=None, choices=["delete", "mask"])
     p.add_argument("--k", type=float, default=None, help="hard-rationale fraction (default: per data set)")
@@ -125,7 +126,7 @@ def run_faithfulness(args: argparse.Namespace) -> int:
         result = evaluate_dataset(
             loaded, args.dataset, args.explainers or list(DEFAULT_EXPLAINERS), n=args.n,
             convention=args.convention, removal=args.removal, k=args.k, metrics=args.metrics or list(METRICS),
-            max_tokens=args.max_tokens, split=args.split, allow_offensive=args.allow_offensive,
+            max_tokens=args.max_tokens, split=args.split, start=args.start, allow_offensive=args.allow_offensive,
             options=options, progress=progress)
     finally:
         bar.close()

@@ -87,6 +87,9 @@ def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Seq
     for m in metrics:
         value = agg.get(m) if m in FAITHFULNESS_METRICS else agg_p.get(m)
         row[m] = None if value is None else round(float(value), 4)
+    if "iou_f1" in metrics and agg_p:  # IOU F1 is F1(mean P, mean R): keep P and R so tables merge
+        row["iou_precision"] = round(agg_p["iou_precision"], 4)
+        row["iou_recall"] = round(agg_p["iou_recall"], 4)
     row["seconds_per_example"] = round(float(np.mean(seconds)), 3) if seconds else None
     return row
 
@@ -94,13 +97,15 @@ def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Seq
 def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str], *, n: int = 200,
                      convention: str = "eraser", removal: str | None = None, k: float | None = None,
                      metrics: Sequence[str] = METRICS, max_tokens: int | None = None, split: str | None = None,
-                     allow_offensive: bool = False, options: dict | None = None,
+                     start: int = 0, allow_offensive: bool = False, options: dict | None = None,
                      progress: Callable[[int, int], None] | None = None) -> dict:
-    """The explainer x metric table over the first ``n`` examples of a data set (JSON-able, with
-    ``rows`` for CSV). Explainers that cannot run on an example (flow on a long input) skip it."""
+    """The explainer x metric table over examples ``start .. start + n`` of a data set (JSON-able,
+    with ``rows`` for CSV). Explainers that cannot run on an example (flow on a long input) skip it."""
     require_classifier(loaded)
     metrics = check_metrics(metrics)
-    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[:n]
+    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start:start + n]
+    if not examples:
+        raise ValueError(f"no examples in {dataset!r} from index {start}")
     if tuple(examples[0].labels) != tuple(loaded.labels or ()):
         raise ValueError(f"data set {dataset!r} has labels {list(examples[0].labels)} but model "
                          f"{loaded.spec.name!r} predicts {loaded.labels}; pick a model trained for this task")
@@ -111,7 +116,7 @@ def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str
     seconds: dict[str, list] = {e: [] for e in explainers}
     skipped: dict[str, int] = {e: 0 for e in explainers}
     correct = truncated = tokens_cut = human_total = human_lost = 0
-    start = time.time()
+    began = time.time()
     for i, item in enumerate(examples):
         ex = encode_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
         truncated += int(ex.truncated > 0)
@@ -139,7 +144,7 @@ def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str
     curves = {e: {k2: aggregate(faith[e]).get(k2) for k2 in ("bins", "comp_curve", "suff_curve")}
               for e in explainers if faith[e]}
     return {
-        "model": loaded.spec.name, "dataset": dataset, "n": len(examples), "convention": convention,
+        "model": loaded.spec.name, "dataset": dataset, "start": start, "n": len(examples), "convention": convention,
         "removal": get_convention(convention, removal).removal, "k": k, "metrics": list(metrics),
         "accuracy": round(correct / len(examples), 4),
         "truncation": {
@@ -148,5 +153,5 @@ def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str
             "human_tokens": human_total, "human_tokens_lost": human_lost,
             "human_fraction_lost": round(human_lost / human_total, 4) if human_total else None,
         },
-        "skipped": skipped, "curves": curves, "wall_time_s": round(time.time() - start, 1), "rows": rows,
+        "skipped": skipped, "curves": curves, "wall_time_s": round(time.time() - began, 1), "rows": rows,
     }

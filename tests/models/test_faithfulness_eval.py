@@ -44,3 +44,14 @@ def test_metric_selection_and_unknown_metrics(clf):
 def test_a_data_set_with_other_labels_is_refused(clf):
     with pytest.raises(ValueError, match="pick a model trained for this task"):
         evaluate_dataset(clf, "hatexplain", ["random"], n=1, allow_offensive=True)
+
+
+def test_start_selects_a_window_and_rows_keep_iou_precision_recall(clf):
+    out = evaluate_dataset(clf, "sst2", ["random"], n=5, start=870)
+    assert out["start"] == 870 and out["n"] == 2  # SST-2 dev has 872 sentences
+    assert "iou_precision" not in out["rows"][0]  # SST-2 has no human rationale
+    movies = evaluate_dataset(clf, "movies", ["random"], n=1, start=3, max_tokens=32)
+    row = movies["rows"][0]
+    assert movies["start"] == 3 and {"iou_precision", "iou_recall"} <= set(row)
+    with pytest.raises(ValueError, match="no examples"):
+        evaluate_dataset(clf, "sst2", ["random"], n=1, start=872)
