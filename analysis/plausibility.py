@@ -126,6 +126,8 @@ def aggregate_plausibility(items: Sequence[Plausibility]) -> dict:
     return {
         "token_f1": float(np.mean([p.token.f1 for p in items])),
         "iou_f1": _f1(iou_p, iou_r),
+        "iou_precision": iou_p,
+        "iou_recall": iou_r,
         "auprc": float(np.mean(au)) if au else None,
         "n_with_rationale": len(au),
     }

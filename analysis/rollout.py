@@ -26,6 +26,17 @@ FLOW_SCALE = 1 << 24  # capacities are rounded to multiples of 2^-24 (scipy need
 # a flow value is off by at most (edges in a minimum cut) * 2^-25, below 1e-4 for N <= 64
 
 
+class TooLongForFlowError(ValueError):
+    """Attention flow was asked for an input longer than its cap."""
+
+    def __init__(self, n_tokens: int, max_tokens: int = MAX_FLOW_TOKENS):
+        self.n_tokens, self.max_tokens = n_tokens, max_tokens
+        super().__init__(
+            f"attention flow is limited to {max_tokens} tokens (it solves one max-flow per token pair); "
+            f"this input has {n_tokens}. Use rollout, or shorten the input."
+        )
+
+
 @dataclass(frozen=True)
 class TokenImportance:
     """Importance of each input position for one output row. ``values`` ``[key]``; ``grid``
@@ -134,17 +145,14 @@ def _flow_graph(a: np.ndarray) -> csr_array:
 
 
 def attention_flow(
-    maps: AttentionMaps, rows=None, head_mean: np.ndarray | None = None
+    maps: AttentionMaps, rows=None, head_mean: np.ndarray | None = None, max_tokens: int = MAX_FLOW_TOKENS
 ) -> Flow:
     """Attention flow of ``maps`` (``[layer, head, query, key]``) for output ``rows`` (default all),
     by ``scipy.sparse.csgraph.maximum_flow`` (Dinic) on integer capacities (``FLOW_SCALE``).
-    Raises ``ValueError`` above ``MAX_FLOW_TOKENS`` positions."""
+    Raises ``TooLongForFlowError`` (a ``ValueError``) above ``max_tokens`` positions."""
     n = maps.n_tokens
-    if n > MAX_FLOW_TOKENS:
-        raise ValueError(
-            f"attention flow is limited to {MAX_FLOW_TOKENS} tokens (it solves one max-flow per "
-            f"token pair); this input has {n}. Use rollout, or shorten the input."
-        )
+    if n > max_tokens:
+        raise TooLongForFlowError(n, max_tokens)
     a = augmented(_head_mean(maps) if head_mean is None else head_mean)
     graph = _flow_graph(a)
     top = a.shape[0] * n
@@ -157,3 +165,13 @@ def attention_flow(
     sums = flow.sum(axis=1, keepdims=True)
     flow = np.divide(flow, sums, out=np.zeros_like(flow), where=sums > 0)
     return Flow(flow=flow.astype(np.float32), rows=rows, maps=maps)
+
+
+def gradient_rollout(weighted: np.ndarray) -> np.ndarray:
+    """Chefer-style rollout of per-layer relevance maps ``[layer, query, key]`` (e.g. attention x
+    gradient, clamped at 0 and head-averaged) -> ``[query, key]``: ``R <- R + W^l R`` from ``R = I``."""
+    weighted = np.asarray(weighted, dtype=np.float64)
+    r = np.eye(weighted.shape[-1])
+    for layer in range(weighted.shape[0]):
+        r = r + weighted[layer] @ r
+    return r

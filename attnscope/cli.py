@@ -5,6 +5,7 @@
     attnscope dashboard --api-url http://127.0.0.1:8000   # Dash dashboard only
     attnscope census --model minilm --dataset sst2 --n 500 --out results.json
     attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
+    attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
 
 Every option also reads an environment variable (shown in ``--help``) so containers can be
 configured without flags.
@@ -115,6 +116,60 @@ def _dataset_job(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="minilm-sst2", help="a classifier from the registry")
+    p.add_argument("--dataset", default="movies", choices=["sst2", "movies", "hatexplain"])
+    p.add_argument("--split", default=None, help="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation")
+    p.add_argument("--explainers", nargs="+", default=None, help="explainer names (default: all but flow/occlusion)")
+    p.add_argument("--metrics", nargs="+", default=None, help="metric names (default: all)")
+    p.add_argument("--n", type=int, default=200, help="number of examples")
+    p.add_argument("--start", type=int, default=0, help="index of the first example")
+    p.add_argument("--convention", default="eraser", choices=["eraser", "eraser-paper", "ferret"])
+    p.add_argument("--removal", default=None, choices=["delete", "mask"])
+    p.add_argument("--k", type=float, default=None, help="hard-rationale fraction (default: per data set)")
+    p.add_argument("--max-tokens", type=int, default=None, help="truncate inputs (default: model limit)")
+    p.add_argument("--ig-steps", type=int, default=None, help="integrated gradients steps (default 32)")
+    p.add_argument("--allow-offensive", action="store_true", help="opt in to HateXplain (offensive text)")
+    p.add_argument("--out", required=True, help="output path without extension: writes OUT.json and OUT.csv")
+
+
+def run_faithfulness(args: argparse.Namespace) -> int:
+    """Dataset-level faithfulness table, with a progress bar; writes JSON and CSV."""
+    import json
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from models.explainers import DEFAULT_EXPLAINERS
+    from models.faithfulness_eval import METRICS, evaluate_dataset
+    from models.loading import load_model
+    from server.jobs import rows_to_csv
+
+    loaded = load_model(args.model)
+    options = {"integrated_gradients": {"n_steps": args.ig_steps}} if args.ig_steps else {}
+    bar = tqdm(total=args.n, desc=f"faithfulness {args.dataset}", unit="example")
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        result = evaluate_dataset(
+            loaded, args.dataset, args.explainers or list(DEFAULT_EXPLAINERS), n=args.n,
+            convention=args.convention, removal=args.removal, k=args.k, metrics=args.metrics or list(METRICS),
+            max_tokens=args.max_tokens, split=args.split, start=args.start, allow_offensive=args.allow_offensive,
+            options=options, progress=progress)
+    finally:
+        bar.close()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".csv").write_text(rows_to_csv(result["rows"]))
+    log.info("wrote %s and %s (accuracy %.3f on %d examples)", out.with_suffix(".json"),
+             out.with_suffix(".csv"), result["accuracy"], result["n"])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--device", default=None)
         p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
+    p_faith = sub.add_parser("faithfulness", help="ERASER faithfulness + plausibility table over a data set")
+    _add_faithfulness_args(p_faith)
     return parser
 
 
@@ -149,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command in ("census", "probe"):
         return _dataset_job(args)
+    if args.command == "faithfulness":
+        return run_faithfulness(args)
     if args.command == "dashboard":
         run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
         return 0

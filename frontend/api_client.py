@@ -12,6 +12,7 @@ from server.schemas import (
     ConvAttentionPair, FixedPointPublic, LipschitzPublic, MeasurePublic, ModelList, ModelStructure, ParticlesPublic,
     RunPublic, SampleList,
 )
+from server.schemas import ExplainerInfo, FaithfulnessPublic, JobPublic, ModelList, RunPublic
 
 
 class ApiError(Exception):
@@ -90,17 +91,6 @@ class ApiClient:
         """``method`` is ``rollout`` or ``flow``; ``row`` is ``cls``, ``mean`` or a position."""
         return self._request("GET", f"/runs/{run_id}/{method}", params={"row": row}).json()
 
-    # ------------------------------------------------------------------ jobs
-    def submit_job(self, kind: str, params: dict) -> dict:
-        return self._request("POST", "/jobs", json={"kind": kind, "params": params}).json()
-
-    def job(self, job_id: str) -> dict:
-        return self._request("GET", f"/jobs/{job_id}").json()
-
-    def job_result(self, job_id: str, format: str = "json"):
-        """A finished job's result: a dict (``json``) or CSV text (``csv``)."""
-        r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
-        return r.json() if format == "json" else r.text
     # ------------------------------------------------------------ measure-theoretic view
     def measure(self, run_id: str, compare: str | None = None) -> MeasurePublic:
         """W1 between successive layers (and with ``compare``'s run), max-entropy deviation per layer."""
@@ -163,6 +153,26 @@ class ApiClient:
         """conv-attention runs: one first-layer channel as the convolution and as attention."""
         r = self._request("GET", f"/runs/{run_id}/conv-vs-attention", params={"channel": channel})
         return ConvAttentionPair.model_validate(r.json())
+
+    # ------------------------------------------------------------------ faithfulness
+    def explainers(self) -> list[ExplainerInfo]:
+        return [ExplainerInfo.model_validate(e) for e in self._request("GET", "/faithfulness/explainers").json()]
+
+    def faithfulness(self, run_id: str, body: dict) -> FaithfulnessPublic:
+        """Explain a run's prediction and score the explanations (body: ``FaithfulnessCreate`` fields)."""
+        return FaithfulnessPublic.model_validate(self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json())
+
+    # ------------------------------------------------------------------ jobs
+    def create_job(self, kind: str, params: dict) -> JobPublic:
+        return JobPublic.model_validate(self._request("POST", "/jobs", json={"kind": kind, "params": params}).json())
+
+    def job(self, job_id: str) -> JobPublic:
+        return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
+
+    def job_result(self, job_id: str, format: str = "json"):
+        """A finished job's result: a dict (json) or CSV text (csv)."""
+        r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
+        return r.json() if format == "json" else r.text
 
     def close(self) -> None:
         self._http.close()

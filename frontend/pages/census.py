@@ -5,7 +5,7 @@ from dash import dash_table, dcc, html
 
 from frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
 
-dash.register_page(__name__, path="/census", name="Census", order=2, title="attnscope · census")
+dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
 
 
 def layout():

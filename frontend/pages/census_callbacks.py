@@ -30,10 +30,10 @@ def census_models(_kind):
 )
 def start_job(_n, kind, model, dataset, n):
     try:
-        job = client().submit_job(kind, {"model": model, "dataset": dataset, "n": n})
+        job = client().create_job(kind, {"model": model, "dataset": dataset, "n": n})
     except ApiError as exc:
         return no_update, True, str(exc)
-    return {"id": job["id"], "kind": kind}, False, ""
+    return {"id": job.id, "kind": kind}, False, ""
 
 
 @callback(
@@ -49,11 +49,11 @@ def poll_job(_tick, job):
         status = client().job(job["id"])
     except ApiError as exc:
         return 0, str(exc), True, no_update
-    text = f"{status['kind']} {status['id']}: {status['status']} · {status['done']}/{status['total'] or '?'}"
-    if status["status"] == "failed":
-        text += f" · {status['error']}"
-    finished = status["status"] in ("done", "failed", "cancelled")
-    return status["progress"], text, finished, ({**job, "done": True} if status["status"] == "done" else no_update)
+    text = f"{status.kind} {status.id}: {status.status} · {status.done}/{status.total or '?'}"
+    if status.status == "failed":
+        text += f" · {status.error}"
+    finished = status.status in ("done", "failed", "cancelled")
+    return status.progress, text, finished, ({**job, "done": True} if status.status == "done" else no_update)
 
 
 @callback(

@@ -7,7 +7,7 @@ from dash import dcc, html
 from frontend.layout import EXAMPLE
 from frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
 
-dash.register_page(__name__, path="/measure", name="Measure", order=3, title="attnscope · measure")
+dash.register_page(__name__, path="/measure", name="Measure", order=5, title="attnscope · measure")
 
 BOUND_NOTE = (
     "The bound is DERIVED (our own derivation, not the paper's theorem): token measures in the ball B_R "

@@ -5,7 +5,7 @@ from dash import dcc, html
 
 from frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
 
-dash.register_page(__name__, path="/structure", name="Structure", order=1, title="attnscope · structure")
+dash.register_page(__name__, path="/structure", name="Structure", order=2, title="attnscope · structure")
 
 
 def layout():

@@ -1,0 +1,158 @@
+"""Callbacks of the faithfulness page; all data comes from the API over HTTP (``ApiClient``)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from dash import Input, Output, State, callback, dcc, html, no_update
+from flask import current_app
+
+from frontend.api_client import ApiClient, ApiError
+from frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
+
+EXAMPLE_METRICS = ["comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency",
+                   "token_f1", "iou_f1", "auprc"]
+
+
+def client() -> ApiClient:
+    return current_app.config["ATTNSCOPE_CLIENT"]
+
+
+def _empty(message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=300, plot_bgcolor="white",
+                      annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}])
+    return fig
+
+
+@callback(
+    Output("faith-model", "options"), Output("faith-model", "value"), Output("faith-explainers", "options"),
+    Input("url", "pathname"),
+)
+def load_choices(_pathname):
+    try:
+        listing = client().models()
+        explainers = client().explainers()
+    except ApiError as exc:
+        return [], None, no_update
+    classifiers = [m for m in listing.models if m.task == "classification"]
+    options = [{"label": f"{m.name}" + (f" · acc {m.accuracy:.3f}" if m.accuracy else ""), "value": m.name}
+               for m in classifiers]
+    value = "minilm-sst2" if any(m.name == "minilm-sst2" for m in classifiers) else (options[0]["value"] if options else None)
+    return options, value, [{"label": e.name, "value": e.name, "title": e.description} for e in explainers]
+
+
+@callback(
+    Output("faith-result", "data"), Output("faith-error", "children"),
+    Input("faith-run", "n_clicks"),
+    State("faith-model", "value"), State("faith-text", "value"), State("faith-explainers", "value"),
+    State("faith-convention", "value"), State("faith-k", "value"),
+    prevent_initial_call=True,
+)
+def explain(_n, model, marked, explainers, convention, k):
+    if not model:
+        return no_update, "Pick a classifier first."
+    if not explainers:
+        return no_update, "Choose at least one explainer."
+    text, spans = parse_marked_text(marked or "")
+    try:
+        run = client().create_run(model, text)
+        body = {"explainers": explainers, "convention": convention, "k": k or 0.2, "metrics": EXAMPLE_METRICS}
+        if spans:
+            body["human_spans"] = spans
+        result = client().faithfulness(run.id, body)
+    except ApiError as exc:
+        return no_update, str(exc)
+    return result.model_dump(), ""
+
+
+def _highlight_row(name: str, tokens, scores, special, human, rationale) -> html.Div:
+    colors = token_colors(scores, special)
+    chips = []
+    for i, (tok, color) in enumerate(zip(tokens, colors)):
+        cls = "tok" + (" human" if human and human[i] else "") + (" hard" if i in rationale else "")
+        chips.append(html.Span(tok, className=cls, style={"background": color}, title=f"{tok}: {scores[i]:.4g}"))
+    return html.Div(className="faith-row", children=[html.Span(name, className="faith-name"), html.Div(chips)])
+
+
+@callback(
+    Output("faith-highlights", "children"), Output("faith-curves", "figure"),
+    Output("faith-table", "columns"), Output("faith-table", "data"), Output("faith-summary", "children"),
+    Input("faith-result", "data"),
+)
+def render_example(result):
+    if not result:
+        return [], _empty("Explain a text to see the curves."), [], [], ""
+    tokens, special, human = result["tokens"], result["special"], result.get("human_rationale")
+    rows = [_highlight_row(e["name"], tokens, e["scores"], special, human, set(e.get("rationale") or []))
+            for e in result["explainers"]]
+    fig = curves_figure(result["bins"], {e["name"]: e.get("comp_curve") or [] for e in result["explainers"]},
+                        {e["name"]: e.get("suff_curve") or [] for e in result["explainers"]},
+                        title=f"{result['convention']} convention, {result['removal']}")
+    shown = [m for m in result["metrics"] if human or m not in ("token_f1", "iou_f1", "auprc")]
+    columns, data = metric_table(result["explainers"], shown)
+    label = result["labels"][result["target"]]
+    summary = (f"explaining '{label}' (p = {result['probs'][result['target']]:.3f}); k = {result['k']}; "
+               f"{len(tokens)} tokens" + ("" if human else "; mark words with [[...]] for plausibility"))
+    return rows, fig, columns, data, summary
+
+
+@callback(
+    Output("faith-job", "data"), Output("faith-poll", "disabled"), Output("faith-job-error", "children"),
+    Input("faith-job-start", "n_clicks"),
+    State("faith-model", "value"), State("faith-dataset", "value"), State("faith-n", "value"),
+    State("faith-explainers", "value"), State("faith-convention", "value"),
+    prevent_initial_call=True,
+)
+def start_job(_n, model, dataset, n, explainers, convention):
+    params = {"model": model or "minilm-sst2", "dataset": dataset, "n": n or 10,
+              "explainers": [e for e in explainers or [] if e != "flow"] or ["random"], "convention": convention}
+    try:
+        job = client().create_job("faithfulness", params)
+    except ApiError as exc:
+        return no_update, True, str(exc)
+    return job.model_dump(), False, ""
+
+
+@callback(
+    Output("faith-progress", "value"), Output("faith-job-status", "children"),
+    Output("faith-poll", "disabled", allow_duplicate=True),
+    Output("faith-dataset-table", "columns"), Output("faith-dataset-table", "data"),
+    Output("faith-dataset-summary", "children"), Output("faith-export", "disabled"),
+    Input("faith-poll", "n_intervals"), State("faith-job", "data"),
+    prevent_initial_call=True,
+)
+def poll_job(_n, job):
+    if not job:
+        return no_update, no_update, True, no_update, no_update, no_update, no_update
+    try:
+        job = client().job(job["id"])
+    except ApiError as exc:
+        return "0", str(exc), True, no_update, no_update, no_update, True
+    status = f"{job.status}: {job.done}/{job.total}" + (f" ({job.error})" if job.error else "")
+    if job.status in ("queued", "running"):
+        return str(job.progress), status, False, no_update, no_update, no_update, True
+    if job.status != "done":
+        return str(job.progress), status, True, [], [], "", True
+    result = client().job_result(job.id, "json")
+    columns, data = metric_table(result["rows"], result["metrics"])
+    trunc = result.get("truncation", {})
+    summary = (f"{result['model']} on {result['dataset']} (n = {result['n']}, {result['convention']}, "
+               f"k = {result['k']}): accuracy {result['accuracy']:.3f}; {trunc.get('examples_truncated', 0)} "
+               f"inputs truncated to {trunc.get('max_tokens')} tokens"
+               + (f", {100 * trunc['human_fraction_lost']:.1f}% of human-rationale tokens cut"
+                  if trunc.get("human_fraction_lost") is not None else ""))
+    return "1", status, True, columns, data, summary, False
+
+
+@callback(
+    Output("faith-download", "data"), Input("faith-export", "n_clicks"), State("faith-job", "data"),
+    prevent_initial_call=True,
+)
+def export_csv(_n, job):
+    if not job:
+        return no_update
+    try:
+        csv_text = client().job_result(job["id"], "csv")
+    except ApiError:
+        return no_update
+    return dcc.send_string(csv_text, f"attnscope-faithfulness-{job['id']}.csv")

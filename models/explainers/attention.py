@@ -1,0 +1,98 @@
+"""Attention-based explainers: raw attention, rollout, flow, attention x gradient; and a seeded
+random baseline. The maths of rollout/flow is in ``analysis/rollout.py`` (numpy)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import torch
+
+from analysis.rollout import MAX_FLOW_TOKENS, attention_flow, gradient_rollout, rollout
+from models.capture import capture_encoded
+from models.explainers.base import Encoded, Explainer
+
+
+def _maps(explainer: Explainer, ex: Encoded):
+    ids, mask = explainer.tensors(ex)
+    return capture_encoded(explainer.loaded, {"input_ids": ids, "attention_mask": mask}, hidden_states=False)[0].maps
+
+
+class RawAttention(Explainer):
+    """Attention weights of one layer (default: the last), averaged over the chosen heads (default:
+    all), read from the [CLS] row (``row="cls"``) or averaged over every query row (``row="mean"``)."""
+
+    name = "attention"
+    description = "raw attention of a layer (CLS row or mean over rows), mean over chosen heads"
+
+    def explain(self, ex: Encoded) -> np.ndarray:
+        maps = _maps(self, ex)
+        layer = int(self.options.get("layer", -1))
+        if not -maps.n_layers <= layer < maps.n_layers:
+            raise ValueError(f"layer={layer} is out of range: this model has {maps.n_layers} layers")
+        heads = self.options.get("heads") or list(range(maps.n_heads))
+        bad = [h for h in heads if not 0 <= int(h) < maps.n_heads]
+        if bad:
+            raise ValueError(f"heads {bad} are out of range: this model has {maps.n_heads} heads (0..{maps.n_heads - 1})")
+        w = maps.weights[layer][list(heads)].mean(axis=0)  # [query, key]
+        row = self.options.get("row", "cls")
+        if row not in ("cls", "mean"):
+            raise ValueError(f"row must be 'cls' or 'mean'; got {row!r}")
+        return (w[0] if row == "cls" else w.mean(axis=0)).astype(np.float64)
+
+
+class Rollout(Explainer):
+    """Attention rollout (Abnar & Zuidema 2020), [CLS] row after the last layer."""
+
+    name = "rollout"
+    description = "attention rollout, CLS row of the last layer"
+
+    def explain(self, ex: Encoded) -> np.ndarray:
+        return rollout(_maps(self, ex)).joint[-1, 0].astype(np.float64)
+
+
+class Flow(Explainer):
+    """Attention flow (max-flow in the layered attention graph), [CLS] row; short inputs only."""
+
+    name = "flow"
+    description = "attention flow (max-flow), CLS row; inputs up to max_tokens (64)"
+
+    def explain(self, ex: Encoded) -> np.ndarray:
+        cap = int(self.options.get("max_tokens", MAX_FLOW_TOKENS))
+        return attention_flow(_maps(self, ex), rows=[0], max_tokens=cap).flow[0].astype(np.float64)
+
+
+class AttentionGradient(Explainer):
+    """Attention x gradient rolled out (Chefer et al. 2021, generic attention): per layer
+    mean_h max(0, dp_t/dA * A), accumulated R <- R + Ā R; [CLS] row."""
+
+    name = "attn_grad"
+    description = "gradient of the explained class probability w.r.t. the maps times the maps, rolled out"
+
+    def explain(self, ex: Encoded) -> np.ndarray:
+        target = self.target_of(ex)
+        ids, mask = self.tensors(ex)
+        model = self.loaded.model
+        with torch.enable_grad():
+            out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+            atts = out.attentions  # L x (1, H, N, N), part of the graph (eval: dropout is identity)
+            for a in atts:
+                a.retain_grad()
+            torch.softmax(out.logits, dim=-1)[0, target].backward()
+        weighted = np.stack([(a.grad * a).clamp(min=0).mean(dim=1)[0].detach().cpu().numpy() for a in atts])
+        model.zero_grad(set_to_none=True)
+        return gradient_rollout(weighted)[0]
+
+
+class RandomScores(Explainer):
+    """Seeded random baseline: uniform scores, the same for the same seed and input ids."""
+
+    name = "random"
+    description = "seeded uniform random scores (the baseline every explainer should beat)"
+
+    def explain(self, ex: Encoded) -> np.ndarray:
+        seed = int(self.options.get("seed", 0))
+        rng = np.random.default_rng([seed, zlib.crc32(ex.input_ids.astype(np.int64).tobytes())])
+        scores = rng.random(len(ex))
+        scores[list(ex.special)] = 0.0
+        return scores

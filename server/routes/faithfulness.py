@@ -1,0 +1,154 @@
+"""Faithfulness: ERASER metrics of explainers' token scores, per run and per data set (a job).
+
+- ``POST /runs/{id}/faithfulness``: scores of each chosen explainer on the run's text, with
+  comprehensiveness/sufficiency (at k), AOPC curves and, given a human rationale, plausibility.
+- ``GET /faithfulness/explainers``: the explainers and what they do.
+- Job kind ``faithfulness`` (``POST /jobs``): the explainer x metric table over a data set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+import numpy as np
+
+from fastapi import APIRouter, HTTPException, status
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
+from analysis.faithfulness import get_convention
+from analysis.rollout import TooLongForFlowError
+from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text
+from models.faithfulness_eval import METRICS, UnknownMetricError, explain_example
+from server.deps import RunDep, ServiceDep
+from server.jobs import register_job_kind
+from server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
+
+router = APIRouter(tags=["faithfulness"])
+UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
+
+
+def _check_names(explainers: list[str], metrics: list[str]) -> None:
+    bad = [e for e in explainers if e not in EXPLAINERS]
+    if bad:
+        raise ValueError(f"unknown explainer(s) {bad}; choose from {', '.join(EXPLAINERS)}")
+    bad = [m for m in metrics if m not in METRICS]
+    if bad:
+        raise ValueError(f"unknown metric(s) {bad}; choose from {', '.join(METRICS)}")
+
+
+@router.get("/faithfulness/explainers", response_model=list[ExplainerInfo], summary="Explainers available")
+def read_explainers() -> list[ExplainerInfo]:
+    return [ExplainerInfo(name=n, description=c.description) for n, c in EXPLAINERS.items()]
+
+
+@router.post("/runs/{run_id}/faithfulness", response_model=FaithfulnessPublic,
+             responses={404: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
+             summary="Explain a run's prediction and score the explanations (ERASER metrics)")
+def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceDep) -> FaithfulnessPublic:
+    # plain def: model work runs in the threadpool, never on the event loop
+    try:
+        _check_names(body.explainers, body.metrics)
+    except ValueError as exc:
+        raise HTTPException(UNPROCESSABLE, str(exc)) from None
+    loaded = service.models.get(run.model)
+    if loaded.spec.task != "classification":
+        raise HTTPException(UNPROCESSABLE, f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}; "
+                            "faithfulness explains class probabilities: create a run with a classifier "
+                            "such as 'minilm-sst2' (POST /api/v1/runs)")
+    n_classes = len(loaded.labels or [])
+    if body.target is not None and body.target >= n_classes:
+        raise HTTPException(UNPROCESSABLE, f"target={body.target} is out of range: model {run.model!r} "
+                            f"has {n_classes} classes (0..{n_classes - 1})")
+    ex = encode_text(loaded, run.text, target=body.target)
+    if body.human_rationale is not None:
+        if len(body.human_rationale) != len(ex) or any(v not in (0, 1) for v in body.human_rationale):
+            raise HTTPException(UNPROCESSABLE, f"human_rationale must be 0/1 for each of the run's {len(ex)} "
+                                "tokens (special tokens included)")
+        ex = replace(ex, human=np.asarray(body.human_rationale, dtype=np.int8))
+    if body.human_spans is not None:
+        if body.human_rationale is not None:
+            raise HTTPException(UNPROCESSABLE, "send human_rationale or human_spans, not both")
+        bad = [sp for sp in body.human_spans if not 0 <= sp[0] < sp[1] <= len(run.text)]
+        if bad:
+            raise HTTPException(UNPROCESSABLE, f"human_spans {bad[:3]} are not [start, end) character ranges "
+                                f"inside the run's text (0..{len(run.text)})")
+        human = char_spans_to_tokens(loaded, run.text, body.human_spans)[:len(ex)]
+        ex = replace(ex, human=human)
+    flow_cap = int(body.options.get("flow", {}).get("max_tokens", 64))
+    if "flow" in body.explainers and len(ex) > flow_cap:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(TooLongForFlowError(len(ex), flow_cap)))
+    try:
+        res = explain_example(loaded, ex, body.explainers, k=body.k, convention=body.convention,
+                              removal=body.removal, metrics=body.metrics, options=body.options)
+    except (UnknownMetricError, NotAClassifierError, TooLongForFlowError, TypeError, ValueError) as exc:
+        raise HTTPException(UNPROCESSABLE, f"{exc}") from None
+    conv = get_convention(body.convention, body.removal)
+    results = []
+    for name in body.explainers:
+        item = {"name": name, "scores": res["scores"][name].tolist(), "seconds": round(res["seconds"][name], 4)}
+        f = res["faithfulness"].get(name)
+        if f is not None:
+            item.update(rationale=f.rationale, comp_curve=f.comp_curve, suff_curve=f.suff_curve,
+                        **{m: getattr(f, m) for m in METRICS[:4] if m in body.metrics})
+        p = res["plausibility"].get(name)
+        if p is not None:
+            item.update({m: v for m, v in (("token_f1", p.token.f1), ("iou_f1", p.iou.f1), ("auprc", p.auprc))
+                         if m in body.metrics})
+        results.append(ExplainerResult(**item))
+    return FaithfulnessPublic(
+        run_id=run.id, model=run.model, tokens=list(ex.tokens), special=list(ex.special),
+        labels=list(loaded.labels or []), probs=res["probs"], target=res["target"], convention=conv.name,
+        removal=conv.removal, k=body.k, bins=list(conv.bins), metrics=body.metrics,
+        human_rationale=None if ex.human is None else [int(v) for v in ex.human], explainers=results)
+
+
+class FaithfulnessJobParams(BaseModel):
+    """Parameters of the ``faithfulness`` job: the explainer x metric table over a data set."""
+
+    model: str = "minilm-sst2"
+    dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
+    split: str | None = Field(None, description="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation")
+    explainers: list[str] = Field(default_factory=lambda: ["attention", "rollout", "attn_grad",
+                                                           "integrated_gradients", "random"], min_length=1)
+    metrics: list[str] = Field(default_factory=lambda: list(METRICS), min_length=1)
+    n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
+    convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
+    removal: Literal["delete", "mask"] | None = None
+    k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
+    max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
+    allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
+    options: dict[str, dict] = Field(default_factory=dict)
+
+    @field_validator("explainers")
+    @classmethod
+    def _known_explainers(cls, v: list[str]) -> list[str]:
+        _check_names(v, [])
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, v: list[str]) -> list[str]:
+        _check_names([], v)
+        return v
+
+    @field_validator("allow_offensive")
+    @classmethod
+    def _opt_in(cls, v: bool, info: ValidationInfo) -> bool:
+        if info.data.get("dataset") == "hatexplain" and not v:
+            raise ValueError("hatexplain holds hate speech and slurs; set allow_offensive: true to opt in")
+        return v
+
+
+def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> dict:
+    from models.faithfulness_eval import evaluate_dataset
+
+    loaded = service.models.get(params.model)
+    return evaluate_dataset(loaded, params.dataset, params.explainers, n=params.n, convention=params.convention,
+                            removal=params.removal, k=params.k, metrics=params.metrics,
+                            max_tokens=params.max_tokens, split=params.split,
+                            allow_offensive=params.allow_offensive, options=params.options, progress=progress)
+
+
+register_job_kind("faithfulness", FaithfulnessJobParams, run_faithfulness_job,
+                  "ERASER faithfulness + plausibility table (explainer x metric) over a data set")

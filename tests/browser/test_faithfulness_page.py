@@ -1,0 +1,80 @@
+"""Real browser: the faithfulness page explains a marked sentence, then runs and exports a data-set table."""
+
+import os
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "accept_downloads": True}
+
+
+def texts(page, selector):
+    return page.locator(selector).evaluate_all("els => els.map(e => e.textContent)")
+
+
+@pytest.fixture
+def faith_page(page, dashboard_url):
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.console_errors = errors
+    page.goto(f"{dashboard_url}/faithfulness")
+    page.wait_for_selector("#faith-model:has-text('minilm-sst2')", timeout=30_000)
+    return page
+
+
+def test_explain_a_marked_sentence(faith_page):
+    page = faith_page
+    page.fill("#faith-text", "a [[gripping]] , [[funny]] film with a [[dull]] ending .")
+    page.click("#faith-run")
+    page.wait_for_function("document.querySelectorAll('.faith-row').length === 5", timeout=90_000)
+    names = texts(page, ".faith-name")
+    assert names == ["attention", "rollout", "attn_grad", "integrated_gradients", "random"]
+    first_row = page.locator(".faith-row").first
+    assert first_row.locator(".tok").evaluate_all("els => els.map(e => e.textContent)") == [
+        "[CLS]", "a", "gripping", ",", "funny", "film", "with", "a", "dull", "ending", ".", "[SEP]"]
+    assert texts(page, ".faith-row >> nth=0 >> .tok.human") == ["gripping", "funny", "dull"]
+    assert page.locator(".faith-row >> nth=0 >> .tok.hard").count() == 2  # ceil(0.2 * 10 words)
+    page.wait_for_selector("#faith-curves .scatterlayer .trace", timeout=30_000)
+    assert page.locator("#faith-curves .scatterlayer .trace").count() == 10  # 5 explainers x 2 panels
+    table = page.locator("#faith-table").inner_text()
+    assert "random (baseline)" in table and "token F1" in table and "AOPC comp." in table
+    assert page.console_errors == []
+
+
+def test_empty_text_shows_the_apis_message(faith_page):
+    page = faith_page
+    page.fill("#faith-text", "   ")
+    page.click("#faith-run")
+    page.wait_for_selector("#faith-error:has-text('empty')", timeout=30_000)
+    assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]
+
+
+def test_dataset_job_shows_progress_table_and_exports_csv(faith_page):
+    page = faith_page
+    page.fill("#faith-n", "2")
+    page.click("#faith-job-start")
+    page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=120_000)
+    page.wait_for_selector("#faith-dataset-table:has-text('random (baseline)')", timeout=30_000)
+    assert "accuracy" in page.locator("#faith-dataset-summary").inner_text()
+    with page.expect_download(timeout=30_000) as info:
+        page.click("#faith-export")
+    csv_text = open(info.value.path()).read()
+    assert csv_text.splitlines()[0].startswith("explainer,n,comprehensiveness")
+    assert len(csv_text.strip().splitlines()) == 6  # header + 5 explainers
+    assert page.console_errors == []

@@ -1,0 +1,48 @@
+"""Pure figure/table builders of the faithfulness page, without a browser."""
+
+import pytest
+
+from frontend.faithfulness_figures import (
+    best_per_metric, curves_figure, metric_table, parse_marked_text, token_colors,
+)
+
+
+def test_marked_text_gives_clean_text_and_character_spans():
+    text, spans = parse_marked_text("a [[truly great]] film, [[not]] bad")
+    assert text == "a truly great film, not bad"
+    assert [text[a:b] for a, b in spans] == ["truly great", "not"]
+    assert parse_marked_text("no marks") == ("no marks", [])
+
+
+def test_token_colors_scale_by_the_largest_non_special_score():
+    colors = token_colors([5.0, 0.5, -0.25, 0.0, 9.0], special=(0, 4))
+    assert colors[0] == colors[4] == "rgba(200,200,200,0.35)"
+    assert colors[1] == "rgba(214,39,40,1.000)"  # the largest |score| among words
+    assert colors[2] == "rgba(31,119,180,0.500)"  # negative: blue, half as strong
+    assert token_colors([0.0, 0.0])[0].endswith("0.000)")  # all zero: no division by zero
+
+
+def test_curves_figure_has_one_line_per_explainer_and_panel():
+    fig = curves_figure([0.01, 0.1, 0.5], {"rollout": [0.1, 0.2, 0.4], "random": [0.0, None, 0.1]},
+                        {"rollout": [0.3, 0.2, 0.1], "random": [0.4, 0.3, 0.2]})
+    assert len(fig.data) == 4
+    assert list(fig.data[0].x) == [1.0, 10.0, 50.0]
+    assert [t.showlegend for t in fig.data] == [True, True, False, False]
+    assert fig.data[1].line.dash == "dot"  # the random baseline stands apart
+
+
+def test_metric_table_and_best_per_metric():
+    rows = [{"explainer": "rollout", "comprehensiveness": 0.31234, "sufficiency": 0.1},
+            {"explainer": "random", "comprehensiveness": 0.05, "sufficiency": None}]
+    cols, data = metric_table(rows, ["comprehensiveness", "sufficiency"])
+    assert [c["id"] for c in cols] == ["explainer", "comprehensiveness", "sufficiency"]
+    assert data[0] == {"explainer": "rollout", "comprehensiveness": "0.312", "sufficiency": "0.100"}
+    assert data[1]["explainer"] == "random (baseline)" and data[1]["sufficiency"] == "–"
+    rows.append({"explainer": "ig", "comprehensiveness": 0.2, "sufficiency": 0.05})
+    assert best_per_metric(rows, ["comprehensiveness", "sufficiency"]) == {
+        "comprehensiveness": "rollout", "sufficiency": "ig"}
+
+
+@pytest.mark.parametrize("bad", ["[[unclosed", "]] only"])
+def test_unbalanced_marks_are_left_as_text(bad):
+    assert parse_marked_text(bad) == (bad, [])

@@ -1,0 +1,124 @@
+"""POST /runs/{id}/faithfulness and the faithfulness job, through the HTTP client, every bad input."""
+
+import time
+
+import pytest
+
+API = "/api/v1"
+TEXT = "a gripping , funny and deeply moving film ."
+
+
+@pytest.fixture(scope="module")
+def clf_run(client):
+    r = client.post(f"{API}/runs", json={"model": "minilm-sst2", "text": TEXT})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def post(client, run_id, **body):
+    return client.post(f"{API}/runs/{run_id}/faithfulness", json=body)
+
+
+def test_explain_and_score_a_run(client, clf_run):
+    r = post(client, clf_run["id"], explainers=["rollout", "attention", "random"], k=0.3)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    n = len(clf_run["tokens"])
+    assert out["tokens"] == clf_run["tokens"] and out["labels"] == ["negative", "positive"]
+    assert out["bins"] == [0.01, 0.05, 0.1, 0.2, 0.5] and out["convention"] == "eraser"
+    assert out["target"] == max(range(2), key=lambda i: out["probs"][i])
+    for e in out["explainers"]:
+        assert len(e["scores"]) == n and len(e["comp_curve"]) == 5 and len(e["suff_curve"]) == 5
+        assert -1 <= e["comprehensiveness"] <= 1 and -1 <= e["sufficiency"] <= 1
+        assert len(e["rationale"]) == 3  # ceil(0.3 * 9 non-special tokens)
+        assert e["token_f1"] is None  # no human rationale given
+    curve = out["explainers"][0]["comp_curve"]
+    assert out["explainers"][0]["aopc_comprehensiveness"] == pytest.approx(sum(curve) / 5)
+
+
+def test_human_spans_give_plausibility_and_ferret_convention_has_ten_bins(client, clf_run):
+    start = TEXT.index("gripping")
+    r = post(client, clf_run["id"], explainers=["rollout", "random"], convention="ferret",
+             human_spans=[[start, start + len("gripping")], [TEXT.index("funny"), TEXT.index("funny") + 5]])
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert len(out["bins"]) == 10 and out["human_rationale"] == [0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0]
+    for e in out["explainers"]:
+        assert 0 <= e["token_f1"] <= 1 and 0 <= e["auprc"] <= 1 and e["iou_f1"] is not None
+
+
+def test_explainers_are_listed(client):
+    names = [e["name"] for e in client.get(f"{API}/faithfulness/explainers").json()]
+    assert {"attention", "rollout", "flow", "attn_grad", "integrated_gradients", "saliency",
+            "input_x_gradient", "deeplift", "occlusion", "random"} == set(names)
+
+
+def test_flow_runs_on_short_inputs_and_is_refused_on_long_ones(client, clf_run):
+    r = post(client, clf_run["id"], explainers=["flow"], metrics=["comprehensiveness"])
+    assert r.status_code == 200, r.text
+    long = client.post(f"{API}/runs", json={"model": "minilm-sst2", "text": "good " * 80}).json()
+    r = post(client, long["id"], explainers=["flow"])
+    assert r.status_code == 413 and "limited to 64 tokens" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"explainers": ["lime"]}, "unknown explainer(s) ['lime']; choose from attention"),
+    ({"metrics": ["accuracy"]}, "unknown metric(s) ['accuracy']"),
+    ({"convention": "mine"}, "convention"),
+    ({"k": 0}, "k"),
+    ({"k": 1.5}, "k"),
+    ({"explainers": []}, "explainers"),
+    ({"target": 5}, "target=5 is out of range"),
+    ({"human_rationale": [1, 0]}, "0/1 for each of the run's 11 tokens"),
+    ({"human_spans": [[5, 500]]}, "not [start, end) character ranges"),
+    ({"human_spans": [[0, 2]], "human_rationale": [0] * 11}, "not both"),
+    ({"explainers": ["attention"], "options": {"attention": {"layer": 9}}}, "this model has 6 layers"),
+    ({"removal": "shred"}, "removal"),
+])
+def test_bad_bodies_get_422_with_what_to_change(client, clf_run, body, fragment):
+    r = post(client, clf_run["id"], **body)
+    assert r.status_code == 422, r.text
+    assert fragment in r.json()["detail"]
+
+
+def test_embedding_model_runs_and_unknown_runs_are_refused(client, run):
+    r = post(client, run["id"])  # the module's MiniLM (embedding) run
+    assert r.status_code == 422 and "minilm-sst2" in r.json()["detail"]
+    r = post(client, "nope")
+    assert r.status_code == 404
+
+
+def wait_done(client, job_id, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = client.get(f"{API}/jobs/{job_id}").json()
+        if job["status"] not in ("queued", "running"):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish: {job}")
+
+
+def test_dataset_job_gives_json_and_csv(client):
+    params = {"dataset": "sst2", "n": 3, "explainers": ["rollout", "random"]}
+    r = client.post(f"{API}/jobs", json={"kind": "faithfulness", "params": params})
+    assert r.status_code == 202, r.text
+    job = wait_done(client, r.json()["id"])
+    assert job["status"] == "done" and job["done"] == job["total"] == 3 and job["result_formats"] == ["json", "csv"]
+    result = client.get(f"{API}/jobs/{job['id']}/result").json()
+    assert [row["explainer"] for row in result["rows"]] == ["rollout", "random"]
+    assert result["n"] == 3 and 0 <= result["accuracy"] <= 1 and result["k"] == 0.2
+    assert result["rows"][0]["token_f1"] is None  # SST-2 has no human rationale
+    csv_text = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text
+    assert csv_text.splitlines()[0].startswith("explainer,n,comprehensiveness,sufficiency")
+    assert len(csv_text.strip().splitlines()) == 3
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"dataset": "hatexplain"}, "params.allow_offensive: hatexplain holds hate speech"),
+    ({"explainers": ["lime"]}, "unknown explainer"),
+    ({"dataset": "imdb"}, "dataset"),
+    ({"n": 0}, "params.n"),
+])
+def test_bad_job_params_get_422(client, params, fragment):
+    r = client.post(f"{API}/jobs", json={"kind": "faithfulness", "params": params})
+    assert r.status_code == 422 and fragment in r.json()["detail"]
