@@ -18,7 +18,7 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "accept_downloads": True}
 
 
 def _texts(page, selector):
@@ -32,12 +32,24 @@ def texts():
 
 
 @pytest.fixture
-def dash_page(page, dashboard_url):
-    """The dashboard, loaded, with console errors collected in ``page.console_errors``."""
+def open_dash(page, dashboard_url):
+    """``open_dash(path)``: the dashboard page at ``path``, console errors collected in
+    ``page.console_errors``."""
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.console_errors = errors
-    page.goto(dashboard_url)
-    page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)  # models listed
+
+    def open_(path: str = "/"):
+        page.goto(dashboard_url.rstrip("/") + path)
+        return page
+
+    return open_
+
+
+@pytest.fixture
+def dash_page(open_dash):
+    """The explore page, loaded, models listed."""
+    page = open_dash("/")
+    page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)
     return page

@@ -1,44 +1,20 @@
 """Real browser: the faithfulness page explains a marked sentence, then runs and exports a data-set table."""
 
-import os
 import re
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
-
-
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "accept_downloads": True}
-
-
-def texts(page, selector):
-    return page.locator(selector).evaluate_all("els => els.map(e => e.textContent)")
-
 
 @pytest.fixture
-def faith_page(page, dashboard_url):
-    errors = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.console_errors = errors
-    page.goto(f"{dashboard_url}/faithfulness")
+def faith_page(open_dash):
+    page = open_dash("/faithfulness")
     page.wait_for_selector("#faith-model:has-text('minilm-sst2')", timeout=30_000)
     return page
 
 
-def test_explain_a_marked_sentence(faith_page):
+def test_explain_a_marked_sentence(faith_page, texts):
     page = faith_page
     page.fill("#faith-text", "a [[gripping]] , [[funny]] film with a [[dull]] ending .")
     page.click("#faith-run")

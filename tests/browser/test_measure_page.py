@@ -1,36 +1,17 @@
 """Real browser: the measure page's particle view (token hover, depth slider) and Lipschitz panel."""
 
-import os
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TEXT = "The cat sat on the mat."
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
-
-
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
-
-
 @pytest.fixture
-def measure_page(page, dashboard_url):
-    errors = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.console_errors = errors
-    page.goto(f"{dashboard_url}/measure")
+def measure_page(open_dash):
+    page = open_dash("/measure")
     page.wait_for_selector("#measure-status:has-text('API')", timeout=30_000)
     page.fill("#measure-text", TEXT)
     page.click("#measure-run-button")
