@@ -1,0 +1,70 @@
+"""Schemas of faithfulness (ERASER metrics of explainers' token scores)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
+
+
+class FaithfulnessCreate(BaseModel):
+    """Body of ``POST /runs/{id}/faithfulness``: which explainers, which metrics, which convention."""
+
+    explainers: list[str] = Field(
+        default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"],
+        min_length=1, description="explainer names (GET /faithfulness/explainers)")
+    metrics: list[str] = Field(
+        default_factory=lambda: ["comprehensiveness", "sufficiency", "aopc_comprehensiveness",
+                                 "aopc_sufficiency", "token_f1", "iou_f1", "auprc"], min_length=1)
+    convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
+    removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
+    k: float = Field(0.2, gt=0, le=1, description="hard-rationale size, fraction of non-special tokens")
+    target: int | None = Field(None, ge=0, description="class to explain and score under the ferret "
+                               "convention; the ERASER conventions always use the predicted class")
+    human_rationale: list[int] | None = Field(
+        None, description="0/1 per token of the run (same length as its tokens) for plausibility")
+    human_spans: list[tuple[int, int]] | None = Field(
+        None, description="human rationale as [start, end) character spans of the run's text "
+        "(alternative to human_rationale; a token is marked when it overlaps a span)")
+    options: dict[str, dict] = Field(default_factory=dict,
+                                     description='per-explainer options, e.g. {"attention": {"layer": 5, "row": "mean"}}')
+
+
+class ExplainerResult(BaseModel):
+    name: str
+    scores: list[float]
+    seconds: float
+    rationale: list[int] = Field(default_factory=list, description="positions of the top-k hard rationale")
+    comprehensiveness: float | None = None
+    sufficiency: float | None = None
+    aopc_comprehensiveness: float | None = None
+    aopc_sufficiency: float | None = None
+    comp_curve: list[float | None] | None = None
+    suff_curve: list[float | None] | None = None
+    token_f1: float | None = None
+    iou_f1: float | None = None
+    auprc: float | None = None
+
+
+class FaithfulnessPublic(BaseModel):
+    run_id: str
+    model: str
+    tokens: list[str]
+    special: list[int]
+    labels: list[str]
+    probs: list[float]
+    target: int
+    convention: str
+    removal: str
+    k: float
+    bins: list[float]
+    metrics: list[str]
+    human_rationale: list[int] | None = None
+    explainers: list[ExplainerResult]
+
+
+class ExplainerInfo(BaseModel):
+    name: str
+    description: str

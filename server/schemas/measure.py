@@ -1,0 +1,85 @@
+"""Schemas of the measure-theoretic view (methods.md section 3)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+BOUND_STATUS = (
+    "DERIVED (our own derivation, not the paper's theorem; methods.md 3.3 corrected for biases). "
+    "Assumptions: token measures supported in the ball B_R (R measured on the data: the largest token "
+    "norm), W1 with the Euclidean cost, the map Phi(mu) = (F_mu)#mu with F_mu the attention sublayer "
+    "(all heads, Q/K/V biases, W_O and its bias, residual only if asked; no LayerNorm)."
+)
+
+
+class MeasurePublic(BaseModel):
+    """W1 profile of a run's token measures and the maximum-entropy check of its attention."""
+
+    run_id: str
+    model: str
+    n_tokens: int
+    w1_successive: list[float] = Field(..., description="[layer]: W1(mu_l, mu_{l+1}) between successive hidden states")
+    max_entropy_deviation: list[float] | None = Field(
+        None, description="[layer]: max |p - attention| with p the maximum-entropy row solved anew from the scores")
+    max_entropy_note: str = ""
+    compare_run_id: str | None = None
+    w1_between: list[float] | None = Field(
+        None, description="[layer + 1]: W1 between this run's and the compared run's token measures at each depth")
+
+
+class LipschitzPublic(BaseModel):
+    """DERIVED upper bound and empirical estimate of one attention layer's W1-Lipschitz constant."""
+
+    model: str
+    layer: int
+    n_tokens: int
+    radius: float = Field(..., description="R: the largest token norm of the layer's input")
+    residual: bool
+    log10_bound: float = Field(..., description="log10 L (L itself overflows float64 for real layers)")
+    log10_bound_per_head: list[float]
+    log10_bound_without_bias: float = Field(
+        ..., description="methods.md 3.3 as written (query bias ignored): not valid when the layer has one")
+    estimate: float = Field(..., description="L_hat: the largest W1 ratio found (a lower bound on the true L)")
+    log10_estimate: float
+    log10_ratio: float = Field(..., description="log10(L_hat / L); must be <= 0")
+    best_random: float
+    best_ascent: float
+    n_evaluations: int
+    seconds: float
+    bound_status: str = BOUND_STATUS
+
+
+class ParticlesPublic(BaseModel):
+    """Tokens as particles: every depth's hidden states projected by ONE PCA fitted on all depths."""
+
+    run_id: str
+    model: str
+    tokens: list[str]
+    dims: int
+    depth_labels: list[str] = Field(..., description="[layer + 1]: 'embeddings', 'after layer 0', ...")
+    coords: list = Field(..., description="[layer + 1][token][dims]")
+    explained_variance: list[float]
+    w1_successive: list[float]
+
+
+class FixedPointPublic(BaseModel):
+    """A block iterated past its trained depth: W1 between successive iterates."""
+
+    run_id: str
+    model: str
+    block: str
+    demonstration: bool
+    trained_depth: int
+    start_depth: int
+    n_steps: int
+    w1_steps: list[float] = Field(..., description="[step]: W1(mu_{t+1}, mu_t)")
+    rate: float | None = Field(None, description="median ratio of successive W1 over the second half (None if undefined)")
+    converged: bool
+    orbit_radius: float
+    log10_bound_attention: float | None = Field(
+        None, description="DERIVED bound of the block's attention sublayer with residual on the orbit's ball")
+    attention_contraction: bool | None = Field(
+        None, description="log10_bound_attention < 0: the contraction condition for the attention sublayer; "
+        "the block's FFN and LayerNorms are not bounded")
