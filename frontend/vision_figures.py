@@ -146,3 +146,15 @@ def conv_vs_attention_figure(conv: np.ndarray, attention: np.ndarray, channel: i
     fig.update_layout(title={"text": f"channel {channel} · max |conv − attention| = {max_abs_diff:.1e}"},
                       height=360, margin={"l": 10, "r": 10, "t": 70, "b": 10}, plot_bgcolor="white")
     return fig
+
+
+def rollout_overlay_figure(image: np.ndarray, values: np.ndarray, grid: tuple[int, int], title: str) -> go.Figure:
+    """The image with a rollout importance map ``[rows, cols]`` drawn over it, semi-transparent."""
+    fig = go.Figure(_image_trace(image, grid))
+    fig.add_trace(go.Heatmap(z=np.asarray(values, dtype=float), colorscale="Inferno", opacity=0.55,
+                             colorbar={"title": {"text": "rollout"}},
+                             hovertemplate="row %{y} col %{x}<br>importance %{z:.4f}<extra></extra>"))
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=380, margin={"l": 20, "r": 20, "t": 50, "b": 20},
+                      xaxis={"visible": False, "range": [-0.5, grid[1] - 0.5]},
+                      yaxis={"visible": False, "autorange": "reversed", "scaleanchor": "x"})
+    return fig

@@ -63,4 +63,11 @@ def layout(**_query) -> html.Div:
             ]),
             dcc.Graph(id="conv-vs-attention", config={"displaylogo": False}),
         ]),
+        html.Section(className="panel", children=[
+            html.H2("Rollout over the image"),
+            html.P("Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
+                   "layers) from the CLS token, or averaged over every position for models without one, drawn "
+                   "over the image. The Structure page analyses this run too.", className="hint"),
+            dcc.Loading(dcc.Graph(id="vision-rollout", config={"displaylogo": False}), type="dot"),
+        ]),
     ])

@@ -12,7 +12,9 @@ from flask import current_app
 
 from frontend.api_client import ApiClient, ApiError
 from frontend.figures import thumbnail_src
-from frontend.vision_figures import conv_vs_attention_figure, grid_cell, image_figure, query_pixel_figure
+from frontend.vision_figures import (
+    conv_vs_attention_figure, grid_cell, image_figure, query_pixel_figure, rollout_overlay_figure,
+)
 
 
 def client() -> ApiClient:
@@ -179,3 +181,24 @@ def pick_layer_from_thumbnail(clicks):
     if not ctx.triggered_id or not any(clicks or []):
         return no_update
     return ctx.triggered_id["layer"]
+
+
+@callback(Output("run-store", "data", allow_duplicate=True), Input("vision-run", "data"), prevent_initial_call=True)
+def share_run(run):
+    """The vision run becomes the session's current run, so the Structure page analyses it too."""
+    return run or no_update
+
+
+@callback(Output("vision-rollout", "figure"), Input("vision-run", "data"))
+def render_rollout(run):
+    if not run:
+        return _empty("Rollout appears after a run.", 380)
+    try:
+        roll = client().importance(run["id"], "rollout")
+        image = _decode_png(client().run_image(run["id"]))
+    except ApiError as exc:
+        return _empty(str(exc), 380)
+    if not roll.get("grid"):
+        return _empty("This run has no image grid.", 380)
+    source = "CLS token" if roll["row"] is not None else "mean over positions"
+    return rollout_overlay_figure(image, np.asarray(roll["grid"]), tuple(run["grid"]), f"Rollout from the {source} · {run['model']}")

@@ -119,3 +119,15 @@ def test_dinov2_runs_on_a_real_photo(page, dashboard_url):
     titles = page.locator("#query-pixel-view .annotation-text").evaluate_all("els => els.map(e => e.textContent)")
     assert [t.split(" · ")[0] for t in titles] == [f"L0H{h}" for h in range(6)]
     assert all(" · CLS " in t for t in titles)  # weight on the CLS token, which is not on the grid
+
+
+def test_rollout_is_drawn_over_the_image_and_the_structure_page_sees_the_run(page, dashboard_url):
+    page.goto(f"{dashboard_url}/vision")
+    page.wait_for_selector("#vision-model:has-text('gauss9-iso')", timeout=30_000)
+    page.click("#vision-run-button")
+    page.wait_for_selector("#vision-rollout .gtitle:has-text('Rollout from the mean over positions')", timeout=60_000)
+    kinds = page.evaluate("document.querySelector('#vision-rollout .js-plotly-plot').data.map(t => t.type)")
+    assert kinds == ["image", "heatmap"]
+    page.click("a.nav-link:has-text('Structure')")
+    page.wait_for_selector("#structure-run:has-text('gauss9-iso')", timeout=30_000)
+    page.wait_for_selector("#importance-grid .gtitle:has-text('Rollout over the image grid')", timeout=60_000)

@@ -72,3 +72,12 @@ def test_conv_vs_attention_figure_puts_both_on_one_colour_scale():
     a, b = [t for t in fig.data if isinstance(t, go.Heatmap)]
     assert (a.zmin, a.zmax) == (b.zmin, b.zmax) and a.zmin <= -1.0 and a.zmax >= 2.0
     assert "channel 2" in fig.layout.title.text and "1.0e-06" in fig.layout.title.text
+
+
+def test_rollout_overlay_puts_the_heatmap_over_the_image():
+    from frontend.vision_figures import rollout_overlay_figure
+
+    img = np.zeros((28, 28), np.uint8)
+    fig = rollout_overlay_figure(img, np.ones((7, 7)) / 49, (7, 7), "t")
+    assert [t.type for t in fig.data] == ["image", "heatmap"]
+    assert np.asarray(fig.data[1].z).shape == (7, 7) and fig.data[1].opacity == 0.55
