@@ -11,7 +11,7 @@ def test_structure_page_shows_shift_heads_kernel_and_rollout(dash_page, texts):
     page.fill("#text-input", "The cat sat on the mat and looked at the dog.")
     page.click("#run-button")
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 72", timeout=60_000)
-    assert page.locator("#model-grid .head-thumb[title^='L0H2'] .badge").inner_text() == "prev"
+    assert page.locator("#model-grid .head-thumb[title^='L0H2'] .badge").text_content() == "prev"
     page.click("a.nav-link:has-text('Structure')")
     page.wait_for_selector("#shift-grid .gtitle:has-text('Shift heads')", timeout=30_000)
     # the default kernel is the strongest shift head: L0H2, peaked at offset -1
