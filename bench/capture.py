@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.timing import timeit  # noqa: E402
 from models.capture import capture_encoded  # noqa: E402
 from models.loading import load_hf, load_model  # noqa: E402
 
@@ -34,16 +35,6 @@ def batch_texts(n: int = 8) -> list[str]:
     else:
         lines = ["the film is a charming, funny and moving story about growing up ."] * 200
     return [" ".join(lines[i * 12 : (i + 1) * 12]) for i in range(n)]
-
-
-def timeit(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:

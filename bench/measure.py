@@ -28,6 +28,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.timing import timeit  # noqa: E402
 from analysis.lipschitz import lipschitz_bound  # noqa: E402
 from analysis.measure import w1_between_inputs, w1_successive  # noqa: E402
 from models.capture import capture_encoded  # noqa: E402
@@ -52,16 +53,6 @@ def encoded(loaded, text: str, n_tokens: int) -> dict:
     enc = loaded.tokenizer([text], return_tensors="pt", truncation=True, max_length=n_tokens)
     assert enc["input_ids"].shape[1] == n_tokens, "the text is too short for the requested length"
     return dict(enc)
-
-
-def timeit(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -25,18 +25,23 @@ class RunService:
         self._probes: dict[str, tuple[AttentionMaps, np.ndarray]] = {}
         self._probe_lock = threading.Lock()
 
-    def create_run(self, model: str, text: str) -> Run:
+    def _cached_run(self, model: str, modality: str, key: str, make) -> Run:
+        """The stored run for ``(model, key)``, or ``make(loaded) -> Run`` stored under that id.
+        Refuses a model of the wrong modality before any loading."""
         spec = get_spec(model)  # raises UnknownModelError before any loading
-        if spec.modality != "text":
-            raise WrongModalityError(f"model {model!r} is a vision model and takes an image: send "
-                                     "'sample' or upload with POST /api/v1/runs/image")
-        run_id = run_key(model, text)
+        if spec.modality != modality:
+            hint = ("takes an image: send 'sample' or upload with POST /api/v1/runs/image" if spec.modality == "vision"
+                    else "takes a text, not an image; pick a vision model from GET /api/v1/models")
+            raise WrongModalityError(f"model {model!r} is a {spec.modality} model and {hint}")
+        run_id = run_key(model, key)
         cached = self.store.get(run_id)
         if cached is not None:
             return cached
-        loaded = self.models.get(model)
-        cap = capture(loaded, text)
-        return self.store.put(Run(id=run_id, model=model, text=text, capture=cap))
+        return self.store.put(make(self.models.get(model), run_id))
+
+    def create_run(self, model: str, text: str) -> Run:
+        return self._cached_run(model, "text", text,
+                                lambda loaded, run_id: Run(id=run_id, model=model, text=text, capture=capture(loaded, text)))
 
     def probe(self, model: str) -> tuple[AttentionMaps, np.ndarray]:
         """Maps and ids of the repeated-random-token probe for ``model`` (computed once)."""
@@ -47,19 +52,13 @@ class RunService:
                 self._probes[model] = repeated_token_probe(self.models.get(model))
             return self._probes[model]
     def _image_run(self, model: str, key: str, image: np.ndarray, source: dict) -> Run:
-        spec = get_spec(model)
-        if spec.modality != "vision":
-            raise WrongModalityError(f"model {model!r} is a text model and takes a text, not an image; pick a "
-                                     "vision model from GET /api/v1/models")
-        run_id = run_key(model, key)
-        cached = self.store.get(run_id)
-        if cached is not None:
-            return cached
-        loaded = self.models.get(model)
-        prepared = loaded.tokenizer.prepare_image(image)
-        cap = capture_image(loaded, prepared)
-        source = {**source, "height": int(prepared.shape[0]), "width": int(prepared.shape[1])}
-        return self.store.put(Run(id=run_id, model=model, text="", capture=cap, image=prepared, source=source))
+        def make(loaded, run_id: str) -> Run:
+            prepared = loaded.tokenizer.prepare_image(image)
+            cap = capture_image(loaded, prepared)
+            src = {**source, "height": int(prepared.shape[0]), "width": int(prepared.shape[1])}
+            return Run(id=run_id, model=model, text="", capture=cap, image=prepared, source=src)
+
+        return self._cached_run(model, "vision", key, make)
 
     def create_sample_run(self, model: str, dataset: str, index: int) -> Run:
         image, label = samples.sample(dataset, index)

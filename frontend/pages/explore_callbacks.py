@@ -45,7 +45,13 @@ def load_models(_pathname):
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
-    if not n_clicks:  # Dash Pages can fire this once when the page's layout is inserted
+    return run_text(n_clicks, model, text)
+
+
+def run_text(n_clicks, model, text) -> tuple:
+    """``(run-store data, error message)`` for a Run button: the run as the session's current run,
+    or the API's message. Shared by every page that runs a text."""
+    if not n_clicks:  # Dash Pages can fire a button's callback once when the page's layout is inserted
         return no_update, no_update
     if not model:
         return no_update, "Pick a model first."

@@ -9,7 +9,7 @@ from dash import Input, Output, State, callback, no_update
 from frontend.api_client import ApiError
 from frontend.measure_figures import (fixed_point_figure, lipschitz_figure, message_figure as _empty, particle_figure,
                                       w1_profile_figure)
-from frontend.pages.explore_callbacks import client
+from frontend.pages.explore_callbacks import client, run_text
 
 SHARED = "shared"
 DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU
@@ -31,14 +31,8 @@ def load_models(_init, run):
 @callback(Output("run-store", "data", allow_duplicate=True), Output("measure-error", "children"),
           Input("measure-run-button", "n_clicks"), State("measure-text", "value"), State("measure-model", "value"),
           prevent_initial_call=True)
-def create_run(_n, text, model):
-    if not model:
-        return no_update, "Pick a model first."
-    try:
-        run = client().create_run(model, text or "")
-    except ApiError as exc:
-        return no_update, str(exc)
-    return run.model_dump(exclude={"prediction"}), ""
+def create_run(n_clicks, text, model):
+    return run_text(n_clicks, model, text)
 
 
 @callback(Output("particle-view", "figure"), Input("run-store", "data"), Input("particle-dims", "value"))

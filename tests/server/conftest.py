@@ -1,3 +1,5 @@
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -16,3 +18,21 @@ def run(client):
     r = client.post("/api/v1/runs", json={"model": "minilm", "text": "The cat sat on the mat."})
     assert r.status_code == 201, r.text
     return r.json()
+
+
+def _wait_job(client, job_id, timeout=120):
+    """Poll ``GET /jobs/{id}`` until the job is done, failed or cancelled; return its JSON."""
+    deadline = time.time() + timeout
+    job = None
+    while time.time() < deadline:
+        job = client.get(f"/api/v1/jobs/{job_id}").json()
+        if job["status"] in ("done", "failed", "cancelled"):
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish in {timeout} s: {job}")
+
+
+@pytest.fixture
+def wait_job():
+    """``wait_job(client, job_id)``: the job's JSON once it has finished."""
+    return _wait_job

@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -11,20 +10,10 @@ import pytest
 API = "/api/v1"
 
 
-def wait_done(client, job_id, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        job = client.get(f"{API}/jobs/{job_id}").json()
-        if job["status"] in ("done", "failed", "cancelled"):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} still {job['status']}")
-
-
-def test_census_job_aggregates_per_head(client):
+def test_census_job_aggregates_per_head(client, wait_job):
     r = client.post(f"{API}/jobs", json={"kind": "census", "params": {"model": "minilm", "dataset": "sst2", "n": 6}})
     assert r.status_code == 202, r.text
-    job = wait_done(client, r.json()["id"])
+    job = wait_job(client, r.json()["id"])
     assert job["status"] == "done", job
     assert job["done"] == job["total"] == 6
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
@@ -36,9 +25,9 @@ def test_census_job_aggregates_per_head(client):
     assert csv[0].startswith("head,layer,head_index,shift_score_mean") and len(csv) == 73
 
 
-def test_probe_job_reports_accuracy_per_layer(client):
+def test_probe_job_reports_accuracy_per_layer(client, wait_job):
     params = {"model": "minilm", "dataset": "sst2", "n": 24, "folds": 2, "size": 8}
-    job = wait_done(client, client.post(f"{API}/jobs", json={"kind": "probe", "params": params}).json()["id"])
+    job = wait_job(client, client.post(f"{API}/jobs", json={"kind": "probe", "params": params}).json()["id"])
     assert job["status"] == "done", job
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert [r["layer"] for r in result["rows"]] == list(range(6))

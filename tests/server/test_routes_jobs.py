@@ -1,7 +1,6 @@
 """Job machinery through the HTTP client: submit, poll, result as JSON/CSV, failures, cancel."""
 
 import threading
-import time
 
 import pytest
 from pydantic import BaseModel, Field
@@ -40,20 +39,10 @@ def _kind():
     JOB_KINDS.pop("squares-test", None)
 
 
-def wait_done(client, job_id, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        job = client.get(f"{API}/jobs/{job_id}").json()
-        if job["status"] in ("done", "failed", "cancelled"):
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} did not finish: {job}")
-
-
-def test_job_runs_and_serves_json_and_csv(client):
+def test_job_runs_and_serves_json_and_csv(client, wait_job):
     r = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 5}})
     assert r.status_code == 202
-    job = wait_done(client, r.json()["id"])
+    job = wait_job(client, r.json()["id"])
     assert job["status"] == "done" and job["progress"] == 1.0 and job["done"] == job["total"] == 5
     assert job["result_formats"] == ["json", "csv"]
     assert client.get(f"{API}/jobs/{job['id']}/result").json()["total"] == 30
@@ -64,22 +53,22 @@ def test_job_runs_and_serves_json_and_csv(client):
     assert any(j["id"] == job["id"] for j in client.get(f"{API}/jobs").json())
 
 
-def test_failed_job_reports_its_error_and_the_server_keeps_serving(client):
+def test_failed_job_reports_its_error_and_the_server_keeps_serving(client, wait_job):
     job_id = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 5, "fail_at": 2}}).json()["id"]
-    job = wait_done(client, job_id)
+    job = wait_job(client, job_id)
     assert job["status"] == "failed" and "planted failure at 2" in job["error"] and job["done"] == 2
     r = client.get(f"{API}/jobs/{job_id}/result")
     assert r.status_code == 409 and "failed" in r.json()["detail"]
     assert client.get(f"{API}/health").status_code == 200
 
 
-def test_running_job_can_be_polled_and_cancelled(client):
+def test_running_job_can_be_polled_and_cancelled(client, wait_job):
     RELEASE.clear()
     job_id = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 50, "wait": True}}).json()["id"]
     assert client.get(f"{API}/jobs/{job_id}/result").status_code == 409
     assert client.delete(f"{API}/jobs/{job_id}").status_code == 200
     RELEASE.set()
-    assert wait_done(client, job_id)["status"] == "cancelled"
+    assert wait_job(client, job_id)["status"] == "cancelled"
 
 
 @pytest.mark.parametrize(
