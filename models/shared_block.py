@@ -14,6 +14,11 @@
 
 The block runs in float64 on the CPU (a copy), so W1 between iterates is not floored by float32
 noise. The analysis itself is ``analysis.measure.fixed_point_iteration``.
+
+The contraction condition: for a shared (HA) block, the DERIVED fixed-key bound of
+``analysis.block_bound`` (max-over-tokens metric, which dominates W1) is computed globally and
+along the orbit, against the observed step ratios and an empirical estimate around ``x0``
+(``models.fixed_key_block``). For a demonstration layer, the attention sublayer's W1 bound.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ from typing import Callable
 import numpy as np
 import torch
 
+from analysis.block_bound import BlockBound, OrbitCheck, global_bound, orbit_check
 from analysis.lipschitz import lipschitz_bound
 from analysis.measure import FixedPoint, fixed_point_iteration
 from models.capture import capture
+from models.fixed_key_block import (BlockEstimate, BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
+                                    extract_fixed_key_block)
 from models.layers import encoder_layers, extract_attention_params
 from models.lipschitz import torch_threads
 from models.loading import LoadedModel
@@ -38,6 +46,25 @@ log = logging.getLogger(__name__)
 
 class NoSharedBlockError(ValueError):
     """The model has no ``shared_block`` and no layer to iterate was named."""
+
+
+@dataclass
+class BlockContraction:
+    """The contraction condition for a shared (HA) block, from the DERIVED fixed-key bound.
+
+    global_bound: valid for every pair of clouds (LayerNorm at its eps floor); ``contraction`` is
+    ``global_bound.log10_bound < 0`` (Banach: a unique fixed cloud). orbit: the pairwise bound along
+    the orbit against the observed step ratios (``orbit.worst_slack <= 0`` must hold). estimate:
+    ``L_hat`` around ``x0`` from perturbations, each pair against its own bound.
+    """
+
+    global_bound: BlockBound
+    orbit: OrbitCheck
+    estimate: BlockEstimate
+
+    @property
+    def contraction(self) -> bool:
+        return bool(self.global_bound.log10_bound < 0 or np.all(self.orbit.log10_bound < 0))
 
 
 @dataclass
@@ -53,6 +80,7 @@ class SharedIteration:
     # full block it is reported, not concluded from.
     log10_bound_attention: float | None
     attention_contraction: bool | None
+    block_contraction: BlockContraction | None = None
 
 
 def find_shared_block(loaded: LoadedModel) -> torch.nn.Module | None:
@@ -113,10 +141,23 @@ def iterate_shared_block(loaded: LoadedModel, text: str | np.ndarray, n_steps: i
         x0 = np.asarray(text, dtype=np.float64)
     label, step, depth, start, demo = block_step(loaded, layer, x0)
     with torch_threads(1):
-        result = fixed_point_iteration(step, x0, n_steps)
+        result = fixed_point_iteration(step, x0, n_steps, keep_orbit=layer is None)
+        block = _block_contraction(loaded, x0, result.orbit) if layer is None else None
     log10_bound = None
     if layer is not None:
         params = extract_attention_params(loaded, layer)
         log10_bound = lipschitz_bound(params, result.radius, residual=True).log10_bound
     contraction = None if log10_bound is None else bool(log10_bound < 0)
-    return SharedIteration(label, demo, depth, start, result, log10_bound, contraction)
+    return SharedIteration(label, demo, depth, start, result, log10_bound, contraction, block)
+
+
+def _block_contraction(loaded: LoadedModel, x0: np.ndarray, orbit: np.ndarray) -> BlockContraction | None:
+    """The fixed-key bound for the shared block along ``orbit`` (None for blocks it does not cover)."""
+    try:
+        fk = extract_fixed_key_block(loaded, x0)
+    except NotFixedKeyBlockError as exc:
+        log.info("no contraction bound for %s: %s", loaded.spec.name, exc)
+        return None
+    halves = BlockHalves(loaded, x0)
+    mids = np.stack([halves(x)[0] for x in orbit])
+    return BlockContraction(global_bound(fk), orbit_check(fk, orbit, mids), estimate_block_lipschitz(loaded, x0))

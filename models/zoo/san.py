@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from models.zoo.attention import Block, Encoder
-from models.zoo.nets import pool, space_to_depth
+from models.zoo.nets import SharedBlockMixin, pool, space_to_depth
 
 NEG = -1e9
 
@@ -94,7 +94,7 @@ class LocalAttention(nn.Module):
         return out.scatter_add(-1, index, w)[..., :n]
 
 
-class SAN(nn.Module):
+class SAN(SharedBlockMixin, nn.Module):
     """2x2 space-to-depth -> Linear -> SAN blocks (pairwise or patchwise) -> mean pool -> 10 classes."""
 
     def __init__(self, cfg: dict):

@@ -143,6 +143,7 @@ def test_a_model_with_a_shared_block_is_iterated_through_the_contract():
         y1 = layer.double()(torch.as_tensor(x0)[None])[0].numpy()
     assert it.result.w1_steps[0] == pytest.approx(w1_uniform(x0, y1), rel=1e-9)
     assert it.log10_bound_attention is None
+    assert it.block_contraction is None  # not the zoo's pre-LN block: the fixed-key bound does not apply
 
 
 def test_overlapping_thread_settings_restore_torch_threads():
