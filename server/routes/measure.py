@@ -16,9 +16,9 @@ from models.capture import capture
 from models.layers import UnsupportedLayerError, encoder_layers, max_entropy_deviation
 from models.lipschitz import lipschitz_report
 from models.registry import get_spec
-from models.shared_block import NoSharedBlockError, iterate_shared_block
+from models.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
 from server.deps import RunDep, ServiceDep
-from server.schemas import ErrorBody, FixedPointPublic, LipschitzPublic, MeasurePublic, ParticlesPublic
+from server.schemas import BlockBoundPublic, ErrorBody, FixedPointPublic, LipschitzPublic, MeasurePublic, ParticlesPublic
 
 router = APIRouter(tags=["measure"])
 ERRORS = {404: {"model": ErrorBody, "description": "unknown model or run"},
@@ -176,4 +176,20 @@ def read_fixed_point(
         trained_depth=it.trained_depth, start_depth=it.start_depth, n_steps=steps,
         w1_steps=res.w1_steps.tolist(), rate=None if not np.isfinite(res.rate) else res.rate,
         converged=res.converged, orbit_radius=res.radius, log10_bound_attention=it.log10_bound_attention,
-        attention_contraction=it.attention_contraction)
+        attention_contraction=it.attention_contraction, behaviour=res.behaviour, drift=res.drift,
+        w1_normalised_steps=res.w1_normalised.tolist(), normalised_order=res.normalised_order,
+        block_bound=None if it.block_contraction is None else _block_bound_public(it.block_contraction))
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if np.isfinite(v) else None
+
+
+def _block_bound_public(c: BlockContraction) -> BlockBoundPublic:
+    g, o, e = c.global_bound, c.orbit, c.estimate
+    return BlockBoundPublic(
+        log10_global_bound=g.log10_bound, ln1_factor=g.ln1_factor, attention_factor=g.attention_factor,
+        ln2_factor=g.ln2_factor, ffn_factor=g.ffn_factor, contraction=c.contraction,
+        log10_orbit_bound=o.log10_bound.tolist(), orbit_step_ratio=[_finite(v) for v in o.observed],
+        orbit_worst_slack=_finite(o.worst_slack), estimate=e.estimate,
+        log10_bound_at_estimate=e.log10_bound_at_estimate, estimate_worst_slack=e.worst_slack)

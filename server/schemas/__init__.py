@@ -13,7 +13,7 @@ from server.schemas.structure import (  # noqa: F401
     ShiftResult, HeadsResult, EvolutionProfile, EvolutionResult, ImportanceResult,
 )
 from server.schemas.measure import (  # noqa: F401
-    BOUND_STATUS, MeasurePublic, LipschitzPublic, ParticlesPublic, FixedPointPublic,
+    BOUND_STATUS, BLOCK_BOUND_STATUS, BlockBoundPublic, MeasurePublic, LipschitzPublic, ParticlesPublic, FixedPointPublic,
 )
 from server.schemas.faithfulness import (  # noqa: F401
     FAITHFULNESS_CONVENTIONS, FaithfulnessCreate, ExplainerResult, FaithfulnessPublic, ExplainerInfo,

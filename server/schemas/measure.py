@@ -64,6 +64,39 @@ class ParticlesPublic(BaseModel):
     w1_successive: list[float]
 
 
+BLOCK_BOUND_STATUS = (
+    "DERIVED (our own derivation; analysis/block_bound.py). The HA block's keys are fixed by the first pass "
+    "and tied to positions, so it is bounded as a map on clouds with identities, in d_inf(X, Y) = max_i "
+    "||x_i - y_i|| (which dominates W1). Assumptions: the block as trained (pre-LN, both residuals, exact "
+    "GELU or ReLU, eval mode), keys and positional biases fixed; L(X, Y) = (1 + l1 A)(1 + l2 F) with "
+    "l = ||gamma||_inf / min token sigma of the pair (sigma = sqrt(eps) for the global bound). Both factors "
+    "are >= 1: a residual block can never be certified a contraction this way."
+)
+
+
+class BlockBoundPublic(BaseModel):
+    """The DERIVED fixed-key bound of a shared (HA) block and the contraction condition L < 1."""
+
+    metric: str = "d_inf(X, Y) = max_i ||x_i - y_i||_2 (dominates W1)"
+    log10_global_bound: float = Field(..., description="log10 L valid for every pair of clouds (LayerNorm eps floor)")
+    ln1_factor: float = Field(..., description="l1 = ||gamma_1||_inf / sqrt(eps) in the global bound")
+    attention_factor: float = Field(..., description="A = sum_h ||W_O^h W_V^h|| (1 + rho r_h)")
+    ln2_factor: float
+    ffn_factor: float = Field(..., description="F = ||W2|| max|act'| ||W1||")
+    contraction: bool = Field(..., description="L < 1 globally or at every step of the orbit: a unique fixed cloud")
+    log10_orbit_bound: list[float] = Field(
+        ..., description="[step]: log10 L(x_t, x_{t+1}) with the pair's own LayerNorm floors")
+    orbit_step_ratio: list[float | None] = Field(
+        ..., description="[step]: observed d_inf(x_{t+2}, x_{t+1}) / d_inf(x_{t+1}, x_t); must stay below the bound")
+    orbit_worst_slack: float | None = Field(
+        None, description="max over steps of log10(observed / bound); must be <= 0 (None: too few steps)")
+    estimate: float = Field(..., description="L_hat around x_0: the largest d_inf ratio over random and "
+                            "gradient-ascent perturbations (a lower bound on the true constant there)")
+    log10_bound_at_estimate: float = Field(..., description="the pairwise bound of the pair that gave L_hat")
+    estimate_worst_slack: float = Field(..., description="max over the perturbed pairs of log10(ratio / pair bound); <= 0")
+    status: str = BLOCK_BOUND_STATUS
+
+
 class FixedPointPublic(BaseModel):
     """A block iterated past its trained depth: W1 between successive iterates."""
 
@@ -83,3 +116,14 @@ class FixedPointPublic(BaseModel):
     attention_contraction: bool | None = Field(
         None, description="log10_bound_attention < 0: the contraction condition for the attention sublayer; "
         "the block's FFN and LayerNorms are not bounded")
+    behaviour: Literal["converges", "drifts", "diverges", "undecided"] = Field(
+        ..., description="from the W1 steps: converges (to a fixed point), drifts (constant step: no fixed point), "
+        "diverges, undecided")
+    drift: float | None = Field(None, description="the constant W1 step of a drifting orbit")
+    w1_normalised_steps: list[float] = Field(
+        ..., description="[step]: W1 between successive STANDARDISED clouds (each token centred, unit variance: "
+        "what a LayerNorm sees)")
+    normalised_order: float | None = Field(
+        None, description="p in w1_normalised_steps[t] ~ t^-p, fitted on the second half")
+    block_bound: BlockBoundPublic | None = Field(
+        None, description="the DERIVED fixed-key bound and contraction condition of a shared (HA) block")

@@ -82,6 +82,7 @@ def test_fixed_point_iteration_of_a_layer(client, run):
     body = client.get(f"{API}/runs/{run['id']}/fixed-point", params={"layer": 2, "steps": 5}).json()
     assert body["demonstration"] and "demonstration" in body["block"] and body["start_depth"] == 2
     assert len(body["w1_steps"]) == 5 and body["attention_contraction"] is False
+    assert body["block_bound"] is None  # the fixed-key bound is for shared (HA) blocks only
     mine = client.app.state.service.store.get(run["id"]).capture.hidden_states
     assert body["w1_steps"][0] == pytest.approx(w1_uniform(mine[2], mine[3]), rel=1e-4)
 
