@@ -68,7 +68,10 @@ def _lipschitz_and_fixed_point() -> html.Div:
             html.H2("Infinite depth with shared weights"),
             html.P("Iterate a block past its trained depth and watch W1 between successive iterates. "
                    "HA models iterate their shared block; for other models pick a layer: its block is "
-                   "iterated with its own weights (a demonstration, not a weight-sharing model).",
+                   "iterated with its own weights (a demonstration, not a weight-sharing model). For HA "
+                   "blocks, the lower panel sets the DERIVED fixed-key bound along the orbit (max-token "
+                   "metric, which dominates W1) against the observed step ratios; L < 1 is the contraction "
+                   "condition.",
                    className="hint"),
             html.Div(className="inline", children=[
                 html.Label("Block", htmlFor="fixed-point-block"),
@@ -78,6 +81,7 @@ def _lipschitz_and_fixed_point() -> html.Div:
                 html.Button("Iterate", id="fixed-point-button", n_clicks=0, className="run-button"),
             ]),
             dcc.Loading(dcc.Graph(id="fixed-point-view", config={"displaylogo": False}), type="dot"),
+            html.Div(id="fixed-point-summary", className="hint"),
         ]),
     ])
 

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, callback, no_update
 
 from frontend.api_client import ApiError
-from frontend.measure_figures import (fixed_point_figure, lipschitz_figure, message_figure as _empty, particle_figure,
+from frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure as _empty, particle_figure,
                                       w1_profile_figure)
 from frontend.pages.explore_callbacks import client, run_text
 
@@ -64,7 +64,16 @@ def render_profile(run):
     n_layers = run["shape"][0]
     options = [{"label": "shared block (HA)", "value": SHARED}] + [
         {"label": f"layer {l} (demo)", "value": l} for l in range(n_layers)]
-    return w1_profile_figure(m.w1_successive, m.max_entropy_deviation), summary, options, 0
+    return w1_profile_figure(m.w1_successive, m.max_entropy_deviation), summary, options, _default_block(run["model"])
+
+
+def _default_block(model: str):
+    """The shared block for weight-sharing (HA) models, else layer 0's block (a demonstration)."""
+    try:
+        family = next((m.family for m in client().models().models if m.name == model), None)
+    except ApiError:
+        family = None
+    return SHARED if family == "hierarchical-attention" else 0
 
 
 @callback(Output("lipschitz-panel", "figure"), Input("lipschitz-button", "n_clicks"), Input("run-store", "data"))
@@ -83,13 +92,18 @@ def render_lipschitz(n_clicks, run):
     return lipschitz_figure(rows)
 
 
-@callback(Output("fixed-point-view", "figure"), Input("fixed-point-button", "n_clicks"),
+@callback(Output("fixed-point-view", "figure"), Output("fixed-point-summary", "children"),
+          Input("fixed-point-button", "n_clicks"),
           State("fixed-point-block", "value"), State("fixed-point-steps", "value"), State("run-store", "data"))
-def render_fixed_point(n_clicks, block, steps, run) -> go.Figure:
+def render_fixed_point(n_clicks, block, steps, run):
     if not run or not n_clicks:
-        return _empty("Pick a block and press Iterate.")
+        return _empty("Pick a block and press Iterate."), ""
     try:
         fp = client().fixed_point(run["id"], steps=int(steps or 30), layer=None if block == SHARED else block)
     except ApiError as exc:
-        return _empty(str(exc))
-    return fixed_point_figure(fp.w1_steps, fp.block, fp.trained_depth, fp.rate)
+        return _empty(str(exc)), ""
+    bound = fp.block_bound
+    fig = fixed_point_figure(fp.w1_steps, fp.block, fp.trained_depth, fp.rate, normalised=fp.w1_normalised_steps,
+                             orbit_bound=None if bound is None else bound.log10_orbit_bound,
+                             orbit_ratio=None if bound is None else bound.orbit_step_ratio)
+    return fig, fixed_point_summary(fp)

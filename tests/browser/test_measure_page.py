@@ -59,3 +59,31 @@ def test_lipschitz_panel_shows_bound_above_estimate_for_every_layer(measure_page
     assert min(estimate["y"]) > 0  # L_hat > 1 on every MiniLM layer
     assert page.locator("#lipschitz-panel .legendtext").count() == 2
     assert page.console_errors == []
+
+
+def test_ha_shared_block_shows_the_bound_along_its_orbit(open_dash):
+    """An HA model: the shared block is the default, its iteration curve comes with the DERIVED bound
+    panel (L_t against the observed step ratios) and the contraction condition in words."""
+    from models.zoo.manifest import read_manifest
+
+    if read_manifest("text-ha") is None:
+        pytest.skip("text-ha not trained")
+    page = open_dash("/measure")
+    page.wait_for_selector("#measure-status:has-text('API')", timeout=30_000)
+    page.click("#measure-model")
+    page.get_by_placeholder("Search").fill("text-ha")
+    page.get_by_role("option", name="text-ha", exact=False).first.click()
+    page.wait_for_selector("#measure-model:has-text('text-ha')")
+    page.fill("#measure-text", "a slow , joyless film")
+    page.click("#measure-run-button")
+    page.wait_for_selector("#fixed-point-block:has-text('shared block (HA)')", timeout=60_000)
+    page.click("#fixed-point-button")
+    page.wait_for_selector("#fixed-point-summary:has-text('Contraction condition')", timeout=60_000)
+    summary = page.inner_text("#fixed-point-summary")
+    assert "not met" in summary and "drifts" in summary and "DERIVED" in summary
+    traces = plot_data(page, "fixed-point-view")
+    assert [t["name"] for t in traces] == ["W1 between iterates", "W1, standardised tokens",
+                                           "log10 L_t (DERIVED bound)", "log10 observed step ratio"]
+    bound, observed = traces[2]["y"], traces[3]["y"]
+    assert len(bound) == 29 and all(o is None or o <= b for o, b in zip(observed, bound))
+    assert page.console_errors == []

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from frontend.measure_figures import (fixed_point_figure, lipschitz_figure, message_figure, particle_figure,
-                                      token_colors, w1_profile_figure)
+from frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure,
+                                      particle_figure, token_colors, w1_profile_figure)
+from server.schemas import BlockBoundPublic, FixedPointPublic
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
 LABELS = ["embeddings", "after layer 0", "after layer 1"]
@@ -70,6 +71,34 @@ def test_fixed_point_curve_on_a_log_axis():
     assert list(fig.data[0].x) == [1, 2, 3]
     assert "rate ≈ 0.500" in fig.layout.title.text and "layer 2 block" in fig.layout.title.text
     assert len(fig.layout.shapes) == 1
+
+
+def test_fixed_point_figure_with_the_bound_along_the_orbit():
+    fig = fixed_point_figure([3.0, 3.1, 3.0, 3.0], "shared block", trained_depth=2, rate=1.0,
+                             normalised=[2.0, 0.5, 0.1, 0.0], orbit_bound=[2.5, 1.5], orbit_ratio=[1.2, None])
+    raw, norm, bound, observed = fig.data
+    assert "standardised" in norm.name and min(norm.y) > 0
+    assert "DERIVED" in bound.name and list(bound.y) == [2.5, 1.5]
+    assert observed.y[0] == pytest.approx(np.log10(1.2)) and observed.y[1] is None
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type != "log"
+    assert any("L = 1" in a.text for a in fig.layout.annotations)
+
+
+def test_fixed_point_summary_states_behaviour_and_contraction_condition():
+    base = dict(run_id="r", model="text-ha", block="shared block", demonstration=False, trained_depth=2,
+                start_depth=0, n_steps=4, w1_steps=[3.0, 3.0, 3.0, 3.0], rate=1.0, converged=False,
+                orbit_radius=10.0, behaviour="drifts", drift=3.0, w1_normalised_steps=[1, 0.5, 0.2, 0.1],
+                normalised_order=1.7)
+    bound = BlockBoundPublic(log10_global_bound=7.6, ln1_factor=367.0, attention_factor=55.0, ln2_factor=367.0,
+                             ffn_factor=5.2, contraction=False, log10_orbit_bound=[2.9, 1.1], orbit_step_ratio=[1.3, 1.0],
+                             orbit_worst_slack=-0.5, estimate=6.9, log10_bound_at_estimate=2.9,
+                             estimate_worst_slack=-2.1)
+    text = fixed_point_summary(FixedPointPublic(**base, block_bound=bound))
+    assert "drifts by W1 ≈ 3" in text and "t^-1.70" in text
+    assert "L < 1" in text and "not met" in text and "2.90 → 1.10" in text and "-0.50" in text
+    demo = fixed_point_summary(FixedPointPublic(**{**base, "behaviour": "converges", "drift": None},
+                                                log10_bound_attention=12.0, attention_contraction=False))
+    assert demo.startswith("The iterates converge") and "log10 L = 12.0" in demo and "t^-" not in demo
 
 
 def test_message_figure():
