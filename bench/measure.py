@@ -4,7 +4,10 @@ Times (median of --repeats, after a warm-up): the W1 profile (6 exact assignment
 dim 384), W1 between two inputs of different lengths (POT), the max-entropy check (72 x 128 rows),
 the DERIVED Lipschitz bound of one layer, the empirical Lipschitz estimate of one layer (random +
 gradient ascent, the API's default budget), and 30 steps of a layer's block iterated. Then, per
-layer: log10 L, L_hat and log10(L_hat / L).
+layer: log10 L, L_hat and log10(L_hat / L). Last, for every trained HA model (``--ha-steps``
+iterations of its shared block): the verdict, the fixed-key bound (global, along the orbit, worst
+slack against the observed step ratios), L_hat around x0, and the time of the iteration alone
+against the bound + estimate measured in the same run.
 
     .venv/bin/python bench/measure.py [--repeats 3] [--layers 0,1,2,3,4,5] [--device cpu]
 
@@ -35,7 +38,13 @@ from models.capture import capture_encoded  # noqa: E402
 from models.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
 from models.lipschitz import lipschitz_report  # noqa: E402
 from models.loading import load_model  # noqa: E402
-from models.shared_block import iterate_shared_block  # noqa: E402
+from models.shared_block import block_step, iterate_shared_block  # noqa: E402
+from analysis.measure import fixed_point_iteration  # noqa: E402
+from models.capture import capture, capture_image  # noqa: E402
+from models.zoo import data, samples  # noqa: E402
+from models.zoo.manifest import read_manifest  # noqa: E402
+
+HA_MODELS = ("text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise")
 
 SST2 = [p / "shared" / "data" / "sst2" / "dev.tsv" for p in ROOT.parents]
 
@@ -61,6 +70,7 @@ def main() -> None:
     ap.add_argument("--layers", default="0,1,2,3,4,5")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--ha-steps", type=int, default=40)
     args = ap.parse_args()
 
     loaded = load_model("minilm", device=args.device)
@@ -99,6 +109,38 @@ def main() -> None:
     print(f"layer 2 block iterated 30x (demonstration): W1 step1={it.result.w1_steps[0]:.3f} "
           f"step30={it.result.w1_steps[-1]:.3f} tail rate={it.result.rate:.3f} converged={it.result.converged} "
           f"log10 L_attn+res={it.log10_bound_attention:.1f}")
+    ha_table(args.ha_steps, lines[0])
+
+
+def ha_table(n_steps: int, sentence: str) -> None:
+    """The HA shared blocks: verdict and fixed-key bound, and what the bound costs beside the iteration."""
+    print(f"HA shared blocks, {n_steps} iterations (bound: DERIVED fixed-key, max-token metric)")
+    print("model                  verdict    drift  order  log10 L global  orbit first->last  slack   L_hat "
+          "@bound  iterate s  +bound s")
+    for name in HA_MODELS:
+        if read_manifest(name) is None or (name != "text-ha" and not data.available()):
+            print(f"{name:22s} (not trained or no data: skipped)")
+            continue
+        loaded = load_model(name, device="cpu")
+        if name == "text-ha":
+            x0 = capture(loaded, sentence).hidden_states[0]
+        else:
+            x0 = capture_image(loaded, loaded.tokenizer.prepare_image(samples.sample("mnist", 7)[0])).hidden_states[0]
+        x0 = x0.astype(np.float64)
+        step = block_step(loaded, None, x0)[1]
+        start = time.perf_counter()
+        fixed_point_iteration(step, x0, n_steps)
+        t_plain = time.perf_counter() - start
+        start = time.perf_counter()
+        it = iterate_shared_block(loaded, x0, n_steps)
+        t_full = time.perf_counter() - start
+        r, c = it.result, it.block_contraction
+        drift = f"{r.drift:6.2f}" if r.drift is not None else "     -"
+        order = f"{r.normalised_order:5.2f}" if r.normalised_order is not None else "    -"
+        print(f"{name:22s} {r.behaviour:9s} {drift} {order} {c.global_bound.log10_bound:15.2f} "
+              f"{c.orbit.log10_bound[0]:8.2f} -> {c.orbit.log10_bound[-1]:5.2f} {c.orbit.worst_slack:6.2f} "
+              f"{c.estimate.estimate:7.2f} {c.estimate.log10_bound_at_estimate:6.2f} {t_plain:10.2f} "
+              f"{t_full - t_plain:9.2f}")
 
 
 if __name__ == "__main__":
