@@ -60,8 +60,20 @@ def _hf_folder(spec: ModelSpec) -> str:
     raise ValueError(f"model {spec.name!r} (source {spec.source!r}) is not a Hugging Face checkpoint")
 
 
+# transformers resolves its names and model classes lazily, and that first resolution is not
+# thread-safe: the API preloads MiniLM in a thread while a request may load another checkpoint, and
+# the second thread then saw "cannot import name 'AutoModel' from 'transformers'". Hugging Face
+# loads are serialised (each takes about a second; two at once gain nothing on a few cores).
+_HF_LOAD_LOCK = threading.Lock()
+
+
 def load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
     """Load a Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
+    with _HF_LOAD_LOCK:
+        return _load_hf(spec, device)
+
+
+def _load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
     if spec.extra.get("delta"):  # package weights + a committed fine-tuned delta
