@@ -37,6 +37,16 @@ def _controls() -> html.Div:
             dcc.Checklist(id="faith-explainers", value=DEFAULT_EXPLAINERS, inline=True, className="head-checklist",
                           options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS]),
         ]),
+        html.Div(className="control", children=[
+            html.Label("Raw attention: layer (−1 = last)", htmlFor="faith-attn-layer"),
+            dcc.Input(id="faith-attn-layer", type="number", step=1, value=-1, style={"width": "70px"}),
+            html.Label("heads (blank = all)", htmlFor="faith-attn-heads"),
+            dcc.Input(id="faith-attn-heads", type="text", placeholder="all, or e.g. 0,3,7", debounce=True,
+                      style={"width": "130px"}),
+            html.Label("row"),
+            dcc.RadioItems(id="faith-attn-row", value="cls", inline=True,
+                           options=[{"label": "[CLS]", "value": "cls"}, {"label": "mean of rows", "value": "mean"}]),
+        ]),
         html.Button("Explain", id="faith-run", n_clicks=0, className="run-button"),
         html.Div(id="faith-error", className="error", role="alert"),
     ])

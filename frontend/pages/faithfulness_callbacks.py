@@ -46,23 +46,43 @@ def load_choices(_pathname):
     Input("faith-run", "n_clicks"),
     State("faith-model", "value"), State("faith-text", "value"), State("faith-explainers", "value"),
     State("faith-convention", "value"), State("faith-k", "value"),
+    State("faith-attn-layer", "value"), State("faith-attn-heads", "value"), State("faith-attn-row", "value"),
     prevent_initial_call=True,
 )
-def explain(_n, model, marked, explainers, convention, k):
+def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
     if not model:
         return no_update, "Pick a classifier first."
     if not explainers:
         return no_update, "Choose at least one explainer."
+    try:
+        options = attention_options(layer, heads, row)
+    except ValueError as exc:
+        return no_update, str(exc)
     text, spans = parse_marked_text(marked or "")
     try:
         run = client().create_run(model, text)
-        body = {"explainers": explainers, "convention": convention, "k": k or 0.2, "metrics": EXAMPLE_METRICS}
+        body = {"explainers": explainers, "convention": convention, "k": k or 0.2, "metrics": EXAMPLE_METRICS,
+                "options": options}
         if spans:
             body["human_spans"] = spans
         result = client().faithfulness(run.id, body)
     except ApiError as exc:
         return no_update, str(exc)
     return result.model_dump(), ""
+
+
+def attention_options(layer, heads: str | None, row: str | None) -> dict:
+    """The raw-attention explainer's options from the page's controls: ``{"attention": {...}}``.
+
+    ``heads``: blank or "all" for every head, else comma-separated head numbers ("0, 3,7")."""
+    opts: dict = {"layer": -1 if layer in (None, "") else int(layer), "row": row or "cls"}
+    text = (heads or "").strip().lower()
+    if text and text != "all":
+        try:
+            opts["heads"] = sorted({int(v) for v in text.replace(" ", "").split(",") if v != ""})
+        except ValueError:
+            raise ValueError(f"heads must be blank (all) or comma-separated head numbers such as 0,3,7; got {heads!r}") from None
+    return {"attention": opts}
 
 
 def _highlight_row(name: str, tokens, scores, special, human, rationale) -> html.Div:
@@ -101,11 +121,17 @@ def render_example(result):
     Input("faith-job-start", "n_clicks"),
     State("faith-model", "value"), State("faith-dataset", "value"), State("faith-n", "value"),
     State("faith-explainers", "value"), State("faith-convention", "value"),
+    State("faith-attn-layer", "value"), State("faith-attn-heads", "value"), State("faith-attn-row", "value"),
     prevent_initial_call=True,
 )
-def start_job(_n, model, dataset, n, explainers, convention):
+def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row):
+    try:
+        options = attention_options(layer, heads, row)
+    except ValueError as exc:
+        return no_update, True, str(exc)
     params = {"model": model or "minilm-sst2", "dataset": dataset, "n": n or 10,
-              "explainers": [e for e in explainers or [] if e != "flow"] or ["random"], "convention": convention}
+              "explainers": [e for e in explainers or [] if e != "flow"] or ["random"], "convention": convention,
+              "options": options}
     try:
         job = client().create_job("faithfulness", params)
     except ApiError as exc:

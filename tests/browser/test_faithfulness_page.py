@@ -54,3 +54,21 @@ def test_dataset_job_shows_progress_table_and_exports_csv(faith_page):
     assert csv_text.splitlines()[0].startswith("explainer,n,comprehensiveness")
     assert len(csv_text.strip().splitlines()) == 6  # header + 5 explainers
     assert page.console_errors == []
+
+
+def test_raw_attention_options_reach_the_api(faith_page):
+    """Layer/heads/row controls go into the attention explainer's options: a layer out of range
+    comes back as the API's message; a malformed head list is refused before any request."""
+    page = faith_page
+    page.fill("#faith-attn-heads", "0, x")
+    page.click("#faith-run")
+    page.wait_for_selector("#faith-error:has-text('comma-separated head numbers')", timeout=30_000)
+    page.fill("#faith-attn-heads", "0,3")
+    page.fill("#faith-attn-layer", "9")
+    page.click("#faith-run")
+    page.wait_for_selector("#faith-error:has-text('this model has 6 layers')", timeout=60_000)
+    page.fill("#faith-attn-layer", "0")
+    page.click("#faith-run")
+    page.wait_for_function("document.querySelectorAll('.faith-row').length === 5", timeout=90_000)
+    assert page.inner_text("#faith-error") == ""
+    assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]

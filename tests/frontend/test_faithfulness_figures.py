@@ -46,3 +46,13 @@ def test_metric_table_and_best_per_metric():
 @pytest.mark.parametrize("bad", ["[[unclosed", "]] only"])
 def test_unbalanced_marks_are_left_as_text(bad):
     assert parse_marked_text(bad) == (bad, [])
+
+
+def test_attention_options_from_the_page_controls():
+    from frontend.pages.faithfulness_callbacks import attention_options
+
+    assert attention_options(None, None, None) == {"attention": {"layer": -1, "row": "cls"}}
+    assert attention_options(2, " 3, 0,3 ", "mean") == {"attention": {"layer": 2, "row": "mean", "heads": [0, 3]}}
+    assert attention_options(-1, "ALL", "cls")["attention"].get("heads") is None
+    with pytest.raises(ValueError, match="comma-separated head numbers"):
+        attention_options(0, "0,x", "cls")
