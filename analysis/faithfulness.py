@@ -20,6 +20,8 @@ ferret         10, 20, ..., 100 %          explained  yes       skipped  1/kept 
 replaces removed ids with ``mask_id`` instead (``get_convention(name, removal="mask")``).
 Comprehensiveness = p_t(x) - p_t(x without r) (higher is better); sufficiency = p_t(x) - p_t(r only)
 (lower is better). ferret's empty cases: comprehensiveness 0, sufficiency 1 when no bin is kept.
+As in ERASER's ``metrics.py``, the hard rationale at k is also scored on the whole class
+distribution: ``*_entropy = H(p(x)) - H(p(perturbed))`` and ``*_kl = KL(p(perturbed) || p(x))`` (nats).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import entropy as scipy_entropy
 
 Predict = Callable[[list[np.ndarray]], np.ndarray]
 
@@ -52,6 +55,7 @@ ERASER_PAPER = replace(ERASER, name="eraser-paper", zero_bin=True)
 FERRET = Convention("ferret", tuple(round(0.1 * i, 1) for i in range(1, 11)), target="explained",
                     only_positive=True, skip_repeats=True, count="floor")
 CONVENTIONS = {c.name: c for c in (ERASER, ERASER_PAPER, FERRET)}
+ENTROPY_KL_METRICS = ("comprehensiveness_entropy", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl")
 
 
 def get_convention(name: str = "eraser", removal: str | None = None) -> Convention:
@@ -134,9 +138,25 @@ class FaithfulnessResult:
     aopc_sufficiency: float
     convention: str
     rationale: list[int] = field(default_factory=list)
+    # ERASER's code also reports, at k: H(p(x)) - H(p(perturbed)) and KL(p(perturbed) || p(x))
+    # over the whole class distribution (natural log), for removal (comp.) and keeping (suff.).
+    comprehensiveness_entropy: float | None = None
+    comprehensiveness_kl: float | None = None
+    sufficiency_entropy: float | None = None
+    sufficiency_kl: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def entropy_drop(p_full: np.ndarray, p_pert: np.ndarray) -> float:
+    """``H(p_full) - H(p_pert)`` in nats (ERASER's ``*_entropy``: the change in the model's uncertainty)."""
+    return float(scipy_entropy(p_full) - scipy_entropy(p_pert))
+
+
+def kl_from_full(p_full: np.ndarray, p_pert: np.ndarray) -> float:
+    """``KL(p_pert || p_full)`` in nats (ERASER's ``*_kl``: how far the perturbation moved the distribution)."""
+    return float(scipy_entropy(p_pert, p_full))
 
 
 def _aopc(curve: list[float | None], conv: Convention, empty: float) -> float:
@@ -199,12 +219,16 @@ def evaluate(predict: Predict, ids: np.ndarray, scores: Mapping[str, np.ndarray]
         comp_curve: list[float | None] = []
         suff_curve: list[float | None] = []
         rationale: list[int] = []
+        variants: dict[str, float | None] = {}
         for b, comp, suff, r in entries:
             dc = None if comp is None else p_full - float(probs[comp, t])
             ds = None if suff is None else p_full - float(probs[suff, t])
             if b < 0:
                 comp_k, suff_k = dc, ds
                 rationale = [] if r is None else [int(i) for i in r]
+                for which, slot_ in (("comprehensiveness", comp), ("sufficiency", suff)):
+                    variants[f"{which}_entropy"] = None if slot_ is None else entropy_drop(probs[0], probs[slot_])
+                    variants[f"{which}_kl"] = None if slot_ is None else kl_from_full(probs[0], probs[slot_])
             else:
                 comp_curve.append(dc)
                 suff_curve.append(ds)
@@ -213,7 +237,7 @@ def evaluate(predict: Predict, ids: np.ndarray, scores: Mapping[str, np.ndarray]
             bins=tuple(convention.bins), comp_curve=comp_curve, suff_curve=suff_curve,
             aopc_comprehensiveness=_aopc(comp_curve, convention, 0.0),
             aopc_sufficiency=_aopc(suff_curve, convention, 1.0 if convention.name == "ferret" else 0.0),
-            convention=convention.name, rationale=rationale,
+            convention=convention.name, rationale=rationale, **variants,
         )
     return out
 
@@ -256,6 +280,7 @@ def aggregate(results: Sequence[FaithfulnessResult]) -> dict:
         "sufficiency": _mean([r.sufficiency for r in results]),
         "aopc_comprehensiveness": _mean([r.aopc_comprehensiveness for r in results]),
         "aopc_sufficiency": _mean([r.aopc_sufficiency for r in results]),
+        **{m: _mean([getattr(r, m) for r in results]) for m in ENTROPY_KL_METRICS},
         "bins": list(bins),
         "comp_curve": [_mean([r.comp_curve[b] for r in results]) for b in range(len(bins))],
         "suff_curve": [_mean([r.suff_curve[b] for r in results]) for b in range(len(bins))],

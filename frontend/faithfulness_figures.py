@@ -12,6 +12,8 @@ METRIC_LABELS = {
     "comprehensiveness": "comprehensiveness ↑", "sufficiency": "sufficiency ↓",
     "aopc_comprehensiveness": "AOPC comp. ↑", "aopc_sufficiency": "AOPC suff. ↓",
     "token_f1": "token F1 ↑", "iou_f1": "IOU F1 ↑", "auprc": "AUPRC ↑",
+    "comprehensiveness_entropy": "comp. ΔH", "comprehensiveness_kl": "comp. KL ↑",
+    "sufficiency_entropy": "suff. ΔH", "sufficiency_kl": "suff. KL ↓",
 }
 MARK = re.compile(r"\[\[(.+?)\]\]", re.S)
 
@@ -85,6 +87,8 @@ def best_per_metric(rows: Sequence[dict], metrics: Sequence[str]) -> dict[str, s
     for m in metrics:
         vals = [(r.get(m), r.get("explainer") or r.get("name")) for r in rows if r.get(m) is not None]
         if vals:
-            pick = min if m in ("sufficiency", "aopc_sufficiency") else max
+            if m.endswith("_entropy"):  # a change of uncertainty: no better direction
+                continue
+            pick = min if m in ("sufficiency", "aopc_sufficiency", "sufficiency_kl") else max
             best[m] = pick(vals)[1]
     return best

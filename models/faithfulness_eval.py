@@ -14,7 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from analysis.faithfulness import aggregate, candidate_positions, evaluate, get_convention, select_rationale
+from analysis.faithfulness import (ENTROPY_KL_METRICS, aggregate, candidate_positions, evaluate, get_convention,
+                                   select_rationale)
 from analysis.plausibility import aggregate_plausibility, plausibility
 from models.datasets import K_FRACTION, load_dataset
 from models.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
@@ -22,7 +23,8 @@ from models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 
-FAITHFULNESS_METRICS = ("comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency")
+FAITHFULNESS_METRICS = ("comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency",
+                        *ENTROPY_KL_METRICS)
 PLAUSIBILITY_METRICS = ("token_f1", "iou_f1", "auprc")
 METRICS = FAITHFULNESS_METRICS + PLAUSIBILITY_METRICS
 

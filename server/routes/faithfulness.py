@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from analysis.faithfulness import get_convention
 from analysis.rollout import TooLongForFlowError
 from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text
-from models.faithfulness_eval import METRICS, UnknownMetricError, explain_example
+from models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example
 from server.deps import RunDep, ServiceDep
 from server.jobs import register_job_kind
 from server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
@@ -90,7 +90,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         f = res["faithfulness"].get(name)
         if f is not None:
             item.update(rationale=f.rationale, comp_curve=f.comp_curve, suff_curve=f.suff_curve,
-                        **{m: getattr(f, m) for m in METRICS[:4] if m in body.metrics})
+                        **{m: getattr(f, m) for m in FAITHFULNESS_METRICS if m in body.metrics})
         p = res["plausibility"].get(name)
         if p is not None:
             item.update({m: v for m, v in (("token_f1", p.token.f1), ("iou_f1", p.iou.f1), ("auprc", p.auprc))

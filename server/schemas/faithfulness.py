@@ -41,6 +41,10 @@ class ExplainerResult(BaseModel):
     sufficiency: float | None = None
     aopc_comprehensiveness: float | None = None
     aopc_sufficiency: float | None = None
+    comprehensiveness_entropy: float | None = Field(None, description="H(p(x)) - H(p(x without r)), nats (ERASER code)")
+    comprehensiveness_kl: float | None = Field(None, description="KL(p(x without r) || p(x)), nats (ERASER code)")
+    sufficiency_entropy: float | None = Field(None, description="H(p(x)) - H(p(r only)), nats (ERASER code)")
+    sufficiency_kl: float | None = Field(None, description="KL(p(r only) || p(x)), nats (ERASER code)")
     comp_curve: list[float | None] | None = None
     suff_curve: list[float | None] | None = None
     token_f1: float | None = None

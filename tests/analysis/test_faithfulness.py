@@ -133,3 +133,18 @@ def test_bad_inputs_raise_clear_errors():
         evaluate(Toy(), IDS, {"e": np.zeros(3)}, special=SPECIAL, k=0.5)
     with pytest.raises(ValueError, match="predict returned shape"):
         evaluate(lambda b: np.zeros(2), IDS, {"e": SCORES}, special=SPECIAL, k=0.5)
+
+
+def test_entropy_and_kl_variants_by_hand():
+    """ERASER code's variants at k: remove {5, 6} gives p = (0.7, 0.3), keep {5, 6} gives the full
+    p = (0.1, 0.9): H(p) - H(p') and KL(p' || p) in nats."""
+    import math
+
+    r = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=ERASER)["e"]
+    h = lambda p: -sum(v * math.log(v) for v in p)  # noqa: E731
+    assert r.comprehensiveness_entropy == pytest.approx(h([0.1, 0.9]) - h([0.7, 0.3]))
+    assert r.comprehensiveness_kl == pytest.approx(0.7 * math.log(0.7 / 0.1) + 0.3 * math.log(0.3 / 0.9))
+    assert r.sufficiency_entropy == pytest.approx(0.0, abs=1e-12)
+    assert r.sufficiency_kl == pytest.approx(0.0, abs=1e-12)
+    agg = aggregate([r, r])
+    assert agg["comprehensiveness_kl"] == pytest.approx(r.comprehensiveness_kl)

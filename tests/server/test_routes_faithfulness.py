@@ -36,6 +36,19 @@ def test_explain_and_score_a_run(client, clf_run):
     assert out["explainers"][0]["aopc_comprehensiveness"] == pytest.approx(sum(curve) / 5)
 
 
+def test_entropy_and_kl_variants_on_request(client, clf_run):
+    r = post(client, clf_run["id"], explainers=["attention", "random"],
+             metrics=["comprehensiveness", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl"])
+    assert r.status_code == 200, r.text
+    for e in r.json()["explainers"]:
+        assert e["comprehensiveness_kl"] >= 0 and e["sufficiency_kl"] >= 0  # KL is never negative
+        assert e["sufficiency_entropy"] is not None and e["comprehensiveness_entropy"] is None  # not asked
+        assert e["aopc_sufficiency"] is None
+    # the default set stays ERASER's headline metrics
+    plain = post(client, clf_run["id"], explainers=["random"]).json()["explainers"][0]
+    assert plain["comprehensiveness"] is not None and plain["comprehensiveness_kl"] is None
+
+
 def test_human_spans_give_plausibility_and_ferret_convention_has_ten_bins(client, clf_run):
     start = TEXT.index("gripping")
     r = post(client, clf_run["id"], explainers=["rollout", "random"], convention="ferret",
