@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from analysis.faithfulness import get_convention
 from analysis.rollout import TooLongForFlowError
 from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text
-from models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example
+from models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example, token_cap
 from server.deps import RunDep, ServiceDep
 from server.jobs import register_job_kind
 from server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
@@ -75,9 +75,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
                                 f"inside the run's text (0..{len(run.text)})")
         human = char_spans_to_tokens(loaded, run.text, body.human_spans)[:len(ex)]
         ex = replace(ex, human=human)
-    flow_cap = int(body.options.get("flow", {}).get("max_tokens", 64))
-    if "flow" in body.explainers and len(ex) > flow_cap:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(TooLongForFlowError(len(ex), flow_cap)))
+    _check_token_caps(body, len(ex))
     try:
         res = explain_example(loaded, ex, body.explainers, k=body.k, convention=body.convention,
                               removal=body.removal, metrics=body.metrics, options=body.options)
@@ -101,6 +99,21 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         labels=list(loaded.labels or []), probs=res["probs"], target=res["target"], convention=conv.name,
         removal=conv.removal, k=body.k, bins=list(conv.bins), metrics=body.metrics,
         human_rationale=None if ex.human is None else [int(v) for v in ex.human], explainers=results)
+
+
+def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
+    """413 when an explainer's interactive token cap is below the input's length, saying what to do."""
+    for name in body.explainers:
+        cap = token_cap(name, body.options, interactive=True)
+        if cap is None or n_tokens <= cap:
+            continue
+        if name == "flow":
+            detail = str(TooLongForFlowError(n_tokens, cap))
+        else:
+            detail = (f"{name} runs one forward pass per token: this input has {n_tokens} tokens, over the "
+                      f"interactive limit of {cap}. Shorten the text, raise options.{name}.max_tokens, or run "
+                      "the faithfulness job (POST /api/v1/jobs), which reports progress")
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail)
 
 
 class FaithfulnessJobParams(BaseModel):

@@ -74,6 +74,17 @@ def test_flow_runs_on_short_inputs_and_is_refused_on_long_ones(client, clf_run):
     assert r.status_code == 413 and "limited to 64 tokens" in r.json()["detail"]
 
 
+def test_occlusion_is_capped_interactively_and_the_cap_can_be_raised(client, clf_run):
+    long = client.post(f"{API}/runs", json={"model": "minilm-sst2", "text": "good " * 140}).json()
+    r = post(client, long["id"], explainers=["occlusion"], metrics=["comprehensiveness"])
+    assert r.status_code == 413
+    assert "one forward pass per token" in r.json()["detail"] and "options.occlusion.max_tokens" in r.json()["detail"]
+    r = post(client, long["id"], explainers=["occlusion"], metrics=["comprehensiveness"],
+             options={"occlusion": {"max_tokens": 512}})
+    assert r.status_code == 200, r.text
+    assert post(client, clf_run["id"], explainers=["occlusion"], metrics=["sufficiency"]).status_code == 200
+
+
 @pytest.mark.parametrize("body, fragment", [
     ({"explainers": ["lime"]}, "unknown explainer(s) ['lime']; choose from attention"),
     ({"metrics": ["accuracy"]}, "unknown metric(s) ['accuracy']"),
