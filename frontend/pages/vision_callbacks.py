@@ -101,7 +101,7 @@ def pick_cell(click, run):
 )
 def render_image(run, cell, layer):
     if not run:
-        return _empty("Pick a digit and press Run, or upload an image.", 380), "", [], None
+        return _empty("Pick a digit,<br>press Run,<br>or upload an image.", 380), "", [], None
     grid = tuple(run["grid"])
     cell = grid_cell(cell["col"], cell["row"], grid) if cell else (grid[0] // 2, grid[1] // 2)
     try:
