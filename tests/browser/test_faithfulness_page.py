@@ -72,3 +72,24 @@ def test_raw_attention_options_reach_the_api(faith_page):
     page.wait_for_function("document.querySelectorAll('.faith-row').length === 5", timeout=90_000)
     assert page.inner_text("#faith-error") == ""
     assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]
+
+
+def test_hatexplain_needs_the_opt_in_and_its_classifier(faith_page):
+    page = faith_page
+    page.click("#faith-dataset")
+    page.get_by_role("option", name="HateXplain test").click()
+    page.fill("#faith-n", "2")
+    page.click("#faith-job-start")
+    page.wait_for_selector("#faith-job-error:has-text('allow_offensive')", timeout=30_000)
+    page.locator("#faith-allow-offensive input").check()
+    page.click("#faith-job-start")  # still the SST-2 classifier: its labels do not fit
+    page.wait_for_selector("#faith-job-status:has-text('predicts')", timeout=60_000)
+    page.click("#faith-model")
+    page.get_by_placeholder("Search").fill("hatexplain")
+    page.get_by_role("option", name="minilm-hatexplain", exact=False).first.click()
+    page.wait_for_selector("#faith-model:has-text('minilm-hatexplain')")
+    page.click("#faith-job-start")
+    page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=120_000)
+    page.wait_for_selector("#faith-dataset-table:has-text('random (baseline)')", timeout=30_000)
+    assert "token F1" in page.locator("#faith-dataset-table").inner_text()
+    assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]
