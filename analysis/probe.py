@@ -6,13 +6,17 @@ For each layer, every example's ``[head, query, key]`` maps are brought to a fix
 pooling, as ``torch.nn.AdaptiveAvgPool2d``), flattened to ``[head * size * size]`` features, and a
 standardised logistic regression (scikit-learn) is cross-validated (stratified k-fold). Layers
 whose maps carry the label score above ``chance`` (the majority-class rate).
+
+The classifier is pluggable: ``fit_score(x_train, y_train, x_test, y_test) -> accuracy`` receives
+features ``[example, head, size, size]``; the 2-layer CNN with H input channels of methods.md 4.4
+lives in ``models.probes.cnn_fit_score`` (torch), and every classifier sees the same folds.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -72,6 +76,24 @@ class ProbeResult:
     folds: int
     size: int
     mode: str
+    classifier: str = "logistic"
+
+
+FitScore = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], float]
+
+
+def logistic_fit_score(C: float = 1.0) -> FitScore:
+    """Standardised logistic regression on the flattened maps (scikit-learn)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    def fit_score(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray) -> float:
+        model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000))
+        model.fit(x_tr.reshape(len(x_tr), -1), y_tr)
+        return float(model.score(x_te.reshape(len(x_te), -1), y_te))
+
+    return fit_score
 
 
 def probe_layers(
@@ -83,13 +105,13 @@ def probe_layers(
     folds: int = 5,
     C: float = 1.0,
     seed: int = 0,
+    fit_score: FitScore | None = None,
+    classifier: str = "logistic",
 ) -> ProbeResult:
-    """Cross-validated logistic-regression accuracy of predicting ``labels`` from each layer's
-    maps. All ``items`` must share layers and heads; ``folds`` is capped by the rarest class."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    """Cross-validated accuracy of predicting ``labels`` from each layer's maps (logistic
+    regression unless ``fit_score`` is given, named ``classifier`` in the result). All ``items``
+    must share layers and heads; ``folds`` is capped by the rarest class."""
+    from sklearn.model_selection import StratifiedKFold
 
     items = list(items)
     y = np.asarray(labels)
@@ -104,17 +126,17 @@ def probe_layers(
     shapes = {(m.n_layers, m.n_heads) for m in items}
     if len(shapes) != 1:
         raise ValueError(f"all examples must have the same layers and heads; got {sorted(shapes)}")
-    n_layers = items[0].n_layers
-    cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    fit_score = fit_score or logistic_fit_score(C)
+    n_layers, n_heads = items[0].n_layers, items[0].n_heads
+    splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(y.size), y))
     acc, std = np.zeros(n_layers), np.zeros(n_layers)
     for li in range(n_layers):
-        x = np.stack([map_features(m, li, size, mode) for m in items])
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000))
-        scores = cross_val_score(model, x, y, cv=cv)
+        x = np.stack([map_features(m, li, size, mode) for m in items]).reshape(len(items), n_heads, size, size)
+        scores = np.array([fit_score(x[tr], y[tr], x[te], y[te]) for tr, te in splits])
         acc[li], std[li] = scores.mean(), scores.std()
-        log.debug("probe layer %d: accuracy %.3f +- %.3f", li, acc[li], std[li])
+        log.debug("probe layer %d (%s): accuracy %.3f +- %.3f", li, classifier, acc[li], std[li])
     return ProbeResult(
         layer_ids=tuple(items[0].layer_ids), accuracy=acc.astype(np.float32),
         accuracy_std=std.astype(np.float32), chance=float(counts.max() / y.size),
-        folds=k, size=size, mode=mode,
+        folds=k, size=size, mode=mode, classifier=classifier,
     )

@@ -107,7 +107,8 @@ def _dataset_job(args: argparse.Namespace) -> int:
         if args.command == "census":
             result = run_census(loaded, args.dataset, args.n, args.split, args.seed, progress)
         else:
-            result = run_probe(loaded, args.dataset, args.n, args.split, args.seed, progress=progress)
+            result = run_probe(loaded, args.dataset, args.n, args.split, args.seed, progress=progress,
+                               classifier=args.classifier)
     out = Path(args.out)
     out.write_text(json.dumps(result, indent=1))
     csv_path = out.with_suffix(".csv")
@@ -190,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--device", default=None)
         p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
+        if name == "probe":
+            p.add_argument("--classifier", default="logistic", choices=["logistic", "cnn"],
+                           help="logistic regression on the flattened maps, or a 2-layer CNN (one channel per head)")
     p_faith = sub.add_parser("faithfulness", help="ERASER faithfulness + plausibility table over a data set")
     _add_faithfulness_args(p_faith)
     return parser

@@ -141,6 +141,16 @@ def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = T
     return capture_encoded(loaded, encode_text(loaded, texts), hidden_states=hidden_states)
 
 
+def capture_truncated(loaded: LoadedModel, text: str, hidden_states: bool = False) -> Capture:
+    """Capture one text cut to the model's limit (its head kept): for data-set runs, where long
+    inputs (movie reviews) are expected, unlike interactive runs, which refuse them."""
+    _check_modality(loaded, "text")
+    if _is_zoo(loaded):
+        return _zoo_capture(loaded, loaded.tokenizer.encode_text(text, truncate=True))
+    enc = loaded.tokenizer([text], return_tensors="pt", truncation=True, max_length=loaded.max_tokens)
+    return capture_encoded(loaded, dict(enc), hidden_states=hidden_states)[0]
+
+
 def capture_image(loaded: LoadedModel, image: np.ndarray) -> Capture:
     """Capture one image (numpy, prepared for the model by ``models.inputs``): ``[layer, head, query, key]``
     over the image grid (``maps.grid`` set)."""

@@ -15,7 +15,8 @@ from analysis.census import census
 from analysis.maps import AttentionMaps
 from analysis.overview import overview
 from analysis.probe import probe_layers
-from models.capture import capture_encoded
+from models.probes import cnn_fit_score
+from models.capture import capture_truncated
 from models.datasets import Example, load_dataset
 from models.loading import LoadedModel
 
@@ -41,8 +42,7 @@ def pick_examples(dataset: str, n: int, split: str | None = None, seed: int = 0)
 def iter_maps(loaded: LoadedModel, examples: list[Example], progress: Progress | None = None) -> Iterator[AttentionMaps]:
     """Capture each example (truncated to the model's limit), reporting ``progress(done, total)``."""
     for i, ex in enumerate(examples):
-        enc = loaded.tokenizer([ex.text], return_tensors="pt", truncation=True, max_length=loaded.max_tokens)
-        yield capture_encoded(loaded, dict(enc), hidden_states=False)[0].maps
+        yield capture_truncated(loaded, ex.text).maps
         if progress is not None:
             progress(i + 1, len(examples))
 
@@ -83,13 +83,21 @@ def run_census(loaded: LoadedModel, dataset: str, n: int, split: str | None = No
     }
 
 
+PROBE_CLASSIFIERS = ("logistic", "cnn")
+
+
 def run_probe(loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, size: int = 32,
-              folds: int = 5, progress: Progress | None = None) -> dict:
-    """Cross-validated accuracy of predicting the label from each layer's maps alone."""
+              folds: int = 5, progress: Progress | None = None, classifier: str = "logistic") -> dict:
+    """Cross-validated accuracy of predicting the label from each layer's maps alone, with a
+    logistic regression on the flattened maps or the 2-layer CNN with one channel per head."""
+    if classifier not in PROBE_CLASSIFIERS:
+        raise ValueError(f"classifier must be one of {', '.join(PROBE_CLASSIFIERS)}; got {classifier!r}")
     examples = pick_examples(dataset, n, split, seed)
     items = list(iter_maps(loaded, examples, progress))
-    res = probe_layers(items, [ex.label for ex in examples], size=size, folds=folds, seed=seed)
+    fit_score = cnn_fit_score(seed=seed) if classifier == "cnn" else None
+    res = probe_layers(items, [ex.label for ex in examples], size=size, folds=folds, seed=seed,
+                       fit_score=fit_score, classifier=classifier)
     rows = [{"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
             for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)]
     return {"kind": "probe", "model": loaded.spec.name, "dataset": dataset, "n": len(items), "folds": res.folds,
-            "size": res.size, "chance": res.chance, "rows": rows}
+            "size": res.size, "classifier": classifier, "chance": res.chance, "rows": rows}

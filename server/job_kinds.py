@@ -34,6 +34,9 @@ class ProbeParams(CensusParams):
     n: int = Field(200, ge=10, le=5000)
     size: int = Field(32, ge=4, le=128, description="maps are cropped/padded to size x size")
     folds: int = Field(5, ge=2, le=10)
+    classifier: Literal["logistic", "cnn"] = Field(
+        "logistic", description="logistic regression on the flattened maps, or a 2-layer CNN with one "
+        "input channel per head (methods.md 4.4)")
 
 
 def _census(params: CensusParams, service, progress) -> dict:
@@ -43,7 +46,8 @@ def _census(params: CensusParams, service, progress) -> dict:
 
 def _probe(params: ProbeParams, service, progress) -> dict:
     loaded = service.models.get(params.model)
-    return run_probe(loaded, params.dataset, params.n, params.split, params.seed, params.size, params.folds, progress)
+    return run_probe(loaded, params.dataset, params.n, params.split, params.seed, params.size, params.folds, progress,
+                     params.classifier)
 
 
 register_job_kind("census", CensusParams, _census,

@@ -16,11 +16,15 @@ def layout():
         html.Section(className="panel", children=[
             html.H2("Run over a data set"),
             html.P("census: every head's shift score, best-offset mass, previous/next mass, entropy, top-1 mass, "
-                   "distance and sink mass, as mean ± std over N examples. probe: for each layer, cross-validated "
-                   "logistic regression predicting the label from that layer's maps alone.", className="hint"),
+                   "distance and sink mass, as mean ± std over N examples. probe: for each layer, a cross-validated "
+                   "classifier predicting the label from that layer's maps alone (logistic regression on the "
+                   "flattened maps, or a 2-layer CNN with one input channel per head).", className="hint"),
             html.Div(className="controls", children=[
                 html.Div(className="control", children=[html.Label("Job", htmlFor="census-kind"),
-                         dcc.Dropdown(id="census-kind", options=["census", "probe"], value="census", clearable=False)]),
+                         dcc.Dropdown(id="census-kind", value="census", clearable=False, options=[
+                             {"label": "census", "value": "census"},
+                             {"label": "probe (logistic regression)", "value": "probe"},
+                             {"label": "probe (2-layer CNN)", "value": "probe-cnn"}])]),
                 html.Div(className="control", children=[html.Label("Model", htmlFor="census-model"),
                          dcc.Dropdown(id="census-model", clearable=False)]),
                 html.Div(className="control", children=[html.Label("Data set", htmlFor="census-dataset"),

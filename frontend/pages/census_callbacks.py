@@ -28,12 +28,21 @@ def census_models(_kind):
     State("census-n", "value"),
     prevent_initial_call=True,
 )
-def start_job(_n, kind, model, dataset, n):
+def start_job(_n, choice, model, dataset, n):
+    kind, params = job_request(choice, model, dataset, n)
     try:
-        job = client().create_job(kind, {"model": model, "dataset": dataset, "n": n})
+        job = client().create_job(kind, params)
     except ApiError as exc:
         return no_update, True, str(exc)
     return {"id": job.id, "kind": kind}, False, ""
+
+
+def job_request(choice: str, model, dataset, n) -> tuple[str, dict]:
+    """The page's job choice -> (API job kind, params): ``probe-cnn`` is the probe with the CNN."""
+    params = {"model": model, "dataset": dataset, "n": n}
+    if choice == "probe-cnn":
+        return "probe", {**params, "classifier": "cnn"}
+    return choice, params
 
 
 @callback(
@@ -83,8 +92,8 @@ def render_result(metric, job):
     fig = go.Figure(go.Bar(x=[r["layer"] for r in rows], y=[r["accuracy"] for r in rows], name="accuracy",
                            error_y={"type": "data", "array": [r["accuracy_std"] for r in rows]}))
     fig.add_hline(y=result["chance"], line_dash="dot", annotation_text="chance (majority class)")
-    fig.update_layout(title={"text": f"Probe: label from each layer's maps ({result['n']} examples, "
-                                     f"{result['folds']}-fold)", "font": {"size": 13}},
+    fig.update_layout(title={"text": f"Probe ({result.get('classifier', 'logistic')}): label from each layer's "
+                                     f"maps ({result['n']} examples, {result['folds']}-fold)", "font": {"size": 13}},
                       xaxis={"title": {"text": "layer"}, "dtick": 1}, yaxis={"title": {"text": "accuracy"}, "range": [0, 1]},
                       height=380)
     return fig

@@ -62,12 +62,15 @@ class ZooAdapter:
         return int(self.arch["heads"])
 
     # ------------------------------------------------------------------ encode
-    def encode_text(self, text: str) -> Encoded:
+    def encode_text(self, text: str, truncate: bool = False) -> Encoded:
+        """``[CLS]`` + the words; longer than ``max_tokens`` is an error unless ``truncate`` (keep the head)."""
         from models.capture import EmptyInputError, TooManyTokensError
 
         if not isinstance(text, str) or not text.strip():
             raise EmptyInputError("the text is empty; type a sentence to analyse")
         words = data.words(text)
+        if truncate:
+            words = words[: self.max_tokens - 1]
         if len(words) + 1 > self.max_tokens:
             raise TooManyTokensError(len(words) + 1, self.max_tokens, self.name)
         ids = data.encode_words(words, self.index, self.max_tokens)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.kernels import shift_matrix
 from analysis.maps import AttentionMaps
 
 
@@ -73,3 +74,19 @@ def maps_from(w, special=(), grid=None, causal=False) -> AttentionMaps:
     w = np.asarray(w, dtype=np.float32)
     return AttentionMaps(w, tokens=[f"t{i}" for i in range(w.shape[-1])], special=special,
                          grid=grid, causal=causal)
+
+
+def probe_dataset(count=40, n=10, seed=0):
+    """Layer 0: noise unrelated to the label. Layer 1 head 0: a previous-token head for label 0,
+    a next-token head for label 1 (plus noise); so only layer 1 carries the label."""
+    rng = np.random.default_rng(seed)
+    items, labels = [], []
+    for i in range(count):
+        y = i % 2
+        w = random_rows(rng, (2, 2, n, n))
+        s = shift_matrix(n, -1 if y == 0 else 1)
+        s[0 if y == 0 else n - 1, 0 if y == 0 else n - 1] = 1  # the border row attends to itself
+        w[1, 0] = 0.6 * s + 0.4 * random_rows(rng, (n, n))
+        items.append(maps_from(w))
+        labels.append(["prev", "next"][y])
+    return items, labels

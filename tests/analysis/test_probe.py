@@ -1,25 +1,8 @@
 import numpy as np
 import pytest
 
-from _planted import maps_from, random_rows
-from analysis.kernels import shift_matrix
+from _planted import maps_from, probe_dataset as _dataset, random_rows
 from analysis.probe import adaptive_pool, crop_pad, map_features, probe_layers
-
-
-def _dataset(count=40, n=10, seed=0):
-    """Layer 0: noise unrelated to the label. Layer 1 head 0: a previous-token head for label 0,
-    a next-token head for label 1 (plus noise); so only layer 1 carries the label."""
-    rng = np.random.default_rng(seed)
-    items, labels = [], []
-    for i in range(count):
-        y = i % 2
-        w = random_rows(rng, (2, 2, n, n))
-        s = shift_matrix(n, -1 if y == 0 else 1)
-        s[0 if y == 0 else n - 1, 0 if y == 0 else n - 1] = 1  # the border row attends to itself
-        w[1, 0] = 0.6 * s + 0.4 * random_rows(rng, (n, n))
-        items.append(maps_from(w))
-        labels.append(["prev", "next"][y])
-    return items, labels
 
 
 def test_probe_finds_the_layer_that_carries_the_label():
@@ -62,3 +45,17 @@ def test_probe_input_errors():
         probe_layers(items, labels[:-1])
     with pytest.raises(ValueError, match="two classes"):
         probe_layers(items, ["a"] * 6)
+
+
+def test_a_custom_classifier_sees_the_same_folds_and_map_shapes():
+    items, labels = _dataset()
+    seen = []
+
+    def fit_score(x_tr, y_tr, x_te, y_te):
+        seen.append((x_tr.shape, x_te.shape, len(set(y_tr))))
+        return 0.25
+
+    res = probe_layers(items, labels, size=8, folds=4, fit_score=fit_score, classifier="constant")
+    assert res.classifier == "constant" and np.allclose(res.accuracy, 0.25)
+    assert len(seen) == 8  # 2 layers x 4 folds
+    assert all(tr[1:] == (2, 8, 8) and tr[0] + te[0] == 40 and k == 2 for tr, te, k in seen)

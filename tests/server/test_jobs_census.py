@@ -32,6 +32,18 @@ def test_probe_job_reports_accuracy_per_layer(client, wait_job):
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert [r["layer"] for r in result["rows"]] == list(range(6))
     assert all(0 <= r["accuracy"] <= 1 for r in result["rows"]) and 0.5 <= result["chance"] < 1
+    assert result["classifier"] == "logistic"
+
+
+def test_probe_job_with_the_cnn_classifier(client, wait_job):
+    params = {"model": "minilm", "dataset": "sst2", "n": 24, "folds": 2, "size": 8, "classifier": "cnn"}
+    job = wait_job(client, client.post(f"{API}/jobs", json={"kind": "probe", "params": params}).json()["id"])
+    assert job["status"] == "done", job
+    result = client.get(f"{API}/jobs/{job['id']}/result").json()
+    assert result["classifier"] == "cnn" and len(result["rows"]) == 6
+    assert all(0 <= r["accuracy"] <= 1 for r in result["rows"])
+    bad = client.post(f"{API}/jobs", json={"kind": "probe", "params": {**params, "classifier": "svm"}})
+    assert bad.status_code == 422 and "classifier" in bad.json()["detail"]
 
 
 @pytest.mark.parametrize(
