@@ -141,6 +141,19 @@ def capture_batch(loaded: LoadedModel, texts: list[str], hidden_states: bool = T
     return capture_encoded(loaded, encode_text(loaded, texts), hidden_states=hidden_states)
 
 
+def capture_ids(loaded: LoadedModel, ids: np.ndarray, hidden_states: bool = False) -> Capture:
+    """Capture one sequence of token ids as given (explainers perturb ids, never text)."""
+    _check_modality(loaded, "text")
+    ids_t = torch.as_tensor(np.asarray(ids), dtype=torch.long, device=loaded.device)[None]
+    if _is_zoo(loaded):
+        from models.zoo.adapter import Encoded as ZooEncoded
+
+        tokens = tuple(loaded.tokenizer.text_tokenizer.convert_ids_to_tokens(ids_t[0].tolist()))
+        return _zoo_capture(loaded, ZooEncoded(ids_t, tokens, (0,)))
+    return capture_encoded(loaded, {"input_ids": ids_t, "attention_mask": torch.ones_like(ids_t)},
+                           hidden_states=hidden_states)[0]
+
+
 def capture_truncated(loaded: LoadedModel, text: str, hidden_states: bool = False) -> Capture:
     """Capture one text cut to the model's limit (its head kept): for data-set runs, where long
     inputs (movie reviews) are expected, unlike interactive runs, which refuse them."""

@@ -19,6 +19,7 @@ from analysis.faithfulness import (ENTROPY_KL_METRICS, aggregate, candidate_posi
 from analysis.plausibility import aggregate_plausibility, plausibility
 from models.datasets import K_FRACTION, load_dataset
 from models.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
+from models.explainers.base import text_tokenizer
 from models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def explain_example(loaded: LoadedModel, ex: Encoded, explainers: Sequence[str],
     faith = {}
     if any(m in FAITHFULNESS_METRICS for m in metrics):
         faith = evaluate(predict, ex.input_ids, scores, special=ex.special, k=k, convention=conv,
-                         target=target, mask_id=loaded.tokenizer.mask_token_id)
+                         target=target, mask_id=text_tokenizer(loaded).mask_token_id)
     plaus = {}
     if ex.human is not None and any(m in PLAUSIBILITY_METRICS for m in metrics):
         plaus = {n: plausibility(s, ex.human, hard_mask(s, ex, k), ex.special) for n, s in scores.items()}

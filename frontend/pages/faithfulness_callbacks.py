@@ -34,7 +34,7 @@ def load_choices(_pathname):
         explainers = client().explainers()
     except ApiError as exc:
         return [], None, no_update
-    classifiers = [m for m in listing.models if m.task == "classification"]
+    classifiers = [m for m in listing.models if m.task == "classification" and m.modality == "text"]
     options = [{"label": f"{m.name}" + (f" · acc {m.accuracy:.3f}" if m.accuracy else ""), "value": m.name}
                for m in classifiers]
     value = "minilm-sst2" if any(m.name == "minilm-sst2" for m in classifiers) else (options[0]["value"] if options else None)

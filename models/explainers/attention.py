@@ -9,13 +9,12 @@ import numpy as np
 import torch
 
 from analysis.rollout import MAX_FLOW_TOKENS, attention_flow, gradient_rollout, rollout
-from models.capture import capture_encoded
-from models.explainers.base import Encoded, Explainer
+from models.capture import capture_ids
+from models.explainers.base import Encoded, Explainer, classifier_module
 
 
 def _maps(explainer: Explainer, ex: Encoded):
-    ids, mask = explainer.tensors(ex)
-    return capture_encoded(explainer.loaded, {"input_ids": ids, "attention_mask": mask}, hidden_states=False)[0].maps
+    return capture_ids(explainer.loaded, ex.input_ids).maps
 
 
 class RawAttention(Explainer):
@@ -72,7 +71,7 @@ class AttentionGradient(Explainer):
     def explain(self, ex: Encoded) -> np.ndarray:
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
-        model = self.loaded.model
+        model = classifier_module(self.loaded)
         with torch.enable_grad():
             out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
             atts = out.attentions  # L x (1, H, N, N), part of the graph (eval: dropout is identity)

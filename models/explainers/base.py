@@ -44,23 +44,43 @@ def require_classifier(loaded: LoadedModel) -> None:
         raise NotAClassifierError(
             f"model {loaded.spec.name!r} is a {loaded.spec.task} model; faithfulness explains class "
             "probabilities, so pick a classifier such as 'minilm-sst2' (see GET /api/v1/models)")
+    if loaded.spec.modality != "text":
+        raise NotAClassifierError(
+            f"model {loaded.spec.name!r} classifies images; the explainers and ERASER metrics work on token "
+            "ids of text classifiers (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)")
+
+
+def text_tokenizer(loaded: LoadedModel):
+    """The tokenizer the explainers use: the Hugging Face one, or a zoo model's word vocabulary
+    behind the same interface (``models.zoo.text_facade``)."""
+    return getattr(loaded.tokenizer, "text_tokenizer", None) or loaded.tokenizer
+
+
+def classifier_module(loaded: LoadedModel) -> torch.nn.Module:
+    """The module the explainers call (``input_ids``/``inputs_embeds``, ``attention_mask``,
+    ``output_attentions`` -> ``.logits``, ``.attentions``): the Hugging Face model, or a zoo text
+    model behind the same interface."""
+    return getattr(loaded.tokenizer, "text_classifier", None) or loaded.model
 
 
 def _finish(loaded: LoadedModel, ids: list[int], word_ids: list[int | None] | None,
             rationale: Sequence[int] | None, max_tokens: int | None, target: int | None) -> Encoded:
-    tok = loaded.tokenizer
+    tok = text_tokenizer(loaded)
     limit = min(max_tokens or loaded.max_tokens, loaded.max_tokens)
     human_full = None
     if rationale is not None and word_ids is not None:
         human_full = word_mask_to_tokens(word_ids, rationale)
     truncated = max(0, len(ids) - limit)
-    if truncated:  # keep the head of the text and the closing special token
+    special_ids = set(tok.all_special_ids)
+    if truncated and ids[-1] in special_ids:  # keep the head of the text and the closing special token
         ids = ids[:limit - 1] + ids[-1:]
         human = None if human_full is None else np.r_[human_full[:limit - 1], human_full[-1:]]
+    elif truncated:  # no closing token (zoo models: [CLS] + words): keep the head
+        ids = ids[:limit]
+        human = None if human_full is None else human_full[:limit]
     else:
         human = human_full
     lost = 0 if human_full is None else int(human_full.sum() - human.sum())
-    special_ids = set(tok.all_special_ids)
     return Encoded(
         input_ids=np.asarray(ids, dtype=np.int64),
         tokens=tuple(tok.convert_ids_to_tokens(ids)),
@@ -72,22 +92,23 @@ def _finish(loaded: LoadedModel, ids: list[int], word_ids: list[int | None] | No
 
 def encode_text(loaded: LoadedModel, text: str, max_tokens: int | None = None, target: int | None = None) -> Encoded:
     """Tokenise a text (truncated to the model's limit, keeping the final special token)."""
-    ids = loaded.tokenizer(text, truncation=False, verbose=False)["input_ids"]
+    ids = text_tokenizer(loaded)(text, truncation=False, verbose=False)["input_ids"]
     return _finish(loaded, ids, None, None, max_tokens, target)
 
 
 def encode_words(loaded: LoadedModel, words: Sequence[str], rationale: Sequence[int] | None = None,
                  max_tokens: int | None = None, target: int | None = None) -> Encoded:
     """Tokenise pre-split words; word-level human marks become token-level (subwords inherit)."""
-    enc = loaded.tokenizer(list(words), is_split_into_words=True, truncation=False, verbose=False)
+    enc = text_tokenizer(loaded)(list(words), is_split_into_words=True, truncation=False, verbose=False)
     return _finish(loaded, enc["input_ids"], enc.word_ids(), rationale, max_tokens, target)
 
 
 def char_spans_to_tokens(loaded: LoadedModel, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
     """0/1 per token of ``text`` (as ``encode_text`` tokenises it): 1 when the token's characters
     overlap a ``[start, end)`` span. Special tokens are never marked."""
-    enc = loaded.tokenizer(text, truncation=False, return_offsets_mapping=True, verbose=False)
-    special = set(loaded.tokenizer.all_special_ids)
+    tok = text_tokenizer(loaded)
+    enc = tok(text, truncation=False, return_offsets_mapping=True, verbose=False)
+    special = set(tok.all_special_ids)
     mask = np.zeros(len(enc["input_ids"]), dtype=np.int8)
     for t, ((a, b), tid) in enumerate(zip(enc["offset_mapping"], enc["input_ids"])):
         if tid not in special and b > a and any(a < e and s < b for s, e in spans):
@@ -102,12 +123,13 @@ def make_predict(loaded: LoadedModel, max_batch_tokens: int | None = None, max_b
     require_classifier(loaded)
     if max_batch_tokens is None:
         max_batch_tokens = 8192 if loaded.device.type == "cuda" else 512
-    pad = loaded.tokenizer.pad_token_id or 0
+    pad = text_tokenizer(loaded).pad_token_id or 0
+    model = classifier_module(loaded)
 
     @torch.inference_mode()
     def predict(batch: list[np.ndarray]) -> np.ndarray:
         order = sorted(range(len(batch)), key=lambda i: len(batch[i]))
-        out = np.zeros((len(batch), int(loaded.model.config.num_labels)), dtype=np.float64)
+        out = np.zeros((len(batch), int(model.config.num_labels)), dtype=np.float64)
         start = 0
         while start < len(order):
             longest = len(batch[order[start]])
@@ -125,7 +147,7 @@ def make_predict(loaded: LoadedModel, max_batch_tokens: int | None = None, max_b
                 seq = torch.as_tensor(np.asarray(batch[i]), dtype=torch.long)
                 ids[row, :len(seq)] = seq
                 mask[row, :len(seq)] = 1
-            logits = loaded.model(input_ids=ids.to(loaded.device), attention_mask=mask.to(loaded.device)).logits
+            logits = model(input_ids=ids.to(loaded.device), attention_mask=mask.to(loaded.device)).logits
             out[chunk] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
             start = end
         return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from models.explainers.base import Encoded, Explainer
+from models.explainers.base import Encoded, Explainer, classifier_module, text_tokenizer
 
 
 class _ProbModel(torch.nn.Module):
@@ -33,7 +33,7 @@ def _word_embeddings(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def _reference_ids(explainer: Explainer, ex: Encoded) -> torch.Tensor:
-    tok = explainer.loaded.tokenizer
+    tok = text_tokenizer(explainer.loaded)
     ref = np.full(len(ex), tok.pad_token_id or 0, dtype=np.int64)
     ref[list(ex.special)] = ex.input_ids[list(ex.special)]
     return torch.as_tensor(ref, device=explainer.loaded.device)[None]
@@ -52,7 +52,8 @@ class IntegratedGradients(Explainer):
 
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
-        lig = LayerIntegratedGradients(_ProbModel(self.loaded.model), _word_embeddings(self.loaded.model))
+        model = classifier_module(self.loaded)
+        lig = LayerIntegratedGradients(_ProbModel(model), _word_embeddings(model))
         steps = int(self.options.get("n_steps", 32))
         batch = max(1, int(self.options.get("internal_batch_size", max(1, 4096 // len(ex)))))
         with torch.enable_grad():
@@ -74,7 +75,8 @@ class DeepLift(Explainer):
 
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
-        dl = LayerDeepLift(_ProbModel(self.loaded.model), _word_embeddings(self.loaded.model))
+        model = classifier_module(self.loaded)
+        dl = LayerDeepLift(_ProbModel(model), _word_embeddings(model))
         with torch.enable_grad():
             attr = dl.attribute(ids, baselines=_reference_ids(self, ex), target=target,
                                 additional_forward_args=(mask,))
@@ -89,7 +91,7 @@ class _EmbeddingMethod(Explainer):
 
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
-        model = self.loaded.model
+        model = classifier_module(self.loaded)
 
         def forward(embeds, attention_mask):
             return torch.softmax(model(inputs_embeds=embeds, attention_mask=attention_mask).logits, dim=-1)
@@ -135,11 +137,11 @@ class Occlusion(Explainer):
 
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
-        tok = self.loaded.tokenizer
+        tok = text_tokenizer(self.loaded)
         base = torch.full_like(ids, tok.mask_token_id if tok.mask_token_id is not None else tok.pad_token_id or 0)
         base[0, list(ex.special)] = ids[0, list(ex.special)]
         per_eval = max(1, int(self.options.get("perturbations_per_eval", max(1, 4096 // len(ex)))))
-        fa = FeatureAblation(_ProbModel(self.loaded.model))
+        fa = FeatureAblation(_ProbModel(classifier_module(self.loaded)))
         with torch.no_grad():
             attr = fa.attribute(ids, baselines=base, target=target, additional_forward_args=(mask,),
                                 feature_mask=torch.arange(len(ex), device=ids.device)[None],

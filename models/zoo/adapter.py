@@ -54,6 +54,28 @@ class ZooAdapter:
             self.pad = int(getattr(model, "display_pad", 0))
 
     @property
+    def text_tokenizer(self):
+        """The word vocabulary behind a tokenizer's interface (text models; explainers use it)."""
+        from models.zoo.text_facade import WordTokenizer
+
+        if self.modality != "text":
+            return None
+        if getattr(self, "_word_tokenizer", None) is None:
+            self._word_tokenizer = WordTokenizer(self.vocab)
+        return self._word_tokenizer
+
+    @property
+    def text_classifier(self):
+        """The model called like a Hugging Face sequence classifier (text models; explainers use it)."""
+        from models.zoo.text_facade import TextClassifier
+
+        if self.modality != "text":
+            return None
+        if getattr(self, "_text_classifier", None) is None:
+            self._text_classifier = TextClassifier(self.model).eval()
+        return self._text_classifier
+
+    @property
     def n_layers(self) -> int:
         return int(self.arch["depth"])
 

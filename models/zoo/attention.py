@@ -176,4 +176,6 @@ class Encoder(nn.Module):
                 states.append(x)
         # serving keeps the token cloud at every depth (B, layer + 1, N, D) for the measure view
         self.last_states = torch.stack(states, dim=1).detach() if return_maps else None
+        # the per-layer probabilities themselves (in the autograd graph): gradient x attention reads them
+        self.last_probs = tuple(maps) if return_maps else ()
         return x, (torch.stack(maps, dim=1) if return_maps else None)

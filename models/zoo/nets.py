@@ -131,10 +131,13 @@ class TextTransformer(SharedBlockMixin, nn.Module):
         self.head = nn.Linear(dim, cfg.get("classes", 2))
 
     def forward(self, ids: torch.Tensor, return_maps: bool = True):
-        mask = ids != 0  # (B, N)
-        x = self.embed(ids)
+        return self.forward_embeddings(self.embed(ids), ids != 0, return_maps)
+
+    def forward_embeddings(self, x: torch.Tensor, mask: torch.Tensor, return_maps: bool = True):
+        """From word embeddings ``x [B, N, D]`` and the key mask ``[B, N]`` (True = real token):
+        what attribution methods that perturb the embeddings call."""
         if self.pos is not None:
-            x = x + self.pos[:, : ids.shape[1]]
+            x = x + self.pos[:, : x.shape[1]]
         x, maps = self.encoder(self.drop(x), key_mask=mask, return_maps=return_maps)
         m = mask[..., None].to(x.dtype)
         pooled = (self.norm(x) * m).sum(1) / m.sum(1).clamp(min=1)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from analysis.faithfulness import get_convention
 from analysis.rollout import TooLongForFlowError
-from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text
+from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text, require_classifier
 from models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example, token_cap
 from server.deps import RunDep, ServiceDep
 from server.jobs import register_job_kind
@@ -56,6 +56,10 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         raise HTTPException(UNPROCESSABLE, f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}; "
                             "faithfulness explains class probabilities: create a run with a classifier "
                             "such as 'minilm-sst2' (POST /api/v1/runs)")
+    try:
+        require_classifier(loaded)
+    except NotAClassifierError as exc:
+        raise HTTPException(UNPROCESSABLE, f"run {run.id}: {exc}") from None
     n_classes = len(loaded.labels or [])
     if body.target is not None and body.target >= n_classes:
         raise HTTPException(UNPROCESSABLE, f"target={body.target} is out of range: model {run.model!r} "

@@ -49,6 +49,23 @@ def test_entropy_and_kl_variants_on_request(client, clf_run):
     assert plain["comprehensiveness"] is not None and plain["comprehensiveness_kl"] is None
 
 
+def test_zoo_text_classifiers_are_explained_and_vision_runs_refused(client):
+    from models.zoo.manifest import read_manifest
+
+    if read_manifest("text-shift") is None:
+        pytest.skip("zoo not trained")
+    rid = client.post(f"{API}/runs", json={"model": "text-shift", "text": "a gripping , funny film"}).json()["id"]
+    r = post(client, rid, explainers=["attention", "attn_grad", "integrated_gradients", "random"],
+             human_spans=[[2, 10]])
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["tokens"][:2] == ["[CLS]", "a"] and out["human_rationale"] == [0, 0, 1, 0, 0, 0]
+    assert all(len(e["scores"]) == 6 and e["token_f1"] is not None for e in out["explainers"])
+    vid = client.post(f"{API}/runs", json={"model": "vit", "sample": {"dataset": "mnist", "index": 0}}).json()["id"]
+    r = post(client, vid, explainers=["rollout"])
+    assert r.status_code == 422 and "text classifiers" in r.json()["detail"]
+
+
 def test_human_spans_give_plausibility_and_ferret_convention_has_ten_bins(client, clf_run):
     start = TEXT.index("gripping")
     r = post(client, clf_run["id"], explainers=["rollout", "random"], convention="ferret",
