@@ -64,6 +64,16 @@ def _check_layer(layer: int, n_layers: int) -> None:
         raise _unprocessable(f"layer={layer} is out of range: this model has {n_layers} layers, use 0..{n_layers - 1}")
 
 
+def _hidden(run) -> np.ndarray:
+    """The run's token clouds ``[layer + 1, token, dim]``, or a 422 for models without them."""
+    hs = run.capture.hidden_states
+    if hs is None:
+        raise _unprocessable(f"model {run.model!r} keeps no token clouds between layers (it is not a stack of "
+                             "transformer blocks), so the measure view has nothing to measure; use a "
+                             "transformer: minilm, a zoo ViT / text model, or an HA model")
+    return hs
+
+
 def _layers_of(service, model: str) -> int:
     loaded = service.models.get(model)
     try:
@@ -76,7 +86,7 @@ def _layers_of(service, model: str) -> int:
             summary="W1 between successive layers' token measures, and the max-entropy check per layer")
 def read_measure(run: RunDep, service: ServiceDep, compare: Annotated[str | None, Query(
         description="another run id of the same model: adds W1 between the two inputs at every depth")] = None):
-    hs = run.capture.hidden_states
+    hs = _hidden(run)
     body = MeasurePublic(run_id=run.id, model=run.model, n_tokens=int(hs.shape[1]),
                          w1_successive=w1_successive(hs).tolist())
     try:
@@ -119,7 +129,7 @@ def read_lipschitz(
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run with id {run_id!r}; create it with POST /api/v1/runs")
         if run.model != name:
             raise _unprocessable(f"run {run_id} belongs to model {run.model!r}, not {name!r}; use a run of {name!r}")
-        hidden = run.capture.hidden_states
+        hidden = _hidden(run)
     else:
         if text is not None and not text.strip():
             raise _unprocessable("text is empty; send a sentence or leave text out for the example")
@@ -144,7 +154,7 @@ def read_lipschitz(
 @router.get("/runs/{run_id}/particles", response_model=ParticlesPublic, responses=ERRORS,
             summary="Hidden states per depth projected to 2D/3D by one PCA fitted on all depths together")
 def read_particles(run: RunDep, dims: Annotated[int, Query(ge=2, le=3, description="2 or 3 components")] = 2):
-    hs = run.capture.hidden_states
+    hs = _hidden(run)
     coords, ratio = joint_pca(hs, k=dims)
     labels = ["embeddings"] + [f"after layer {l}" for l in range(hs.shape[0] - 1)]
     return ParticlesPublic(run_id=run.id, model=run.model, tokens=list(run.capture.maps.tokens), dims=dims,
@@ -163,7 +173,7 @@ def read_fixed_point(
     loaded = service.models.get(run.model)
     if layer is not None:
         _check_layer(layer, _layers_of(service, run.model))
-    x0 = run.capture.hidden_states[0 if layer is None else layer]
+    x0 = _hidden(run)[0 if layer is None else layer]
     try:
         it = iterate_shared_block(loaded, x0, steps, layer=layer)
     except NoSharedBlockError as exc:

@@ -137,3 +137,15 @@ def test_measure_routes_need_the_token_when_one_is_set():
     with TestClient(create_app(Settings(preload=[], api_token="s3cret"))) as c:
         assert c.get(f"{API}/runs/x/particles").status_code == 401
         assert c.get(f"{API}/models/minilm/lipschitz", params={"layer": 0}).status_code == 401
+
+
+def test_models_without_token_clouds_get_a_422_not_a_crash(client):
+    from models.zoo.manifest import read_manifest
+
+    if read_manifest("conv-attention") is None:
+        pytest.skip("zoo not trained")
+    rid = client.post(f"{API}/runs", json={"model": "conv-attention", "sample": {"dataset": "mnist", "index": 3}}).json()["id"]
+    for path in ("measure", "particles", "fixed-point"):
+        r = client.get(f"{API}/runs/{rid}/{path}")
+        assert r.status_code == 422 and "keeps no token clouds" in r.json()["detail"], (path, r.text)
+    assert client.get(f"{API}/health").status_code == 200
