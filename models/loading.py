@@ -62,14 +62,15 @@ def _hf_folder(spec: ModelSpec) -> str:
 
 # transformers resolves its names and model classes lazily, and that first resolution is not
 # thread-safe: the API preloads MiniLM in a thread while a request may load another checkpoint, and
-# the second thread then saw "cannot import name 'AutoModel' from 'transformers'". Hugging Face
-# loads are serialised (each takes about a second; two at once gain nothing on a few cores).
-_HF_LOAD_LOCK = threading.Lock()
+# the second thread then saw "cannot import name 'AutoModel'" (or 'Dinov2Model') from transformers.
+# Model loads are serialised (each takes about a second; two at once gain nothing on a few cores);
+# re-entrant, as load_model calls load_hf.
+_LOAD_LOCK = threading.RLock()
 
 
 def load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
     """Load a Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
-    with _HF_LOAD_LOCK:
+    with _LOAD_LOCK:
         return _load_hf(spec, device)
 
 
@@ -99,11 +100,12 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     """Load a model by registry name (or local path under a model root) onto ``device``."""
     spec = get_spec(name)
     dev = pick_device(device)
-    if spec.source == "zoo":
-        from models.zoo.catalog import load_zoo_model
+    with _LOAD_LOCK:
+        if spec.source == "zoo":
+            from models.zoo.catalog import load_zoo_model
 
-        return load_zoo_model(spec, dev)
-    return load_hf(spec, dev)
+            return load_zoo_model(spec, dev)
+        return load_hf(spec, dev)
 
 
 class ModelCache:
