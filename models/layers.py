@@ -1,4 +1,8 @@
-"""Attention layers of BERT-like Hugging Face encoders as maps on token measures.
+"""Attention layers as maps on token measures: BERT-like Hugging Face encoders (post-LN: a layer's
+attention reads the hidden states themselves) and the zoo's plain content-attention transformers
+(``vit``, ``text-vanilla``; pre-LN: the attention reads ``LN1(hidden states)``, see ``layer_input``).
+Zoo layers with positional biases, Evolving Attention or HA's fixed keys are not maps on token
+measures and are refused with the reason.
 
 - ``extract_attention_params(loaded, layer)``: W_Q, W_K, W_V, W_O and their biases, per head, as an
   ``analysis.kernel.AttentionParams`` (numpy float64);
@@ -33,8 +37,43 @@ class UnsupportedLayerError(ValueError):
     """The model has no BERT-like attention layers (query/key/value + output.dense)."""
 
 
+def _zoo_blocks(loaded: LoadedModel):
+    encoder = getattr(loaded.model, "encoder", None)
+    blocks = getattr(encoder, "blocks", None)
+    return None if blocks is None else (encoder, blocks)
+
+
+def _zoo_refusal(encoder, blocks) -> str | None:
+    """Why the zoo encoder's layers are not maps on token measures (None: they are)."""
+    if encoder.shared:
+        return "its shared block keeps the keys of the first pass (HA): see the fixed-point view's fixed-key bound"
+    for block in blocks:
+        attn = block.attn
+        if not hasattr(attn, "q"):
+            return "its attention is not query-key content attention (SAN / content-free heads)"
+        if getattr(attn, "ea", None) is not None:
+            return "Evolving Attention passes each layer's logits to the next"
+        if getattr(attn, "bias", None) is not None:
+            return "its scores carry a positional bias, tied to token positions rather than to the tokens"
+    return None
+
+
+def is_pre_norm(loaded: LoadedModel) -> bool:
+    """Zoo blocks are pre-LN: their attention reads ``LN1(x)``; BERT's reads ``x``."""
+    return _zoo_blocks(loaded) is not None
+
+
 def encoder_layers(loaded: LoadedModel) -> list[torch.nn.Module]:
-    """The encoder blocks (``base_model.encoder.layer``) of a BERT-like model."""
+    """The encoder blocks: ``base_model.encoder.layer`` of a BERT-like model, or the zoo's
+    ``encoder.blocks`` when they are maps on token measures."""
+    zoo = _zoo_blocks(loaded)
+    if zoo is not None:
+        why = _zoo_refusal(*zoo)
+        if why:
+            raise UnsupportedLayerError(f"model {loaded.spec.name!r}: the measure-theoretic layer analyses need "
+                                        f"attention that is a map on token measures, and {why}; use minilm, vit or "
+                                        "text-vanilla")
+        return list(zoo[1])
     base = getattr(loaded.model, "base_model", loaded.model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
     if layers is None or not all(hasattr(l, "attention") and hasattr(l.attention, "self") for l in layers):
@@ -45,33 +84,50 @@ def encoder_layers(loaded: LoadedModel) -> list[torch.nn.Module]:
 
 
 def attention_module(loaded: LoadedModel, layer: int) -> torch.nn.Module:
-    """``encoder.layer[layer].attention`` (self-attention + output projection + LayerNorm)."""
+    """``encoder.layer[layer].attention`` (BERT: self-attention + output projection + LayerNorm) or
+    the zoo block's ``attn`` (``MultiHeadAttention``)."""
     layers = encoder_layers(loaded)
     if not 0 <= layer < len(layers):
         raise IndexError(f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
                          f"use 0..{len(layers) - 1}")
-    return layers[layer].attention
+    return layers[layer].attn if is_pre_norm(loaded) else layers[layer].attention
+
+
+def layer_input(loaded: LoadedModel, hidden: np.ndarray, layer: int) -> np.ndarray:
+    """The token cloud layer ``layer``'s attention reads, from the hidden states ``[layer + 1, token,
+    dim]``: ``hidden[layer]`` (BERT), or ``LN1(hidden[layer])`` (zoo, pre-LN), float64."""
+    x = np.asarray(hidden[layer], dtype=np.float64)
+    if not is_pre_norm(loaded):
+        return x
+    ln = copy.deepcopy(encoder_layers(loaded)[layer].ln1).double().cpu()
+    with torch.no_grad():
+        return ln(torch.as_tensor(x)).numpy()
+
+
+def _np(t: torch.Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
+    if t is None:
+        return np.zeros(shape)
+    return t.detach().double().cpu().numpy().reshape(shape)
 
 
 def extract_attention_params(loaded: LoadedModel, layer: int) -> AttentionParams:
     """Per-head weights of one attention sublayer. Shapes as in ``AttentionParams``."""
     att = attention_module(loaded, layer)
-    sa, dense = att.self, att.output.dense
-    H, d = int(sa.num_attention_heads), int(sa.attention_head_size)
-
-    def np_(t: torch.Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
-        if t is None:
-            return np.zeros(shape)
-        return t.detach().double().cpu().numpy().reshape(shape)
-
-    D = sa.query.weight.shape[1]
+    if is_pre_norm(loaded):
+        q, k, v, dense = att.q, att.k, att.v, att.out
+        H, d = int(att.heads), int(att.head_dim)
+    else:
+        sa, dense = att.self, att.output.dense
+        q, k, v = sa.query, sa.key, sa.value
+        H, d = int(sa.num_attention_heads), int(sa.attention_head_size)
+    D = q.weight.shape[1]
     return AttentionParams(
-        w_q=np_(sa.query.weight, (H, d, D)), b_q=np_(sa.query.bias, (H, d)),
-        w_k=np_(sa.key.weight, (H, d, D)), b_k=np_(sa.key.bias, (H, d)),
-        w_v=np_(sa.value.weight, (H, d, D)), b_v=np_(sa.value.bias, (H, d)),
-        # dense.weight is [D, H*d]: its columns h*d:(h+1)*d are head h's W_O^h
+        w_q=_np(q.weight, (H, d, D)), b_q=_np(q.bias, (H, d)),
+        w_k=_np(k.weight, (H, d, D)), b_k=_np(k.bias, (H, d)),
+        w_v=_np(v.weight, (H, d, D)), b_v=_np(v.bias, (H, d)),
+        # the output projection's weight is [D, H*d]: its columns h*d:(h+1)*d are head h's W_O^h
         w_o=dense.weight.detach().double().cpu().numpy().reshape(D, H, d).transpose(1, 0, 2),
-        b_o=np_(dense.bias, (D,)),
+        b_o=_np(dense.bias, (D,)),
     )
 
 
@@ -97,6 +153,9 @@ def record_io(module: torch.nn.Module) -> Iterator[list[tuple[tuple, dict, objec
 def layer_context(loaded: LoadedModel, text: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """Input ``[token, dim]`` of layer ``layer``'s self-attention and its output ``[token, H*d]``
     (``softmax(QK^T/sqrt d) V``, heads concatenated), recorded during the model's own forward."""
+    if is_pre_norm(loaded):
+        raise UnsupportedLayerError("layer_context records BERT's self-attention module; for zoo layers use "
+                                    "AttentionSublayer on layer_input")
     sa = attention_module(loaded, layer).self
     enc = {k: v.to(loaded.device) for k, v in encode_text(loaded, [text]).items()}
     with record_io(sa) as calls:
@@ -123,10 +182,14 @@ class AttentionSublayer:
             prm.requires_grad_(False)
         self.residual = residual
         self.layer = layer
+        self.pre_norm = is_pre_norm(loaded)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        ctx = self.attention.self(x[None])[0]  # [1, token, H*d]
-        out = self.attention.output.dense(ctx)[0]
+        if self.pre_norm:  # zoo MultiHeadAttention: output projection included, fresh state
+            out = self.attention(x[None], {})[0][0]
+        else:
+            ctx = self.attention.self(x[None])[0]  # [1, token, H*d]
+            out = self.attention.output.dense(ctx)[0]
         return out + x if self.residual else out
 
     def numpy(self, x: np.ndarray) -> np.ndarray:
@@ -137,11 +200,12 @@ class AttentionSublayer:
 def max_entropy_deviation(loaded: LoadedModel, cap: Capture) -> np.ndarray:
     """``[layer]``: largest |maximum-entropy row - model's attention row| per layer.
 
-    Scores are recomputed in float64 from the extracted weights and the captured input of each
-    layer (``hidden_states[layer]``); the rows are solved by ``analysis.kernel.maxent_rows``.
+    Scores are recomputed in float64 from the extracted weights and the cloud each layer's attention
+    reads (``layer_input``); the rows are solved by ``analysis.kernel.maxent_rows``.
     """
     if cap.hidden_states is None:
         raise ValueError("the capture has no hidden states; capture with hidden_states=True")
     n_layers = cap.maps.n_layers
-    s = np.stack([scores(extract_attention_params(loaded, l), cap.hidden_states[l]) for l in range(n_layers)])
+    s = np.stack([scores(extract_attention_params(loaded, l), layer_input(loaded, cap.hidden_states, l))
+                  for l in range(n_layers)])
     return max_entropy_check(s, cap.maps.weights)

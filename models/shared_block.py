@@ -37,7 +37,7 @@ from analysis.measure import FixedPoint, fixed_point_iteration
 from models.capture import capture
 from models.fixed_key_block import (BlockEstimate, BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
                                     extract_fixed_key_block)
-from models.layers import encoder_layers, extract_attention_params
+from models.layers import encoder_layers, extract_attention_params, is_pre_norm
 from models.lipschitz import torch_threads
 from models.loading import LoadedModel
 
@@ -121,7 +121,8 @@ def block_step(loaded: LoadedModel, layer: int | None = None, x0: np.ndarray | N
                          f"use 0..{len(layers) - 1}")
     block = copy.deepcopy(layers[layer]).double().eval().cpu()
     label = f"layer {layer} block iterated with its own weights (demonstration, not a trained weight-sharing model)"
-    return label, _as_step(block, {}), 1, layer, True
+    kwargs = {"state": {}} if is_pre_norm(loaded) else {}  # zoo blocks take the (here empty) pass state
+    return label, _as_step(block, kwargs), 1, layer, True
 
 
 def iterate_shared_block(loaded: LoadedModel, text: str | np.ndarray, n_steps: int,
@@ -144,7 +145,7 @@ def iterate_shared_block(loaded: LoadedModel, text: str | np.ndarray, n_steps: i
         result = fixed_point_iteration(step, x0, n_steps, keep_orbit=layer is None)
         block = _block_contraction(loaded, x0, result.orbit) if layer is None else None
     log10_bound = None
-    if layer is not None:
+    if layer is not None and not is_pre_norm(loaded):  # pre-LN: the sublayer reads LN(x), not the orbit
         params = extract_attention_params(loaded, layer)
         log10_bound = lipschitz_bound(params, result.radius, residual=True).log10_bound
     contraction = None if log10_bound is None else bool(log10_bound < 0)

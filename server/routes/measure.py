@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 
 from analysis.measure import joint_pca, w1_between_inputs, w1_successive
 from models.capture import capture
-from models.layers import UnsupportedLayerError, encoder_layers, max_entropy_deviation
+from models.layers import UnsupportedLayerError, encoder_layers, layer_input, max_entropy_deviation
 from models.lipschitz import lipschitz_report
 from models.registry import get_spec
 from models.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
@@ -134,7 +134,7 @@ def read_lipschitz(
         if text is not None and not text.strip():
             raise _unprocessable("text is empty; send a sentence or leave text out for the example")
         hidden = capture(loaded, text or DEFAULT_TEXT).hidden_states
-    x = np.ascontiguousarray(hidden[layer], dtype=np.float64)
+    x = np.ascontiguousarray(layer_input(loaded, hidden, layer), dtype=np.float64)
     key = (name, layer, residual, steps, draws, hashlib.sha256(x.tobytes()).hexdigest())
     results = _results(request)
     cached = results.get(key)
