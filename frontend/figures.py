@@ -62,9 +62,13 @@ def head_detail_figure(weights: np.ndarray, tokens: list[str], title: str) -> go
             hovertemplate="query %{y} · key %{x}<br>%{customdata}<br>weight %{z:.5f}<extra></extra>",
         )
     )
-    axis = {"tickmode": "array", "tickvals": idx, "ticktext": tokens, "showgrid": False}
+    # every token labelled up to 64 tokens; beyond that every k-th (hover still names each cell), and
+    # the figure stops growing at 900 px (a 512-token map was 9,000 px tall)
+    step = 1 if n <= 64 else -(-n // 48)
+    ticks = idx[::step]
+    axis = {"tickmode": "array", "tickvals": ticks, "ticktext": [tokens[i] for i in ticks], "showgrid": False}
     fig.update_layout(
-        title={"text": title}, height=max(420, 18 * n + 140), margin={"l": 90, "r": 20, "t": 50, "b": 90},
+        title={"text": title}, height=min(900, max(420, 18 * n + 140)), margin={"l": 90, "r": 20, "t": 50, "b": 90},
         xaxis={**axis, "title": {"text": "key (attended to)"}, "tickangle": -60, "side": "bottom"},
         yaxis={**axis, "title": {"text": "query (attending)"}, "autorange": "reversed", "scaleanchor": "x"},
         plot_bgcolor="white",

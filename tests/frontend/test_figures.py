@@ -46,6 +46,16 @@ def test_head_detail_has_token_labels_on_both_axes_and_exact_hover():
     assert fig.data[0].customdata[1][2] == "the → cat"
 
 
+def test_head_detail_of_a_long_input_keeps_a_bounded_height_and_sparse_ticks():
+    tokens = [f"t{i}" for i in range(257)]  # DINOv2: CLS + 16 x 16 patches
+    w = np.full((257, 257), 1 / 257, dtype=np.float32)
+    fig = head_detail_figure(w, tokens, "L0H0")
+    assert fig.layout.height == 900
+    ticks = list(fig.layout.xaxis.tickvals)
+    assert ticks[0] == 0 and ticks[1] == 6 and len(ticks) <= 48 and list(fig.layout.xaxis.ticktext)[1] == "t6"
+    assert fig.data[0].customdata[200][100] == "t200 → t100"  # every cell still named on hover
+
+
 def test_head_view_draws_one_segment_per_strong_weight():
     tokens = ["a", "b", "c"]
     w = np.zeros((2, 3, 3), np.float32)
