@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from models.dataset_runs import run_census, run_probe
 from models.registry import UnknownModelError, get_spec
@@ -15,8 +15,16 @@ class CensusParams(BaseModel):
     model: str = Field("minilm", description="registry name")
     dataset: Literal["sst2", "movies"] = "sst2"
     n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
-    split: str | None = Field(None, description="data set split (default: sst2 dev, movies rationales)")
-    seed: int = 0
+    split: str | None = Field(None, description="data set split: sst2 dev|train, movies rationales|fold10 "
+                              "(default: sst2 dev, movies rationales)")
+    seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
+
+    @model_validator(mode="after")
+    def _known_split(self):
+        splits = {"sst2": ("dev", "train"), "movies": ("rationales", "fold10")}[self.dataset]
+        if self.split is not None and self.split not in splits:
+            raise ValueError(f"split {self.split!r} is not a {self.dataset} split; use one of {', '.join(splits)}")
+        return self
 
     @field_validator("model")
     @classmethod

@@ -52,6 +52,8 @@ def test_probe_job_with_the_cnn_classifier(client, wait_job):
         ({"model": "nope"}, "unknown model 'nope'"),
         ({"dataset": "imdb"}, "params.dataset"),
         ({"n": 0}, "params.n"),
+        ({"seed": -1}, "params.seed"),
+        ({"dataset": "movies", "split": "dev"}, "not a movies split; use one of rationales, fold10"),
     ],
 )
 def test_bad_census_params_are_422(client, params, message):

@@ -159,6 +159,10 @@ def test_dataset_job_gives_json_and_csv(client):
     ({"explainers": ["lime"]}, "unknown explainer"),
     ({"dataset": "imdb"}, "dataset"),
     ({"n": 0}, "params.n"),
+    ({"model": "minilm"}, "needs a text classifier"),
+    ({"model": "vit"}, "vision classification model"),
+    ({"model": "nope"}, "unknown model"),
+    ({"dataset": "sst2", "split": "test"}, "not a sst2 split; use one of dev, train"),
 ])
 def test_bad_job_params_get_422(client, params, fragment):
     r = client.post(f"{API}/jobs", json={"kind": "faithfulness", "params": params})
