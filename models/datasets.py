@@ -26,6 +26,14 @@ DATASETS = ("sst2", "movies", "hatexplain")
 # k_fraction (0.07, close to Zaidan's 7.5% token coverage); sst2 has no human rationale (0.2, our
 # choice for short sentences); hatexplain: mean share of words the annotator majority marks (~0.3).
 K_FRACTION = {"sst2": 0.2, "movies": 0.07, "hatexplain": 0.3}
+SPLITS = {"sst2": ("dev", "train"), "movies": ("rationales", "fold10"), "hatexplain": ("test", "validation")}
+
+
+def check_split(dataset: str, split: str | None) -> None:
+    """Refuse a split the data set does not have (None: the data set's default)."""
+    splits = SPLITS[dataset]
+    if split is not None and split not in splits:
+        raise ValueError(f"split {split!r} is not a {dataset} split; use one of {', '.join(splits)}")
 
 
 class OffensiveContentError(PermissionError):

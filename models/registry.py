@@ -183,6 +183,20 @@ def list_specs() -> list[ModelSpec]:
     return list(specs.values())
 
 
+def require_text_model(name: str, classifier: bool = False) -> ModelSpec:
+    """The spec of a text model (a text classifier when ``classifier``), or a ValueError saying why not."""
+    try:
+        spec = get_spec(name)
+    except UnknownModelError as exc:
+        raise ValueError(str(exc)) from None
+    if classifier and (spec.task != "classification" or spec.modality != "text"):
+        raise ValueError(f"model {name!r} is a {spec.modality} {spec.task} model; this needs a text classifier "
+                         "(minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)")
+    if spec.modality != "text":
+        raise ValueError(f"model {name!r} is a {spec.modality} model; these data sets are text")
+    return spec
+
+
 def get_spec(name: str) -> ModelSpec:
     """Spec by registry name (``minilm``, ``local:<folder>``) or by a path under a model root."""
     for spec in list_specs():

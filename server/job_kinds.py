@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from models.dataset_runs import run_census, run_probe
-from models.registry import UnknownModelError, get_spec
+from models.datasets import check_split
+from models.registry import require_text_model
 from server.jobs import register_job_kind
 
 
@@ -19,23 +20,16 @@ class CensusParams(BaseModel):
                               "(default: sst2 dev, movies rationales)")
     seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
 
-    @model_validator(mode="after")
-    def _known_split(self):
-        splits = {"sst2": ("dev", "train"), "movies": ("rationales", "fold10")}[self.dataset]
-        if self.split is not None and self.split not in splits:
-            raise ValueError(f"split {self.split!r} is not a {self.dataset} split; use one of {', '.join(splits)}")
-        return self
-
     @field_validator("model")
     @classmethod
     def _known_text_model(cls, v: str) -> str:
-        try:
-            spec = get_spec(v)
-        except UnknownModelError as exc:
-            raise ValueError(str(exc)) from None
-        if spec.modality != "text":
-            raise ValueError(f"model {v!r} is a {spec.modality} model; these data sets are text")
+        require_text_model(v)
         return v
+
+    @model_validator(mode="after")
+    def _known_split(self):
+        check_split(self.dataset, self.split)
+        return self
 
 
 class ProbeParams(CensusParams):

@@ -20,7 +20,8 @@ from analysis.faithfulness import get_convention
 from analysis.rollout import TooLongForFlowError
 from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text, require_classifier
 from models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example, token_cap
-from models.registry import UnknownModelError, get_spec
+from models.datasets import check_split
+from models.registry import require_text_model
 from server.deps import RunDep, ServiceDep
 from server.jobs import register_job_kind
 from server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
@@ -141,21 +142,12 @@ class FaithfulnessJobParams(BaseModel):
     @field_validator("model")
     @classmethod
     def _text_classifier(cls, v: str) -> str:
-        try:
-            spec = get_spec(v)
-        except UnknownModelError as exc:
-            raise ValueError(str(exc)) from None
-        if spec.task != "classification" or spec.modality != "text":
-            raise ValueError(f"model {v!r} is a {spec.modality} {spec.task} model; the faithfulness table needs a "
-                             "text classifier (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)")
+        require_text_model(v, classifier=True)
         return v
 
     @model_validator(mode="after")
     def _known_split(self):
-        splits = {"sst2": ("dev", "train"), "movies": ("rationales", "fold10"),
-                  "hatexplain": ("test", "validation")}[self.dataset]
-        if self.split is not None and self.split not in splits:
-            raise ValueError(f"split {self.split!r} is not a {self.dataset} split; use one of {', '.join(splits)}")
+        check_split(self.dataset, self.split)
         return self
 
     @field_validator("explainers")
