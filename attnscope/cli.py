@@ -47,12 +47,30 @@ def run_api(host: str, port: int) -> None:
     uvicorn.run(create_app(), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
 
 
-def run_dashboard(api_url: str, host: str, port: int) -> None:
+def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
+    """Serve the dashboard with gunicorn (one process, ``threads`` threads: callbacks wait on the
+    API, sometimes for seconds, so several run at once); Flask's server only if gunicorn is absent."""
     from frontend.app import create_dash_app
 
     app = create_dash_app(api_url)
     log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
-    app.run(host=host, port=port, debug=False)
+    try:
+        from gunicorn.app.base import BaseApplication
+    except ImportError:  # pragma: no cover - gunicorn is a dependency; kept for stripped installs
+        app.run(host=host, port=port, debug=False, threaded=True)
+        return
+
+    class _Dashboard(BaseApplication):
+        def load_config(self) -> None:
+            for key, value in {"bind": f"{host}:{port}", "workers": 1, "worker_class": "gthread",
+                               "threads": threads, "timeout": 600, "graceful_timeout": 5,
+                               "accesslog": None, "errorlog": "-", "loglevel": "warning"}.items():
+                self.cfg.set(key, value)
+
+        def load(self):
+            return app.server
+
+    _Dashboard().run()
 
 
 def _serve(args: argparse.Namespace) -> int:
