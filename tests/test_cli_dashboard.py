@@ -2,6 +2,7 @@
 app with threads, talks to the API, and stops at once on SIGTERM."""
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -9,9 +10,13 @@ from pathlib import Path
 
 import httpx
 
-from conftest import free_port
-
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def test_the_dashboard_command_serves_with_gunicorn_and_stops_on_sigterm(api_url):
