@@ -108,7 +108,10 @@ class JobStore:
             job.status = "done"
         except JobCancelled:
             job.status, job.message = "cancelled", "cancelled on request"
-        except Exception as exc:  # recorded for the user; the server keeps serving
+        except (ValueError, LookupError, PermissionError) as exc:  # the request cannot be met: say why
+            log.warning("job %s (%s) failed: %s: %s", job.id, job.kind, type(exc).__name__, exc)
+            job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug: recorded for the user, traceback in the log; the server keeps serving
             log.error("job %s (%s) failed:\n%s", job.id, job.kind, traceback.format_exc())
             job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
