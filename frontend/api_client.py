@@ -87,9 +87,11 @@ class ApiClient:
         params = {"compare_to": compare_to} if compare_to else {}
         return self._request("GET", f"/runs/{run_id}/evolution", params=params).json()
 
-    def importance(self, run_id: str, method: str = "rollout", row: str = "cls") -> dict:
-        """``method`` is ``rollout`` or ``flow``; ``row`` is ``cls``, ``mean`` or a position."""
-        return self._request("GET", f"/runs/{run_id}/{method}", params={"row": row}).json()
+    def importance(self, run_id: str, method: str = "rollout", row: str = "cls", layer: int | None = None) -> dict:
+        """``method`` is ``rollout`` or ``flow``; ``row`` is ``cls``, ``mean`` or a position; ``layer``:
+        through which layer (default: the last)."""
+        params = {"row": row} if layer is None else {"row": row, "layer": layer}
+        return self._request("GET", f"/runs/{run_id}/{method}", params=params).json()
 
     # ------------------------------------------------------------ measure-theoretic view
     def measure(self, run_id: str, compare: str | None = None) -> MeasurePublic:

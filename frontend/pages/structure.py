@@ -50,6 +50,10 @@ def layout():
         ]),
         html.Section(className="panel", children=[
             html.H2("Rollout and flow"),
+            html.Div(className="inline", children=[
+                html.Label("through layer", htmlFor="importance-layer"),
+                dcc.Dropdown(id="importance-layer", clearable=False, className="small-dropdown"),
+            ]),
             html.Div(id="importance-note", className="hint"),
             graph("importance-figure"),
             html.Div(id="importance-grid"),

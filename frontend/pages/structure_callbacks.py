@@ -95,21 +95,31 @@ def render_evolution(run, other_model):
     return evolution_figure(profiles), head_entropy_figure(data["profile"]["head_norm_entropy"], run["model"]), error
 
 
+@callback(Output("importance-layer", "options"), Output("importance-layer", "value"), Input("run-store", "data"))
+def importance_layers(run):
+    """One choice per layer; the last (what the model's output draws on) by default."""
+    if not run:
+        return [], None
+    n = run["shape"][0]
+    return [{"label": f"layer {l}" + (" (last)" if l == n - 1 else ""), "value": l} for l in range(n)], n - 1
+
+
 @callback(
     Output("importance-figure", "figure"), Output("importance-note", "children"), Output("importance-grid", "children"),
-    Input("run-store", "data"),
+    Input("run-store", "data"), Input("importance-layer", "value"),
 )
-def render_importance(run):
+def render_importance(run, layer):
     if not run:
         return _empty(NO_RUN), "", None
     try:
-        roll = client().importance(run["id"], "rollout")
+        roll = client().importance(run["id"], "rollout", layer=layer)
     except ApiError as exc:
         return _empty(str(exc)), "", None
     series = {"rollout": roll["values"]}
-    note = f"Output position: {'[CLS]-like row ' + str(roll['row']) if roll['row'] is not None else 'mean over rows'}."
+    note = (f"Output position: {'[CLS]-like row ' + str(roll['row']) if roll['row'] is not None else 'mean over rows'}"
+            f", through layer {roll['through_layer']}.")
     try:
-        series["flow"] = client().importance(run["id"], "flow")["values"]
+        series["flow"] = client().importance(run["id"], "flow", layer=layer)["values"]
     except ApiError as exc:
         note += f" Flow not shown: {exc}"
     grid = None

@@ -111,22 +111,36 @@ def _row(row: str, n: int) -> int | None:
     return value
 
 
-def _importance(run, imp, method: str, cap: int | None = None) -> ImportanceResult:
+def _importance(run, imp, method: str, maps, cap: int | None = None) -> ImportanceResult:
     return ImportanceResult(run_id=run.id, method=method, row=imp.row, tokens=list(run.capture.maps.tokens),
                             values=imp.values.tolist(), grid=None if imp.grid is None else imp.grid.tolist(),
-                            max_tokens=cap)
+                            max_tokens=cap, through_layer=int(maps.layer_ids[-1]))
+
+
+LAYER = Annotated[int | None, Query(description="through this layer (0-based): what that layer's output "
+                                    "draws on; default: the last layer")]
+
+
+def _through(maps, layer: int | None):
+    """The maps of layers 0..layer (all of them when ``layer`` is None), or a 422."""
+    if layer is None:
+        return maps
+    if not 0 <= layer < maps.n_layers:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            f"layer={layer} is out of range: this run has {maps.n_layers} layers, use 0..{maps.n_layers - 1}")
+    return maps.select(layers=range(layer + 1))
 
 
 @router.get("/{run_id}/rollout", response_model=ImportanceResult, summary="Attention rollout as token (and pixel) importance")
-def read_rollout(run: RunDep, row: ROW = "cls") -> ImportanceResult:
-    maps = run.capture.maps
-    return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens)), "rollout")
+def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
+    maps = _through(run.capture.maps, layer)
+    return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens)), "rollout", maps)
 
 
 @router.get("/{run_id}/flow", response_model=ImportanceResult,
             summary=f"Attention flow (max-flow; inputs up to {MAX_FLOW_TOKENS} tokens)")
-def read_flow(run: RunDep, row: ROW = "cls") -> ImportanceResult:
-    maps = run.capture.maps
+def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
+    maps = _through(run.capture.maps, layer)
     if maps.n_tokens > MAX_FLOW_TOKENS:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                             f"attention flow is limited to {MAX_FLOW_TOKENS} tokens (one max-flow per token pair); "
@@ -136,4 +150,4 @@ def read_flow(run: RunDep, row: ROW = "cls") -> ImportanceResult:
 
     target = default_row(maps) if r == -1 else r
     flow = attention_flow(maps, rows=None if target is None else [target])
-    return _importance(run, flow.importance(target), "flow", MAX_FLOW_TOKENS)
+    return _importance(run, flow.importance(target), "flow", maps, MAX_FLOW_TOKENS)

@@ -65,3 +65,4 @@ class ImportanceResult(BaseModel):
     values: list[float]
     grid: list | None = None
     max_tokens: int | None = None
+    through_layer: int | None = Field(None, description="the last layer included (0-based)")

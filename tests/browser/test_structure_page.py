@@ -20,4 +20,11 @@ def test_structure_page_shows_shift_heads_kernel_and_rollout(dash_page, texts):
     page.wait_for_selector("#importance-figure .gtitle", timeout=30_000)
     assert "rollout" in texts(page, "#importance-figure .legendtext")
     assert "flow" in texts(page, "#importance-figure .legendtext")
+    page.wait_for_selector("#importance-note:has-text('through layer 5')", timeout=30_000)
+    last = page.evaluate("() => document.querySelector('#importance-figure .js-plotly-plot').data[0].y")
+    page.click("#importance-layer")
+    page.get_by_role("option", name="layer 0", exact=True).click()
+    page.wait_for_selector("#importance-note:has-text('through layer 0')", timeout=30_000)
+    first = page.evaluate("() => document.querySelector('#importance-figure .js-plotly-plot').data[0].y")
+    assert len(first) == len(last) and first != last
     assert page.console_errors == []

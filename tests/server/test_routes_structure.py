@@ -68,6 +68,23 @@ def test_rollout_and_flow_are_distributions_over_tokens(client, rid):
     assert three["row"] == 3
 
 
+def test_rollout_and_flow_through_an_intermediate_layer(client, rid):
+    """Through layer 0 both are the row of Ahat^0 = 0.5 mean_h A^0 + 0.5 I (one layer: each edge is its
+    own max-flow); through the last layer they are the default."""
+    run = client.app.state.service.store.get(rid)
+    w0 = run.capture.maps.weights[0].astype(np.float64).mean(axis=0)
+    expected = 0.5 * w0[0] + 0.5 * np.eye(len(w0))[0]
+    for method in ("rollout", "flow"):
+        first = client.get(f"{API}/runs/{rid}/{method}", params={"layer": 0}).json()
+        assert first["through_layer"] == 0
+        np.testing.assert_allclose(first["values"], expected, atol=1e-4)
+        last = client.get(f"{API}/runs/{rid}/{method}", params={"layer": 5}).json()
+        assert last["values"] == client.get(f"{API}/runs/{rid}/{method}").json()["values"]
+        assert last["through_layer"] == 5
+    mid = client.get(f"{API}/runs/{rid}/rollout", params={"layer": 2}).json()["values"]
+    assert not np.allclose(mid, expected, atol=1e-3)
+
+
 @pytest.mark.parametrize(
     "path, params, code, message",
     [
@@ -75,6 +92,8 @@ def test_rollout_and_flow_are_distributions_over_tokens(client, rid):
         ("shift", {"threshold": 2}, 422, "threshold"),
         ("rollout", {"row": "x"}, 422, "use 'cls', 'mean' or a position"),
         ("rollout", {"row": "500"}, 422, "out of range"),
+        ("rollout", {"layer": 6}, 422, "layer=6 is out of range: this run has 6 layers, use 0..5"),
+        ("flow", {"layer": -1}, 422, "use 0..5"),
         ("evolution", {"compare_to": "nope"}, 404, "no run with id 'nope' to compare"),
     ],
 )
