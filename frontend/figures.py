@@ -100,13 +100,15 @@ def head_view_figure(
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line={"color": color, "width": 4},
                                  name=f"head {h}", legendgroup=f"h{h}", showlegend=True))
     ys = [-i for i in range(n)]
+    # 22 px per token up to 100 tokens, then denser (9 px and small labels at 512 tokens)
+    row_px = 22 if n <= 100 else max(9, 2200 // n)
     for x, anchor in ((0.0, "left"), (1.0, "right")):
         fig.add_trace(go.Scatter(
             x=[x] * n, y=ys, mode="text", text=tokens, textposition=f"middle {anchor}",
-            hovertemplate="%{text}<extra></extra>", showlegend=False, textfont={"size": 13},
+            hovertemplate="%{text}<extra></extra>", showlegend=False, textfont={"size": 13 if n <= 100 else 8},
         ))
     fig.update_layout(
-        title={"text": f"Head view · layer {layer}"}, height=max(360, 22 * n + 120),
+        title={"text": f"Head view · layer {layer}"}, height=max(360, row_px * n + 120),
         xaxis={"visible": False, "range": [-0.6, 1.6]}, yaxis={"visible": False},
         margin={"l": 10, "r": 10, "t": 50, "b": 10}, plot_bgcolor="white",
         legend={"orientation": "h", "y": -0.02},

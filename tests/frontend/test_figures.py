@@ -68,3 +68,13 @@ def test_head_view_draws_one_segment_per_strong_weight():
     assert fig.layout.title.text == "Head view · layer 4"
     both = head_view_figure(w, tokens, heads=[0, 1], layer=4)
     assert len([t for t in both.data if t.showlegend]) == 2
+
+
+def test_head_view_of_a_long_input_is_denser():
+    w = np.full((1, 512, 512), 1 / 512, dtype=np.float32)
+    w[0, :, 0] = 0.5
+    tokens = [f"t{i}" for i in range(512)]
+    fig = head_view_figure(w, tokens, heads=[0], layer=0)
+    assert fig.layout.height == 9 * 512 + 120  # 22 px per token below 100 tokens
+    assert head_view_figure(w[:, :10, :10], tokens[:10], heads=[0], layer=0).layout.height == 360
+
