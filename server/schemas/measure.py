@@ -83,7 +83,7 @@ class BlockBoundPublic(BaseModel):
     attention_factor: float = Field(..., description="A = sum_h ||W_O^h W_V^h|| (1 + rho r_h)")
     ln2_factor: float
     ffn_factor: float = Field(..., description="F = ||W2|| max|act'| ||W1||")
-    contraction: bool = Field(..., description="L < 1 globally or at every step of the orbit: a unique fixed cloud")
+    contraction: bool = Field(..., description="the global L < 1 (Banach): a unique fixed cloud")
     log10_orbit_bound: list[float] = Field(
         ..., description="[step]: log10 L(x_t, x_{t+1}) with the pair's own LayerNorm floors")
     orbit_step_ratio: list[float | None] = Field(

@@ -35,3 +35,4 @@ def test_one_step_has_a_bound_but_no_observed_ratio(client):
     rid = client.post("/api/v1/runs", json={"model": "text-ha", "text": "fine"}).json()["id"]
     b = client.get(f"/api/v1/runs/{rid}/fixed-point", params={"steps": 1}).json()["block_bound"]
     assert b["log10_orbit_bound"] == [] and b["orbit_worst_slack"] is None and b["log10_global_bound"] > 0
+    assert b["contraction"] is False  # no steps to judge is not a contraction
