@@ -1,7 +1,7 @@
 """Lipschitz bound of a pre-LN block with FIXED keys (Hierarchical Attention's shared block) and the
 contraction condition for iterating it past its trained depth.   [DERIVED: our own derivation]
 
-Why the measure bound of ``analysis.lipschitz`` does not apply
+Why the measure bound of ``attnscope.analysis.lipschitz`` does not apply
 --------------------------------------------------------------
 HA computes the keys once, from the first pass, and every later pass reuses them; keys (and the
 positional biases) are tied to token POSITIONS. The block is then not a map on token measures (a
@@ -14,7 +14,7 @@ which dominates W1 of the two token measures (the identity coupling is one coupl
 ``W1(mu_X, mu_Y) <= (1/n) sum_i ||x_i - y_i|| <= d_inf(X, Y)``. So if ``L < 1`` (Banach), ``T`` has
 a unique fixed cloud and ``W1(mu_{t+1}, mu_t) <= d_inf(x_{t+1}, x_t) <= L^t d_inf(x_1, x_0)``.
 
-The block (``models.zoo.attention.Block``, pre-LN): ``T = T2 o T1`` with
+The block (``attnscope.models.zoo.attention.Block``, pre-LN): ``T = T2 o T1`` with
 ``T1(x) = x + Attn(LN1(x))`` and ``T2(x) = x + FFN(LN2(x))``, tokens updated row-wise. With the keys
 fixed, head h's scores for query i depend on that query's own (normalised) token only:
 

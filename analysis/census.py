@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 from tqdm.auto import tqdm
 
-from analysis.maps import AttentionMaps
+from attnscope.analysis.maps import AttentionMaps
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.maps import AttentionMaps
-from analysis.passes import Reductions, reduce_maps
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.passes import Reductions, reduce_maps
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from functools import cached_property
 
 import numpy as np
 
-from analysis.maps import AttentionMaps
-from analysis.passes import Reductions, _rowdot, reduce_maps, row_entropy
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.passes import Reductions, _rowdot, reduce_maps, row_entropy
 
 
 def normalised_entropy(entropy: np.ndarray, causal: bool) -> np.ndarray:

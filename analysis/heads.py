@@ -19,7 +19,7 @@ On a repeated-random-token probe (``make_probe_ids``; maps and ids captured by t
 - ``induction``: mass on the token right after an earlier copy of the query's token.
   Both average over the rows that have a target (rows without one do not dilute the score).
 
-Attention distance per head and its per-layer profile live in ``analysis.distance`` (re-exported
+Attention distance per head and its per-layer profile live in ``attnscope.analysis.distance`` (re-exported
 here as ``attention_distance``).
 """
 
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.distance import AttentionDistance, attention_distance  # noqa: F401 (re-export)
-from analysis.evolution import normalised_entropy
-from analysis.maps import AttentionMaps
-from analysis.passes import Reductions, reduce_maps
-from analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, ShiftScan, shift_scan_from
+from attnscope.analysis.distance import AttentionDistance, attention_distance  # noqa: F401 (re-export)
+from attnscope.analysis.evolution import normalised_entropy
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.passes import Reductions, reduce_maps
+from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, ShiftScan, shift_scan_from
 
 SINK_THRESHOLD = 0.5
 BROAD_THRESHOLD = 0.9

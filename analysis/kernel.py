@@ -13,7 +13,7 @@ For x = x_i and mu uniform on the tokens, ``int (W_V y + b_V) K_mu(x_i, dy)`` is
 
 Only the terms of s that depend on the key survive the softmax, so for the maths
 ``s_h(x, y) ~ x^T A_h y + c_h^T y`` with ``A_h = W_Q^hT W_K^h / sqrt(d)`` and
-``c_h = W_K^hT b_Q^h / sqrt(d)`` (see ``analysis.lipschitz``).
+``c_h = W_K^hT b_Q^h / sqrt(d)`` (see ``attnscope.analysis.lipschitz``).
 """
 
 from __future__ import annotations

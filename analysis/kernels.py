@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.maps import AttentionMaps
-from analysis.offsets import OffsetIndex
-from analysis.passes import Reductions, reduce_maps
-from analysis.shift import DEFAULT_K, DEFAULT_RADIUS
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.offsets import OffsetIndex
+from attnscope.analysis.passes import Reductions, reduce_maps
+from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The map (what both the bound and the estimate are about)
 --------------------------------------------------------
 ``Phi(mu) = (F_mu)_# mu`` on measures supported in ``B_R = {||x|| <= R}``, with ``F_mu`` the
-attention sublayer of ``analysis.kernel``: all heads, the query/key/value biases, the output
+attention sublayer of ``attnscope.analysis.kernel``: all heads, the query/key/value biases, the output
 projection ``W_O`` and its bias; optionally the residual ``x + F_mu(x)``; never the LayerNorm
 (its Lipschitz constant depends on the variance of each token and is not covered).
 
@@ -56,8 +56,8 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from analysis.kernel import AttentionParams
-from analysis.wasserstein import w1_uniform
+from attnscope.analysis.kernel import AttentionParams
+from attnscope.analysis.wasserstein import w1_uniform
 
 log = logging.getLogger(__name__)
 LN10 = np.log(10.0)

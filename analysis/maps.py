@@ -171,8 +171,8 @@ class AttentionMaps:
 
     # ------------------------------------------------------------------ serialisation
     def to_compact(self, encoding: str = "float16") -> dict:
-        """A JSON-safe dict with the weights in a compact binary encoding (see ``analysis.codec``)."""
-        from analysis.codec import encode_array
+        """A JSON-safe dict with the weights in a compact binary encoding (see ``attnscope.analysis.codec``)."""
+        from attnscope.analysis.codec import encode_array
 
         payload, meta = encode_array(self.weights, encoding)
         return {
@@ -192,7 +192,7 @@ class AttentionMaps:
     @classmethod
     def from_compact(cls, blob: dict) -> "AttentionMaps":
         """Inverse of ``to_compact`` (rows are renormalised after quantisation)."""
-        from analysis.codec import decode_array
+        from attnscope.analysis.codec import decode_array
 
         meta = blob["meta"]
         w = decode_array(blob["data"], meta)

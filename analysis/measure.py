@@ -3,13 +3,13 @@
 Tokens are particles: layer l's hidden states ``[token, dim]`` are the atoms of a uniform measure
 ``mu_l``. This module gathers what the API serves:
 
-- ``w1_successive`` / ``w1_between_inputs`` (from ``analysis.wasserstein``): the W1 profile;
+- ``w1_successive`` / ``w1_between_inputs`` (from ``attnscope.analysis.wasserstein``): the W1 profile;
 - ``max_entropy_check``: every attention row against the maximum-entropy problem solved anew;
 - ``joint_pca``: one PCA fitted on every layer's tokens together (the particle view);
 - ``fixed_point_iteration``: iterate a shared block and watch W1 between successive iterates.
 
-The Markov-kernel formulation is in ``analysis.kernel`` and the Lipschitz bound (DERIVED) and the
-empirical estimate in ``analysis.lipschitz``.
+The Markov-kernel formulation is in ``attnscope.analysis.kernel`` and the Lipschitz bound (DERIVED) and the
+empirical estimate in ``attnscope.analysis.lipschitz``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from analysis.kernel import maxent_rows
-from analysis.wasserstein import w1, w1_between_inputs, w1_successive, w1_uniform
+from attnscope.analysis.kernel import maxent_rows
+from attnscope.analysis.wasserstein import w1, w1_between_inputs, w1_successive, w1_uniform
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def max_entropy_check(scores: np.ndarray, attention: np.ndarray, mask: np.ndarra
         attention: ``[layer, head, query, key]`` the model's own attention rows.
         mask: boolean ``[query, key]`` (or broadcastable), False where a key is masked out.
     Returns:
-        ``[layer]`` max deviation (each row solved by ``analysis.kernel.maxent_rows``).
+        ``[layer]`` max deviation (each row solved by ``attnscope.analysis.kernel.maxent_rows``).
     """
     s, a = np.asarray(scores, dtype=np.float64), np.asarray(attention, dtype=np.float64)
     if s.shape != a.shape or s.ndim != 4:

@@ -8,7 +8,7 @@ non-special positions (``AttentionMaps.grid_positions``).
 carry that offset, as flat indices ``query * n + key`` grouped by offset. Gathering those cells from
 a head's flattened map and summing per group gives the diagonal masses of the shift scan, without
 materialising the shift matrices; ``OffsetIndex.block_plan`` re-orders those cells for the
-block-wise pass of ``analysis.passes``. ``distance_matrix`` gives ``|key - query|`` (tokens) or the
+block-wise pass of ``attnscope.analysis.passes``. ``distance_matrix`` gives ``|key - query|`` (tokens) or the
 Euclidean grid distance for every pair of non-special positions.
 """
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.distance import AttentionDistance, distance_from
-from analysis.evolution import Evolution, evolution_from
-from analysis.heads import HeadTypes, head_types_from
-from analysis.kernels import ImpliedConvolution, convolution_from
-from analysis.maps import AttentionMaps
-from analysis.passes import PARTS, reduce_maps
-from analysis.rollout import TokenImportance, rollout_importance
-from analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, ShiftScan, shift_scan_from
+from attnscope.analysis.distance import AttentionDistance, distance_from
+from attnscope.analysis.evolution import Evolution, evolution_from
+from attnscope.analysis.heads import HeadTypes, head_types_from
+from attnscope.analysis.kernels import ImpliedConvolution, convolution_from
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.passes import PARTS, reduce_maps
+from attnscope.analysis.rollout import TokenImportance, rollout_importance
+from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, ShiftScan, shift_scan_from
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.maps import AttentionMaps
-from analysis.offsets import OffsetIndex, distance_matrix, offset_index
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.offsets import OffsetIndex, distance_matrix, offset_index
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from analysis.maps import AttentionMaps
+from attnscope.analysis.maps import AttentionMaps
 
 MAX_FLOW_TOKENS = 64  # one max-flow per (output, input) pair: ~N^2 solves on an L*N^2-edge graph
 FLOW_SCALE = 1 << 24  # capacities are rounded to multiples of 2^-24 (scipy needs integers);

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.maps import AttentionMaps
-from analysis.offsets import OffsetIndex
-from analysis.passes import Reductions, reduce_maps
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.offsets import OffsetIndex
+from attnscope.analysis.passes import Reductions, reduce_maps
 
 log = logging.getLogger(__name__)
 

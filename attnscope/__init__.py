@@ -16,14 +16,14 @@ __all__ = ["load", "attention", "capture"]
 
 def load(name: str = "minilm", device: str | None = None):
     """Load a model by registry name (``minilm``, ``local:<folder>``); CUDA when present."""
-    from models.loading import load_model
+    from attnscope.models.loading import load_model
 
     return load_model(name, device)
 
 
 def capture(model, text: str):
     """Run ``text`` and return the full ``Capture`` (maps, model output, hidden states)."""
-    from models.capture import capture as _capture
+    from attnscope.models.capture import capture as _capture
 
     return _capture(model, text)
 

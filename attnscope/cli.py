@@ -42,7 +42,7 @@ def _add_dash_args(p: argparse.ArgumentParser) -> None:
 def run_api(host: str, port: int) -> None:
     import uvicorn
 
-    from server.main import create_app
+    from attnscope.server.main import create_app
 
     uvicorn.run(create_app(), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
 
@@ -50,7 +50,7 @@ def run_api(host: str, port: int) -> None:
 def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
     """Serve the dashboard with gunicorn (one process, ``threads`` threads: callbacks wait on the
     API, sometimes for seconds, so several run at once); Flask's server only if gunicorn is absent."""
-    from frontend.app import create_dash_app
+    from attnscope.frontend.app import create_dash_app
 
     app = create_dash_app(api_url)
     log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
@@ -112,9 +112,9 @@ def _dataset_job(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from models.dataset_runs import run_census, run_probe
-    from models.loading import load_model
-    from server.jobs import rows_to_csv
+    from attnscope.models.dataset_runs import run_census, run_probe
+    from attnscope.models.loading import load_model
+    from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model, args.device)
     with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
@@ -159,10 +159,10 @@ def run_faithfulness(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from models.explainers import DEFAULT_EXPLAINERS
-    from models.faithfulness_eval import METRICS, evaluate_dataset
-    from models.loading import load_model
-    from server.jobs import rows_to_csv
+    from attnscope.models.explainers import DEFAULT_EXPLAINERS
+    from attnscope.models.faithfulness_eval import METRICS, evaluate_dataset
+    from attnscope.models.loading import load_model
+    from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model)
     options = {"integrated_gradients": {"n_steps": args.ig_steps}} if args.ig_steps else {}

@@ -4,7 +4,7 @@
 
 Random row-stochastic maps ``[layer, head, query, key]`` float32, validated once outside the
 timings. The baseline is ``weights.sum()`` (one sweep over the tensor). The analysis set is
-``analysis.overview.overview``: one fused pass, then the shift scan +-8, implied kernels and R^2,
+``attnscope.analysis.overview.overview``: one fused pass, then the shift scan +-8, implied kernels and R^2,
 head types, attention distance, entropy / normalised entropy / effective keys / top-1 with the
 sharpening slope, and rollout importance of the CLS row (a vector chain; the full ``R^l``
 matrices and the consecutive-layer JS/cosine, computed on first use, are timed separately as
@@ -17,24 +17,17 @@ and the process's max RSS. Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
-import sys
 import time
 import tracemalloc
 
-# This script shares its name with the ``analysis`` package; when run as ``python bench/analysis.py``
-# its own folder comes first on sys.path and would shadow the package, so drop it.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    sys.path.pop(0)
-
 import numpy as np  # noqa: E402
 
-from analysis.evolution import layer_similarity  # noqa: E402
-from analysis.maps import AttentionMaps  # noqa: E402
-from analysis.overview import overview  # noqa: E402
-from analysis.rollout import rollout  # noqa: E402
+from attnscope.analysis.evolution import layer_similarity  # noqa: E402
+from attnscope.analysis.maps import AttentionMaps  # noqa: E402
+from attnscope.analysis.overview import overview  # noqa: E402
+from attnscope.analysis.rollout import rollout  # noqa: E402
 
 
 def _timed(fn) -> float:

@@ -13,17 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.timing import timeit  # noqa: E402
-from models.capture import capture_encoded  # noqa: E402
-from models.loading import load_hf, load_model  # noqa: E402
+from attnscope.models.capture import capture_encoded  # noqa: E402
+from attnscope.models.loading import load_hf, load_model  # noqa: E402
 
 SST2 = Path(__file__).resolve().parents[2] / "shared" / "data" / "sst2" / "dev.tsv"
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,14 +22,13 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from analysis.faithfulness import (  # noqa: E402
+from attnscope.analysis.faithfulness import (  # noqa: E402
     candidate_positions, evaluate, get_convention, keep_tokens, remove_tokens, select_rationale,
 )
-from models.datasets import load_sst2  # noqa: E402
-from models.explainers import encode_text, make_explainer, make_predict  # noqa: E402
-from models.loading import load_model  # noqa: E402
+from attnscope.models.datasets import load_sst2  # noqa: E402
+from attnscope.models.explainers import encode_text, make_explainer, make_predict  # noqa: E402
+from attnscope.models.loading import load_model  # noqa: E402
 
 EXPLAINERS = ("attention", "rollout", "saliency", "random")
 K = 0.2

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -29,20 +28,19 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from bench.timing import timeit  # noqa: E402
-from analysis.lipschitz import lipschitz_bound  # noqa: E402
-from analysis.measure import w1_between_inputs, w1_successive  # noqa: E402
-from models.capture import capture_encoded  # noqa: E402
-from models.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
-from models.lipschitz import lipschitz_report  # noqa: E402
-from models.loading import load_model  # noqa: E402
-from models.shared_block import block_step, iterate_shared_block  # noqa: E402
-from analysis.measure import fixed_point_iteration  # noqa: E402
-from models.capture import capture, capture_image  # noqa: E402
-from models.zoo import data, samples  # noqa: E402
-from models.zoo.manifest import read_manifest  # noqa: E402
+from attnscope.analysis.lipschitz import lipschitz_bound  # noqa: E402
+from attnscope.analysis.measure import w1_between_inputs, w1_successive  # noqa: E402
+from attnscope.models.capture import capture_encoded  # noqa: E402
+from attnscope.models.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
+from attnscope.models.lipschitz import lipschitz_report  # noqa: E402
+from attnscope.models.loading import load_model  # noqa: E402
+from attnscope.models.shared_block import block_step, iterate_shared_block  # noqa: E402
+from attnscope.analysis.measure import fixed_point_iteration  # noqa: E402
+from attnscope.models.capture import capture, capture_image  # noqa: E402
+from attnscope.models.zoo import data, samples  # noqa: E402
+from attnscope.models.zoo.manifest import read_manifest  # noqa: E402
 
 HA_MODELS = ("text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise")
 

@@ -7,12 +7,12 @@ import os
 import httpx
 import numpy as np
 
-from analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
-from server.schemas import (
+from attnscope.analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
+from attnscope.server.schemas import (
     ConvAttentionPair, FixedPointPublic, LipschitzPublic, MeasurePublic, ModelList, ModelStructure, ParticlesPublic,
     RunPublic, SampleList,
 )
-from server.schemas import ExplainerInfo, FaithfulnessPublic, JobPublic, ModelList, RunPublic
+from attnscope.server.schemas import ExplainerInfo, FaithfulnessPublic, JobPublic, ModelList, RunPublic
 
 
 class ApiError(Exception):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import dash
 
-from frontend.api_client import ApiClient
-from frontend.layout import shell
+from attnscope.frontend.api_client import ApiClient
+from attnscope.frontend.layout import shell
 
 HERE = Path(__file__).parent
 

@@ -189,7 +189,7 @@ def fixed_point_figure(w1_steps: Sequence[float], label: str, trained_depth: int
 def fixed_point_summary(fp) -> str:
     """One paragraph under the curve: behaviour, and the contraction condition when a bound exists.
 
-    ``fp``: a ``server.schemas.FixedPointPublic``."""
+    ``fp``: a ``attnscope.server.schemas.FixedPointPublic``."""
     parts = {"converges": "The iterates converge to a fixed point",
              "drifts": f"No fixed point: the cloud drifts by W1 ≈ {fp.drift:.3g} per step (the residual stream grows)"
              if fp.drift is not None else "No fixed point: the cloud drifts",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from frontend.figures import COLORSCALE, HEAD_COLORS
+from attnscope.frontend.figures import COLORSCALE, HEAD_COLORS
 
 
 def _fmt_offset(o) -> str:

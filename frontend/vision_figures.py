@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from frontend.figures import HEAD_COLORS
+from attnscope.frontend.figures import HEAD_COLORS
 
 ATTENTION_SCALE = [[0.0, "rgba(255,69,0,0)"], [0.15, "rgba(255,69,0,0.35)"], [1.0, "rgba(255,215,0,0.95)"]]
 

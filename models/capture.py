@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from analysis.maps import AttentionMaps
-from models.loading import LoadedModel
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.loading import LoadedModel
 
 
 class EmptyInputError(ValueError):
@@ -146,7 +146,7 @@ def capture_ids(loaded: LoadedModel, ids: np.ndarray, hidden_states: bool = Fals
     _check_modality(loaded, "text")
     ids_t = torch.as_tensor(np.asarray(ids), dtype=torch.long, device=loaded.device)[None]
     if _is_zoo(loaded):
-        from models.zoo.adapter import Encoded as ZooEncoded
+        from attnscope.models.zoo.adapter import Encoded as ZooEncoded
 
         tokens = tuple(loaded.tokenizer.text_tokenizer.convert_ids_to_tokens(ids_t[0].tolist()))
         return _zoo_capture(loaded, ZooEncoded(ids_t, tokens, (0,)))
@@ -165,7 +165,7 @@ def capture_truncated(loaded: LoadedModel, text: str, hidden_states: bool = Fals
 
 
 def capture_image(loaded: LoadedModel, image: np.ndarray) -> Capture:
-    """Capture one image (numpy, prepared for the model by ``models.inputs``): ``[layer, head, query, key]``
+    """Capture one image (numpy, prepared for the model by ``attnscope.models.inputs``): ``[layer, head, query, key]``
     over the image grid (``maps.grid`` set)."""
     _check_modality(loaded, "vision")
     return _zoo_capture(loaded, loaded.tokenizer.encode_image(image))

@@ -11,14 +11,14 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from analysis.census import census
-from analysis.maps import AttentionMaps
-from analysis.overview import overview
-from analysis.probe import probe_layers
-from models.probes import cnn_fit_score
-from models.capture import capture_truncated
-from models.datasets import Example, load_dataset
-from models.loading import LoadedModel
+from attnscope.analysis.census import census
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.overview import overview
+from attnscope.analysis.probe import probe_layers
+from attnscope.models.probes import cnn_fit_score
+from attnscope.models.capture import capture_truncated
+from attnscope.models.datasets import Example, load_dataset
+from attnscope.models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ def build_minilm_classifier(labels: tuple[str, ...]):
     from transformers import AutoTokenizer, BertForSequenceClassification
     from transformers.utils import logging as hf_logging
 
-    from models.registry import _minilm_path
+    from attnscope.models.registry import _minilm_path
 
     folder = _minilm_path()
     verbosity = hf_logging.get_verbosity()
@@ -44,7 +44,7 @@ def build_minilm_classifier(labels: tuple[str, ...]):
 
 def load_delta_classifier(spec, device: torch.device):
     """A ``LoadedModel`` for a registry spec with ``extra["delta"]``: base package + delta."""
-    from models.loading import LoadedModel
+    from attnscope.models.loading import LoadedModel
 
     folder = CHECKPOINTS / spec.extra["delta"]
     manifest = read_manifest(folder)

@@ -14,13 +14,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from analysis.faithfulness import (ENTROPY_KL_METRICS, aggregate, candidate_positions, evaluate, get_convention,
+from attnscope.analysis.faithfulness import (ENTROPY_KL_METRICS, aggregate, candidate_positions, evaluate, get_convention,
                                    select_rationale)
-from analysis.plausibility import aggregate_plausibility, plausibility
-from models.datasets import K_FRACTION, load_dataset
-from models.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
-from models.explainers.base import text_tokenizer
-from models.loading import LoadedModel
+from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
+from attnscope.models.datasets import K_FRACTION, load_dataset
+from attnscope.models.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
+from attnscope.models.explainers.base import text_tokenizer
+from attnscope.models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 

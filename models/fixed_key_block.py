@@ -1,8 +1,8 @@
 """A zoo model's shared (HA) block as the map the fixed-key bound is about, with its weights read out.
 
-- ``extract_fixed_key_block(loaded, x0)``: the numbers ``analysis.block_bound.FixedKeyBlock`` needs,
-  read from the real block (content heads: ``models.zoo.attention.MultiHeadAttention`` with the keys
-  of the first pass on ``x0``; SAN pairwise heads: ``models.zoo.san.LocalAttention``).
+- ``extract_fixed_key_block(loaded, x0)``: the numbers ``attnscope.analysis.block_bound.FixedKeyBlock`` needs,
+  read from the real block (content heads: ``attnscope.models.zoo.attention.MultiHeadAttention`` with the keys
+  of the first pass on ``x0``; SAN pairwise heads: ``attnscope.models.zoo.san.LocalAttention``).
 - ``BlockHalves``: the block in float64 on the CPU, split as ``T1(x) = x + Attn(LN1 x)`` and
   ``T(x) = T1(x) + FFN(LN2 T1(x))`` (the LN2 input is what the bound's sigma2 is measured on).
 - ``estimate_block_lipschitz``: ``max d_inf(T x', T x) / d_inf(x', x)`` over random (dense and
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from analysis.block_bound import (GELU_LIPSCHITZ, RELU_LIPSCHITZ, FixedKeyBlock, block_bound, content_score_radius,
+from attnscope.analysis.block_bound import (GELU_LIPSCHITZ, RELU_LIPSCHITZ, FixedKeyBlock, block_bound, content_score_radius,
                                   d_inf, mlp_score_radius, token_sigma)
-from models.loading import LoadedModel
+from attnscope.models.loading import LoadedModel
 
 
 class NotFixedKeyBlockError(ValueError):

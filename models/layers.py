@@ -5,14 +5,14 @@ Zoo layers with positional biases, Evolving Attention or HA's fixed keys are not
 measures and are refused with the reason.
 
 - ``extract_attention_params(loaded, layer)``: W_Q, W_K, W_V, W_O and their biases, per head, as an
-  ``analysis.kernel.AttentionParams`` (numpy float64);
+  ``attnscope.analysis.kernel.AttentionParams`` (numpy float64);
 - ``record_io(module)``: a context manager that records a module's inputs/outputs with a forward
   hook and removes the hook in ``finally``;
 - ``layer_context(loaded, text, layer)``: the layer's input ``[token, dim]`` and the output of its
   self-attention, ``softmax(QK^T/sqrt d) V`` per head concatenated, from the model's own forward;
 - ``AttentionSublayer``: Phi's point map (self-attention + output projection, optional residual,
-  no LayerNorm) as a float64 torch function, the map that ``analysis.lipschitz`` bounds;
-- ``max_entropy_deviation(loaded, capture)``: ``analysis.measure.max_entropy_check`` per layer.
+  no LayerNorm) as a float64 torch function, the map that ``attnscope.analysis.lipschitz`` bounds;
+- ``max_entropy_deviation(loaded, capture)``: ``attnscope.analysis.measure.max_entropy_check`` per layer.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from analysis.kernel import AttentionParams, scores
-from analysis.measure import max_entropy_check
-from models.capture import Capture, encode_text
-from models.loading import LoadedModel
+from attnscope.analysis.kernel import AttentionParams, scores
+from attnscope.analysis.measure import max_entropy_check
+from attnscope.models.capture import Capture, encode_text
+from attnscope.models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def max_entropy_deviation(loaded: LoadedModel, cap: Capture) -> np.ndarray:
     """``[layer]``: largest |maximum-entropy row - model's attention row| per layer.
 
     Scores are recomputed in float64 from the extracted weights and the cloud each layer's attention
-    reads (``layer_input``); the rows are solved by ``analysis.kernel.maxent_rows``.
+    reads (``layer_input``); the rows are solved by ``attnscope.analysis.kernel.maxent_rows``.
     """
     if cap.hidden_states is None:
         raise ValueError("the capture has no hidden states; capture with hidden_states=True")

@@ -1,11 +1,11 @@
 """Lipschitz constant of a real attention layer in W1: the DERIVED bound and an empirical estimate.
 
 ``lipschitz_report(loaded, layer, x)`` measures R on the token cloud ``x [token, dim]`` (the layer's
-input for some text), computes the bound of ``analysis.lipschitz`` from the layer's weights, and
-estimates ``L_hat`` on the SAME map (``models.layers.AttentionSublayer``: self-attention with every
+input for some text), computes the bound of ``attnscope.analysis.lipschitz`` from the layer's weights, and
+estimates ``L_hat`` on the SAME map (``attnscope.models.layers.AttentionSublayer``: self-attention with every
 bias + W_O + b_O, optional residual, no LayerNorm) with
 
-- random perturbations (``analysis.lipschitz.random_ratios``: dense and single-token, several sizes);
+- random perturbations (``attnscope.analysis.lipschitz.random_ratios``: dense and single-token, several sizes);
 - gradient ascent on the ratio with torch autograd: the surrogate
   ``mean_i ||Phi(x)_i - Phi(x')_i|| / mean_i ||x_i - x'_i||`` (the identity coupling on both sides),
   normalised steps, every iterate projected into B_R; each iterate is scored with the exact W1
@@ -26,9 +26,9 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from analysis.lipschitz import LipschitzBound, lipschitz_bound, project_to_ball, random_ratios, w1_ratio
-from models.layers import AttentionSublayer, extract_attention_params
-from models.loading import LoadedModel
+from attnscope.analysis.lipschitz import LipschitzBound, lipschitz_bound, project_to_ball, random_ratios, w1_ratio
+from attnscope.models.layers import AttentionSublayer, extract_attention_params
+from attnscope.models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 _THREADS_LOCK = threading.RLock()

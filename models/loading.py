@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from models.device import pick_device
-from models.registry import ModelSpec, _minilm_path, check_under_roots, get_spec
+from attnscope.models.device import pick_device
+from attnscope.models.registry import ModelSpec, _minilm_path, check_under_roots, get_spec
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 class LoadedModel:
     """A model ready to run: spec, torch module in eval mode, tokenizer (text) and device.
 
-    For zoo models ``tokenizer`` is the model's adapter (``models.zoo.adapter``) and ``layers`` /
+    For zoo models ``tokenizer`` is the model's adapter (``attnscope.models.zoo.adapter``) and ``layers`` /
     ``heads`` are given explicitly (there is no Hugging Face config to read them from).
     """
 
@@ -78,7 +78,7 @@ def _load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
     if spec.extra.get("delta"):  # package weights + a committed fine-tuned delta
-        from models.delta import load_delta_classifier
+        from attnscope.models.delta import load_delta_classifier
 
         return load_delta_classifier(spec, device)
     folder = _hf_folder(spec)
@@ -102,7 +102,7 @@ def load_model(name: str, device: str | None = None) -> LoadedModel:
     dev = pick_device(device)
     with _LOAD_LOCK:
         if spec.source == "zoo":
-            from models.zoo.catalog import load_zoo_model
+            from attnscope.models.zoo.catalog import load_zoo_model
 
             return load_zoo_model(spec, dev)
         return load_hf(spec, dev)

@@ -1,15 +1,15 @@
 """Probe inputs built by the analysis, run through a model: the repeated-random-token sequence
-that reveals duplicate-token and induction heads (``analysis.heads.make_probe_ids``)."""
+that reveals duplicate-token and induction heads (``attnscope.analysis.heads.make_probe_ids``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from analysis.heads import make_probe_ids
-from analysis.maps import AttentionMaps
-from models.capture import capture_encoded
-from models.loading import LoadedModel
+from attnscope.analysis.heads import make_probe_ids
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.capture import capture_encoded
+from attnscope.models.loading import LoadedModel
 
 PROBE_LENGTH = 40  # 20 random tokens, then the same 20 again
 
@@ -48,7 +48,7 @@ class MapCNN(torch.nn.Module):
 
 def cnn_fit_score(epochs: int = 40, lr: float = 3e-3, weight_decay: float = 1e-3, batch: int = 64,
                   seed: int = 0):
-    """``fit_score`` for ``analysis.probe.probe_layers``: trains a fresh ``MapCNN`` on each fold's
+    """``fit_score`` for ``attnscope.analysis.probe.probe_layers``: trains a fresh ``MapCNN`` on each fold's
     training maps ``[example, head, size, size]`` (inputs standardised per head with training-fold
     statistics), seeded, on the CPU, and returns the held-out accuracy."""
 

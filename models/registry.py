@@ -176,7 +176,7 @@ def discover_local() -> dict[str, ModelSpec]:
 def list_specs() -> list[ModelSpec]:
     """Built-in, zoo and discovered local models, default first."""
     specs = dict(BUILTIN)
-    from models.zoo.catalog import zoo_specs  # lazy: the catalog imports ModelSpec from here
+    from attnscope.models.zoo.catalog import zoo_specs  # lazy: the catalog imports ModelSpec from here
 
     specs.update(zoo_specs())
     specs.update(discover_local())

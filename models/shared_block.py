@@ -13,12 +13,12 @@
   iteration built from a model that was not trained with shared weights (trained depth 1).
 
 The block runs in float64 on the CPU (a copy), so W1 between iterates is not floored by float32
-noise. The analysis itself is ``analysis.measure.fixed_point_iteration``.
+noise. The analysis itself is ``attnscope.analysis.measure.fixed_point_iteration``.
 
 The contraction condition: for a shared (HA) block, the DERIVED fixed-key bound of
-``analysis.block_bound`` (max-over-tokens metric, which dominates W1) is computed globally and
+``attnscope.analysis.block_bound`` (max-over-tokens metric, which dominates W1) is computed globally and
 along the orbit, against the observed step ratios and an empirical estimate around ``x0``
-(``models.fixed_key_block``). For a demonstration layer, the attention sublayer's W1 bound.
+(``attnscope.models.fixed_key_block``). For a demonstration layer, the attention sublayer's W1 bound.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from typing import Callable
 import numpy as np
 import torch
 
-from analysis.block_bound import BlockBound, OrbitCheck, global_bound, orbit_check
-from analysis.lipschitz import lipschitz_bound
-from analysis.measure import FixedPoint, fixed_point_iteration
-from models.capture import capture
-from models.fixed_key_block import (BlockEstimate, BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
+from attnscope.analysis.block_bound import BlockBound, OrbitCheck, global_bound, orbit_check
+from attnscope.analysis.lipschitz import lipschitz_bound
+from attnscope.analysis.measure import FixedPoint, fixed_point_iteration
+from attnscope.models.capture import capture
+from attnscope.models.fixed_key_block import (BlockEstimate, BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
                                     extract_fixed_key_block)
-from models.layers import encoder_layers, extract_attention_params, is_pre_norm
-from models.lipschitz import torch_threads
-from models.loading import LoadedModel
+from attnscope.models.layers import encoder_layers, extract_attention_params, is_pre_norm
+from attnscope.models.lipschitz import torch_threads
+from attnscope.models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 

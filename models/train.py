@@ -1,4 +1,4 @@
-"""Train the zoo: ``python -m models.train [name ...]`` (no names: every model, one at a time).
+"""Train the zoo: ``python -m attnscope.models.train [name ...]`` (no names: every model, one at a time).
 
 Deterministic (fixed seeds, fixed data split), 2 CPU threads, a progress bar per model, evaluation
 on the held-out split at the end, then ``checkpoints/<name>/{model.safetensors, manifest.json}``
@@ -18,10 +18,10 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from models.zoo import data
-from models.zoo.build import build_model, count_params
-from models.zoo.configs import ZOO
-from models.zoo.manifest import ROOT, save_checkpoint
+from attnscope.models.zoo import data
+from attnscope.models.zoo.build import build_model, count_params
+from attnscope.models.zoo.configs import ZOO
+from attnscope.models.zoo.manifest import ROOT, save_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
-from server.config import Settings
-from server.service import RunService
-from server.store import Run
+from attnscope.server.config import Settings
+from attnscope.server.service import RunService
+from attnscope.server.store import Run
 
 
 def get_settings(request: Request) -> Settings:

@@ -6,11 +6,11 @@ from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from models.capture import EmptyInputError, TooManyTokensError, WrongModalityError
-from models.inputs import InvalidImageError
-from models.registry import ModelOutsideRootsError, UnknownModelError
-from models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
-from models.zoo.samples import UnknownSampleError
+from attnscope.models.capture import EmptyInputError, TooManyTokensError, WrongModalityError
+from attnscope.models.inputs import InvalidImageError
+from attnscope.models.registry import ModelOutsideRootsError, UnknownModelError
+from attnscope.models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
+from attnscope.models.zoo.samples import UnknownSampleError
 
 
 def _json(code: int, detail: str, **extra) -> JSONResponse:

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from models.dataset_runs import run_census, run_probe
-from models.datasets import check_split
-from models.registry import require_text_model
-from server.jobs import register_job_kind
+from attnscope.models.dataset_runs import run_census, run_probe
+from attnscope.models.datasets import check_split
+from attnscope.models.registry import require_text_model
+from attnscope.server.jobs import register_job_kind
 
 
 class CensusParams(BaseModel):

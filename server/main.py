@@ -9,15 +9,15 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from models.loading import ModelCache
-from server.config import VERSION, Settings
-from server.deps import require_token
-from server.errors import install_error_handlers
-from server import job_kinds  # noqa: F401  (registers census and probe)
-from server.jobs import JobStore
-from server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
-from server.service import RunService
-from server.store import RunStore
+from attnscope.models.loading import ModelCache
+from attnscope.server.config import VERSION, Settings
+from attnscope.server.deps import require_token
+from attnscope.server.errors import install_error_handlers
+from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
+from attnscope.server.jobs import JobStore
+from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
+from attnscope.server.service import RunService
+from attnscope.server.store import RunStore
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"

@@ -7,13 +7,13 @@ import threading
 
 import numpy as np
 
-from analysis.maps import AttentionMaps
-from models.capture import WrongModalityError, capture, capture_image
-from models.inputs import decode_image
-from models.loading import ModelCache
-from models.registry import get_spec
-from models.zoo import samples
-from server.store import Run, RunStore, run_key
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.capture import WrongModalityError, capture, capture_image
+from attnscope.models.inputs import decode_image
+from attnscope.models.loading import ModelCache
+from attnscope.models.registry import get_spec
+from attnscope.models.zoo import samples
+from attnscope.server.store import Run, RunStore, run_key
 
 
 class RunService:
@@ -45,7 +45,7 @@ class RunService:
 
     def probe(self, model: str) -> tuple[AttentionMaps, np.ndarray]:
         """Maps and ids of the repeated-random-token probe for ``model`` (computed once)."""
-        from models.probes import repeated_token_probe
+        from attnscope.models.probes import repeated_token_probe
 
         with self._probe_lock:
             if model not in self._probes:

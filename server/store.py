@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.capture import Capture
+from attnscope.models.capture import Capture
 
 
 def run_key(model: str, text: str) -> str:

@@ -28,7 +28,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def minilm():
-    from models.loading import load_model
+    from attnscope.models.loading import load_model
 
     return load_model("minilm", device="cpu")
 
@@ -55,8 +55,8 @@ class _ThreadedUvicorn:
 @pytest.fixture(scope="session")
 def api_url():
     """A real API server (uvicorn) on a free loopback port, for the whole session."""
-    from server.config import Settings
-    from server.main import create_app
+    from attnscope.server.config import Settings
+    from attnscope.server.main import create_app
 
     port = free_port()
     with _ThreadedUvicorn(create_app(Settings(preload=["minilm"], max_runs=64)), port):
@@ -70,7 +70,7 @@ def dashboard_url(api_url):
     """The Dash dashboard (werkzeug, threaded) talking to ``api_url`` over HTTP."""
     from werkzeug.serving import make_server
 
-    from frontend.app import create_dash_app
+    from attnscope.frontend.app import create_dash_app
 
     app = create_dash_app(api_url)
     port = free_port()

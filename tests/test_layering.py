@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = {"analysis", "models", "server", "frontend", "attnscope"}
+PROJECT = {"analysis", "models", "server", "frontend"}
 
 # package -> (project packages it may import, third-party packages it must never import)
 RULES = {
@@ -17,7 +17,7 @@ RULES = {
     # and analysis/codec.py (pure numpy wire format), nothing that loads a model
     "frontend": ({"frontend"}, {"torch", "transformers", "captum", "fastapi", "uvicorn"}),
 }
-FRONTEND_ALLOWED_MODULES = {"server.schemas", "analysis.codec"}
+FRONTEND_ALLOWED_MODULES = {"attnscope.server.schemas", "attnscope.analysis.codec"}
 
 
 def imports_of(path: Path) -> list[tuple[str, int]]:
@@ -36,8 +36,12 @@ def violations(package: str) -> list[str]:
     bad = []
     for path in sorted((ROOT / package).rglob("*.py")):
         for module, line in imports_of(path):
-            top = module.split(".")[0]
+            parts = module.split(".")
             where = f"{path.relative_to(ROOT)}:{line} imports {module}"
+            if parts[0] in PROJECT:  # the old top-level names are gone: everything is attnscope.*
+                bad.append(f"{where} (use attnscope.{module})")
+                continue
+            top = parts[1] if parts[0] == "attnscope" and len(parts) > 1 else parts[0]
             if top in banned:
                 bad.append(where)
             elif top in PROJECT and top != package and top not in allowed:
@@ -55,10 +59,11 @@ def test_imports_point_one_way(package):
 def test_the_checker_catches_a_forbidden_import(tmp_path, monkeypatch):
     pkg = tmp_path / "analysis"
     pkg.mkdir()
-    (pkg / "bad.py").write_text("import torch\nfrom server.main import create_app\nfrom models import x\n")
+    (pkg / "bad.py").write_text("import torch\nfrom attnscope.server.main import create_app\nfrom attnscope.models import x\n"
+                                "from models import y\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
-    assert len(violations("analysis")) == 3
+    assert len(violations("analysis")) == 4
     fe = tmp_path / "frontend"
     fe.mkdir()
-    (fe / "ok.py").write_text("from server.schemas import RunPublic\nfrom server.main import create_app\n")
-    assert [v.split(" imports ")[1] for v in violations("frontend")] == ["server.main"]
+    (fe / "ok.py").write_text("from attnscope.server.schemas import RunPublic\nfrom attnscope.server.main import create_app\n")
+    assert [v.split(" imports ")[1] for v in violations("frontend")] == ["attnscope.server.main"]

@@ -3,7 +3,7 @@
 import dash
 from dash import dash_table, dcc, html
 
-from frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
 

@@ -7,9 +7,9 @@ import json
 import plotly.graph_objects as go
 from dash import Input, Output, State, callback, ctx, no_update
 
-from frontend.api_client import ApiError
-from frontend.pages.explore_callbacks import _empty, client
-from frontend.structure_figures import census_figure
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.pages.explore_callbacks import _empty, client
+from attnscope.frontend.structure_figures import census_figure
 
 
 @callback(Output("census-model", "options"), Output("census-model", "value"), Input("census-kind", "value"))

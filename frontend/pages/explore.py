@@ -2,8 +2,8 @@
 
 import dash
 
-from frontend.layout import explore_page
-from frontend.pages import explore_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.layout import explore_page
+from attnscope.frontend.pages import explore_callbacks  # noqa: F401  (registers this page's callbacks)
 
 dash.register_page(__name__, path="/", name="Explore", order=0, title="attnscope · explore")
 

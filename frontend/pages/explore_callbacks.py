@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 from dash import ALL, Input, Output, State, callback, ctx, html, no_update
 from flask import current_app
 
-from frontend.api_client import ApiClient, ApiError
-from frontend.figures import head_detail_figure, head_view_figure, thumbnail_src
+from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.figures import head_detail_figure, head_view_figure, thumbnail_src
 
 
 def client() -> ApiClient:

@@ -4,7 +4,7 @@ metrics; and the explainer x metric table over a data set (a background job on t
 import dash
 from dash import dash_table, dcc, html
 
-from frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
 

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, callback, dcc, html, no_update
 from flask import current_app
 
-from frontend.api_client import ApiClient, ApiError
-from frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
+from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 
 EXAMPLE_METRICS = ["comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency",
                    "token_f1", "iou_f1", "auprc"]

@@ -4,8 +4,8 @@ fixed-point iteration of a (shared) block. Vuckovic et al.; methods.md section 3
 import dash
 from dash import dcc, html
 
-from frontend.layout import EXAMPLE
-from frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.layout import EXAMPLE
+from attnscope.frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
 
 dash.register_page(__name__, path="/measure", name="Measure", order=5, title="attnscope · measure")
 

@@ -6,10 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 from dash import Input, Output, State, callback, no_update
 
-from frontend.api_client import ApiError
-from frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure as _empty, particle_figure,
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure as _empty, particle_figure,
                                       w1_profile_figure)
-from frontend.pages.explore_callbacks import client, run_text
+from attnscope.frontend.pages.explore_callbacks import client, run_text
 
 SHARED = "shared"
 DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU

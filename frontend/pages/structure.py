@@ -3,7 +3,7 @@
 import dash
 from dash import dcc, html
 
-from frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
 
 dash.register_page(__name__, path="/structure", name="Structure", order=2, title="attnscope · structure")
 

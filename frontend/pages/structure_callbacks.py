@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from dash import Input, Output, State, callback, dcc, no_update
 
-from frontend.api_client import ApiError
-from frontend.figures import head_detail_figure
-from frontend.pages.explore_callbacks import _empty, client
-from frontend.structure_figures import (
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.figures import head_detail_figure
+from attnscope.frontend.pages.explore_callbacks import _empty, client
+from attnscope.frontend.structure_figures import (
     evolution_figure, grid_importance_figure, head_entropy_figure, importance_figure, kernel_figure,
     shift_grid_figure,
 )

@@ -3,7 +3,7 @@
 import dash
 from dash import dcc, html
 
-from frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
 
 dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attnscope · vision")
 

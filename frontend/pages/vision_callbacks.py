@@ -10,9 +10,9 @@ import plotly.graph_objects as go
 from dash import ALL, Input, Output, State, callback, ctx, html, no_update
 from flask import current_app
 
-from frontend.api_client import ApiClient, ApiError
-from frontend.figures import thumbnail_src
-from frontend.vision_figures import (
+from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.figures import thumbnail_src
+from attnscope.frontend.vision_figures import (
     conv_vs_attention_figure, grid_cell, image_figure, query_pixel_figure, rollout_overlay_figure,
 )
 

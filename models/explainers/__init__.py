@@ -1,17 +1,17 @@
 """Explainers of a classifier's prediction, one verb: ``explain(example) -> scores[token]``.
 
-    from models.explainers import make_explainer, encode_text
+    from attnscope.models.explainers import make_explainer, encode_text
     ex = encode_text(loaded, "a gripping, funny film")
     scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
 """
 
 from __future__ import annotations
 
-from models.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
-from models.explainers.base import (
+from attnscope.models.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
+from attnscope.models.explainers.base import (
     Encoded, Explainer, NotAClassifierError, char_spans_to_tokens, encode_text, encode_words, make_predict, require_classifier,
 )
-from models.explainers.gradient import DeepLift, InputXGradient, IntegratedGradients, Occlusion, Saliency
+from attnscope.models.explainers.gradient import DeepLift, InputXGradient, IntegratedGradients, Occlusion, Saliency
 
 EXPLAINERS: dict[str, type[Explainer]] = {
     cls.name: cls

@@ -8,9 +8,9 @@ import zlib
 import numpy as np
 import torch
 
-from analysis.rollout import MAX_FLOW_TOKENS, attention_flow, gradient_rollout, rollout
-from models.capture import capture_ids
-from models.explainers.base import Encoded, Explainer, classifier_module
+from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, gradient_rollout, rollout
+from attnscope.models.capture import capture_ids
+from attnscope.models.explainers.base import Encoded, Explainer, classifier_module
 
 
 def _maps(explainer: Explainer, ex: Encoded):

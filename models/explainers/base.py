@@ -10,8 +10,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from analysis.plausibility import word_mask_to_tokens
-from models.loading import LoadedModel
+from attnscope.analysis.plausibility import word_mask_to_tokens
+from attnscope.models.loading import LoadedModel
 
 
 class NotAClassifierError(ValueError):
@@ -52,7 +52,7 @@ def require_classifier(loaded: LoadedModel) -> None:
 
 def text_tokenizer(loaded: LoadedModel):
     """The tokenizer the explainers use: the Hugging Face one, or a zoo model's word vocabulary
-    behind the same interface (``models.zoo.text_facade``)."""
+    behind the same interface (``attnscope.models.zoo.text_facade``)."""
     return getattr(loaded.tokenizer, "text_tokenizer", None) or loaded.tokenizer
 
 

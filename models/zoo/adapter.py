@@ -2,7 +2,7 @@
 verb ``run(encoded) -> (AttentionMaps [layer, head, query, key], output)``.
 
 Text: SST-2 word vocabulary, ``[CLS]`` + words, at most ``max_len`` positions.
-Vision: a ``[28, 28]`` grayscale image (see ``models.inputs.prepare_digit``) -> tokens named
+Vision: a ``[28, 28]`` grayscale image (see ``attnscope.models.inputs.prepare_digit``) -> tokens named
 ``r{row}c{col}`` on the model's grid (``[CLS]`` first for ViTs).
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from analysis.maps import AttentionMaps
-from models.zoo import data
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.zoo import data
 
 DIGIT_LABELS = [str(i) for i in range(10)]
 SENTIMENT_LABELS = ["negative", "positive"]
@@ -56,7 +56,7 @@ class ZooAdapter:
     @property
     def text_tokenizer(self):
         """The word vocabulary behind a tokenizer's interface (text models; explainers use it)."""
-        from models.zoo.text_facade import WordTokenizer
+        from attnscope.models.zoo.text_facade import WordTokenizer
 
         if self.modality != "text":
             return None
@@ -67,7 +67,7 @@ class ZooAdapter:
     @property
     def text_classifier(self):
         """The model called like a Hugging Face sequence classifier (text models; explainers use it)."""
-        from models.zoo.text_facade import TextClassifier
+        from attnscope.models.zoo.text_facade import TextClassifier
 
         if self.modality != "text":
             return None
@@ -86,7 +86,7 @@ class ZooAdapter:
     # ------------------------------------------------------------------ encode
     def encode_text(self, text: str, truncate: bool = False) -> Encoded:
         """``[CLS]`` + the words; longer than ``max_tokens`` is an error unless ``truncate`` (keep the head)."""
-        from models.capture import EmptyInputError, TooManyTokensError
+        from attnscope.models.capture import EmptyInputError, TooManyTokensError
 
         if not isinstance(text, str) or not text.strip():
             raise EmptyInputError("the text is empty; type a sentence to analyse")
@@ -100,7 +100,7 @@ class ZooAdapter:
 
     def prepare_image(self, image: np.ndarray) -> np.ndarray:
         """Any accepted image -> what this model takes (MNIST form: ``[28, 28]`` white on black)."""
-        from models.inputs import prepare_digit
+        from attnscope.models.inputs import prepare_digit
 
         digit = prepare_digit(image)
         return np.pad(digit, self.pad) if self.pad else digit
@@ -150,8 +150,8 @@ class ZooAdapter:
     def structure(self) -> dict | None:
         """Learned per-head geometry: Gaussian centres and covariances ``[layer][head]`` (grid units,
         ``delta = key - query`` as (row, col)), or None for other attention kinds."""
-        from models.zoo.conv_attention import QuadraticConvAttention
-        from models.zoo.positional import GaussianBias
+        from attnscope.models.zoo.conv_attention import QuadraticConvAttention
+        from attnscope.models.zoo.positional import GaussianBias
 
         quad = getattr(self.model, "attention", None)
         if isinstance(quad, QuadraticConvAttention):  # -alpha ||d - c||^2 = Gaussian with covariance I / (2 alpha)

@@ -5,7 +5,7 @@ Logits of head h: ``S[h, q, k] = content[h, q, k] + bias[h, q, k]`` where
 
 - content is ``(x_q W_Q^h) . (x_k W_K^h) / sqrt(d)`` (absent for content-free heads, e.g. Cordonnier's
   Gaussian heads), and
-- bias comes from a position module (``models.zoo.positional``) giving ``[head, query, key]``.
+- bias comes from a position module (``attnscope.models.zoo.positional``) giving ``[head, query, key]``.
 
 Evolving Attention (methods.md 4.1), for every layer but the first EA layer::
 

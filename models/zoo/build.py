@@ -6,23 +6,23 @@ from torch import nn
 
 
 def build_model(arch: dict) -> nn.Module:
-    """A fresh (untrained) model of ``arch`` (see ``models.zoo.configs``)."""
+    """A fresh (untrained) model of ``arch`` (see ``attnscope.models.zoo.configs``)."""
     kind = arch.get("kind")
     if kind == "vision":
         attention = arch.get("attention")
         if attention in ("san-pairwise", "san-patchwise"):
-            from models.zoo.san import SAN
+            from attnscope.models.zoo.san import SAN
 
             return SAN(arch)
         if attention == "conv-as-attention":
-            from models.zoo.conv_attention import ConvAttentionDemo
+            from attnscope.models.zoo.conv_attention import ConvAttentionDemo
 
             return ConvAttentionDemo(arch)
-        from models.zoo.nets import VisionTransformer
+        from attnscope.models.zoo.nets import VisionTransformer
 
         return VisionTransformer(arch)
     if kind == "text":
-        from models.zoo.nets import TextTransformer
+        from attnscope.models.zoo.nets import TextTransformer
 
         return TextTransformer(arch)
     raise ValueError(f"unknown model kind {kind!r} in architecture config {arch}")

@@ -11,10 +11,10 @@ import logging
 
 import torch
 
-from models.registry import ModelSpec
-from models.zoo import dinov2
-from models.zoo.configs import ZOO
-from models.zoo.manifest import load_checkpoint, read_manifest
+from attnscope.models.registry import ModelSpec
+from attnscope.models.zoo import dinov2
+from attnscope.models.zoo.configs import ZOO
+from attnscope.models.zoo.manifest import load_checkpoint, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ def zoo_specs() -> dict[str, ModelSpec]:
 
 def load_zoo_model(spec: ModelSpec, device: torch.device):
     """Load a zoo checkpoint (refusing mismatched manifests or shapes) as a ``LoadedModel``."""
-    from models.loading import LoadedModel
-    from models.zoo.adapter import ZooAdapter
+    from attnscope.models.loading import LoadedModel
+    from attnscope.models.zoo.adapter import ZooAdapter
 
     if spec.name == dinov2.NAME:
         adapter = dinov2.Dinov2Adapter(device)

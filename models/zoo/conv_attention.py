@@ -19,8 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from models.zoo.nets import space_to_depth
-from models.zoo.positional import grid_offsets
+from attnscope.models.zoo.nets import space_to_depth
+from attnscope.models.zoo.positional import grid_offsets
 
 
 class QuadraticConvAttention(nn.Module):

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analysis.maps import AttentionMaps
+from attnscope.analysis.maps import AttentionMaps
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class Dinov2Adapter:
         self._hidden: np.ndarray | None = None
 
     def prepare_image(self, image: np.ndarray) -> np.ndarray:
-        from models.inputs import prepare_rgb
+        from attnscope.models.inputs import prepare_rgb
 
         return prepare_rgb(image, SIZE)
 

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from models.zoo.attention import Block, EAConfig, Encoder, MultiHeadAttention
-from models.zoo.positional import GaussianBias, Learned2DBias, ShiftBias
+from attnscope.models.zoo.attention import Block, EAConfig, Encoder, MultiHeadAttention
+from attnscope.models.zoo.positional import GaussianBias, Learned2DBias, ShiftBias
 
 
 def space_to_depth(x: torch.Tensor, p: int) -> torch.Tensor:
@@ -71,7 +71,7 @@ def make_encoder(cfg: dict, grid: tuple[int, int] | None) -> Encoder:
 
 class SharedBlockMixin:
     """HA models expose their one shared block for iterating past the trained depth
-    (``models.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
+    (``attnscope.models.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
     (the keys of the first pass) from ``shared_block_kwargs(x0)``. ``None`` for other models."""
 
     @property

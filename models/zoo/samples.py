@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from models.zoo import data
+from attnscope.models.zoo import data
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "cat")
 

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from models.zoo.attention import Block, Encoder
-from models.zoo.nets import SharedBlockMixin, pool, space_to_depth
+from attnscope.models.zoo.attention import Block, Encoder
+from attnscope.models.zoo.nets import SharedBlockMixin, pool, space_to_depth
 
 NEG = -1e9
 

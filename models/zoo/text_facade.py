@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-from models.zoo import data
+from attnscope.models.zoo import data
 
 _WORD = re.compile(r"\S+")
 

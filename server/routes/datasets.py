@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from models.inputs import encode_png
-from models.zoo import samples
-from server.schemas import DatasetSample, SampleList
+from attnscope.models.inputs import encode_png
+from attnscope.models.zoo import samples
+from attnscope.server.schemas import DatasetSample, SampleList
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 

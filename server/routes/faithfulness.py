@@ -16,15 +16,15 @@ import numpy as np
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from analysis.faithfulness import get_convention
-from analysis.rollout import TooLongForFlowError
-from models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text, require_classifier
-from models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example, token_cap
-from models.datasets import check_split
-from models.registry import require_text_model
-from server.deps import RunDep, ServiceDep
-from server.jobs import register_job_kind
-from server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
+from attnscope.analysis.faithfulness import get_convention
+from attnscope.analysis.rollout import TooLongForFlowError
+from attnscope.models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text, require_classifier
+from attnscope.models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example, token_cap
+from attnscope.models.datasets import check_split
+from attnscope.models.registry import require_text_model
+from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.jobs import register_job_kind
+from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
 
 router = APIRouter(tags=["faithfulness"])
 UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
@@ -171,7 +171,7 @@ class FaithfulnessJobParams(BaseModel):
 
 
 def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> dict:
-    from models.faithfulness_eval import evaluate_dataset
+    from attnscope.models.faithfulness_eval import evaluate_dataset
 
     loaded = service.models.get(params.model)
     return evaluate_dataset(loaded, params.dataset, params.explainers, n=params.n, convention=params.convention,

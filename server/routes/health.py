@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from models.device import pick_device
-from server.config import VERSION
-from server.deps import ServiceDep, SettingsDep
-from server.schemas import Health
+from attnscope.models.device import pick_device
+from attnscope.server.config import VERSION
+from attnscope.server.deps import ServiceDep, SettingsDep
+from attnscope.server.schemas import Health
 
 router = APIRouter(tags=["health"])
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 
-from server.jobs import JOB_KINDS, Job, JobStore, rows_to_csv
-from server.schemas import JobCreate, JobKindPublic, JobPublic
+from attnscope.server.jobs import JOB_KINDS, Job, JobStore, rows_to_csv
+from attnscope.server.schemas import JobCreate, JobKindPublic, JobPublic
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

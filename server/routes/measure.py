@@ -11,14 +11,14 @@ from typing import Annotated
 import numpy as np
 from fastapi import APIRouter, HTTPException, Query, Request, status
 
-from analysis.measure import joint_pca, w1_between_inputs, w1_successive
-from models.capture import capture
-from models.layers import UnsupportedLayerError, encoder_layers, layer_input, max_entropy_deviation
-from models.lipschitz import lipschitz_report
-from models.registry import get_spec
-from models.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
-from server.deps import RunDep, ServiceDep
-from server.schemas import BlockBoundPublic, ErrorBody, FixedPointPublic, LipschitzPublic, MeasurePublic, ParticlesPublic
+from attnscope.analysis.measure import joint_pca, w1_between_inputs, w1_successive
+from attnscope.models.capture import capture
+from attnscope.models.layers import UnsupportedLayerError, encoder_layers, layer_input, max_entropy_deviation
+from attnscope.models.lipschitz import lipschitz_report
+from attnscope.models.registry import get_spec
+from attnscope.models.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
+from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.schemas import BlockBoundPublic, ErrorBody, FixedPointPublic, LipschitzPublic, MeasurePublic, ParticlesPublic
 
 router = APIRouter(tags=["measure"])
 ERRORS = {404: {"model": ErrorBody, "description": "unknown model or run"},

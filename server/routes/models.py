@@ -6,9 +6,9 @@ from fastapi import APIRouter
 
 from fastapi import HTTPException, status
 
-from models.registry import get_spec, list_specs
-from server.deps import ServiceDep, SettingsDep
-from server.schemas import ModelList, ModelPublic, ModelStructure
+from attnscope.models.registry import get_spec, list_specs
+from attnscope.server.deps import ServiceDep, SettingsDep
+from attnscope.server.schemas import ModelList, ModelPublic, ModelStructure
 
 router = APIRouter(tags=["models"])
 

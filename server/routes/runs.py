@@ -6,11 +6,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 
-from analysis.codec import MEDIA_TYPE, pack
-from models.inputs import MAX_IMAGE_BYTES, encode_png
-from server.deps import RunDep, ServiceDep
-from server.schemas import AttentionSlice, ConvAttentionPair, ErrorBody, ImageSource, Prediction, RunCreate, RunPublic
-from server.store import Run
+from attnscope.analysis.codec import MEDIA_TYPE, pack
+from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
+from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.schemas import AttentionSlice, ConvAttentionPair, ErrorBody, ImageSource, Prediction, RunCreate, RunPublic
+from attnscope.server.store import Run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -67,7 +67,7 @@ def read_run(run: RunDep) -> RunPublic:
             summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
                     "layer built from it, side by side")
 def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
-    from models.registry import get_spec
+    from attnscope.models.registry import get_spec
 
     feats = run.capture.extras.get("conv_vs_attention")
     if get_spec(run.model).family != "conv-as-attention" or feats is None:

@@ -7,14 +7,14 @@ from typing import Annotated
 import numpy as np
 from fastapi import APIRouter, HTTPException, Query, status
 
-from analysis.distance import attention_distance
-from analysis.evolution import Evolution, compare, evolution
-from analysis.heads import classify_heads
-from analysis.kernels import implied_convolution
-from analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
-from analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
-from server.deps import RunDep, ServiceDep
-from server.schemas import EvolutionProfile, EvolutionResult, HeadsResult, ImportanceResult, ShiftResult
+from attnscope.analysis.distance import attention_distance
+from attnscope.analysis.evolution import Evolution, compare, evolution
+from attnscope.analysis.heads import classify_heads
+from attnscope.analysis.kernels import implied_convolution
+from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
+from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
+from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.schemas import EvolutionProfile, EvolutionResult, HeadsResult, ImportanceResult, ShiftResult
 
 router = APIRouter(prefix="/runs", tags=["structure"])
 
@@ -146,7 +146,7 @@ def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceR
                             f"attention flow is limited to {MAX_FLOW_TOKENS} tokens (one max-flow per token pair); "
                             f"this run has {maps.n_tokens}. Use /rollout or a shorter text.")
     r = _row(row, maps.n_tokens)
-    from analysis.rollout import default_row
+    from attnscope.analysis.rollout import default_row
 
     target = default_row(maps) if r == -1 else r
     flow = attention_flow(maps, rows=None if target is None else [target])

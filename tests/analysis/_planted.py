@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.kernels import shift_matrix
-from analysis.maps import AttentionMaps
+from attnscope.analysis.kernels import shift_matrix
+from attnscope.analysis.maps import AttentionMaps
 
 
 def random_rows(rng: np.random.Generator, shape, sparsity: float = 0.0) -> np.ndarray:

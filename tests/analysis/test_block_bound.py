@@ -5,10 +5,10 @@ import pytest
 import torch
 from scipy.special import softmax
 
-from analysis.block_bound import (GELU_LIPSCHITZ, FixedKeyBlock, block_bound, content_score_radius, d_inf,
+from attnscope.analysis.block_bound import (GELU_LIPSCHITZ, FixedKeyBlock, block_bound, content_score_radius, d_inf,
                                   global_bound, mlp_score_radius, orbit_check, token_sigma)
-from analysis.measure import orbit_behaviour, power_order, standardise
-from analysis.wasserstein import w1_uniform
+from attnscope.analysis.measure import orbit_behaviour, power_order, standardise
+from attnscope.analysis.wasserstein import w1_uniform
 
 EPS = 1e-5
 

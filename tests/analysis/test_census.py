@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from _planted import maps_from, random_rows
-from analysis.census import census
-from analysis.shift import scan_shifts
+from attnscope.analysis.census import census
+from attnscope.analysis.shift import scan_shifts
 
 
 def _items(count, shape=(2, 3, 6, 6), seed=0):

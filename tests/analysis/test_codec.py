@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from analysis.codec import decode_array, encode_array, pack, unpack
+from attnscope.analysis.codec import decode_array, encode_array, pack, unpack
 
 
 def test_float16_is_two_bytes_per_weight():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from _planted import maps_from, planted_1d, planted_2d, random_rows
-from analysis.distance import attention_distance
+from attnscope.analysis.distance import attention_distance
 
 
 def test_shift_heads_have_their_offset_as_distance():

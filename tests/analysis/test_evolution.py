@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _planted import maps_from, random_rows
-from analysis.evolution import compare, evolution, js_divergence, normalised_entropy
+from attnscope.analysis.evolution import compare, evolution, js_divergence, normalised_entropy
 
 
 def _uniform_over_first(n, m):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from analysis.faithfulness import (
+from attnscope.analysis.faithfulness import (
     ERASER, ERASER_PAPER, FERRET, aggregate, aopc, comprehensiveness, evaluate, get_convention,
     keep_tokens, remove_tokens, select_rationale, sufficiency, token_count,
 )

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _planted import maps_from, planted_1d, planted_2d, random_rows
-from analysis.heads import (
+from attnscope.analysis.heads import (
     classify_heads,
     duplicate_token_scores,
     induction_scores,

@@ -4,8 +4,7 @@ import ast
 import sys
 from pathlib import Path
 
-import analysis.maps
-
+import attnscope.analysis.maps
 ALLOWED_THIRD_PARTY = {"numpy", "scipy", "sklearn", "tqdm", "ot"}  # ot: POT, optimal transport
 
 
@@ -19,13 +18,13 @@ def _imports(path: Path):
 
 
 def test_analysis_imports_only_numpy_scipy_and_the_standard_library():
-    root = Path(analysis.maps.__file__).parent  # (tests/analysis can shadow the bare package name)
+    root = Path(attnscope.analysis.maps.__file__).parent
     files = sorted(root.glob("*.py"))
     assert len(files) > 5
     bad = {}
     for path in files:
         for name in _imports(path):
-            if name in sys.stdlib_module_names or name in ALLOWED_THIRD_PARTY | {"analysis", "__future__"}:
+            if name in sys.stdlib_module_names or name in ALLOWED_THIRD_PARTY | {"attnscope", "__future__"}:
                 continue
             bad.setdefault(path.name, set()).add(name)
     assert not bad, f"forbidden imports in analysis/: {bad}"

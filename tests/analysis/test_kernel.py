@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from analysis.kernel import (AttentionParams, field, markov_kernel, maxent_objective, maxent_rows, scores,
+from attnscope.analysis.kernel import (AttentionParams, field, markov_kernel, maxent_objective, maxent_rows, scores,
                              softmax_rows)
 
 

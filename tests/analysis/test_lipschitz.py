@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from analysis.kernel import AttentionParams, push_forward
-from analysis.lipschitz import lipschitz_bound, product_norm, log_head_term, project_to_ball, random_ratios, w1_ratio
+from attnscope.analysis.kernel import AttentionParams, push_forward
+from attnscope.analysis.lipschitz import lipschitz_bound, product_norm, log_head_term, project_to_ball, random_ratios, w1_ratio
 
 
 def params(H=1, d=3, D=4, qk=1.0, seed=0, bias=1.0):

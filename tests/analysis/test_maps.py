@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from analysis.maps import AttentionMaps
+from attnscope.analysis.maps import AttentionMaps
 
 
 def uniform(layers=2, heads=3, n=4):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from analysis.measure import (fixed_point_iteration, joint_pca, max_entropy_check, w1, w1_between_inputs,
+from attnscope.analysis.measure import (fixed_point_iteration, joint_pca, max_entropy_check, w1, w1_between_inputs,
                               w1_successive, w1_uniform)
 
 rng = np.random.default_rng(0)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from _planted import maps_from
-from analysis.offsets import distance_matrix, offset_index, offset_index_1d, offset_index_2d
+from attnscope.analysis.offsets import distance_matrix, offset_index, offset_index_1d, offset_index_2d
 
 
 def _pairs(idx, i):

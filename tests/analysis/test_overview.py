@@ -1,13 +1,13 @@
 import numpy as np
 
 from _planted import maps_from, random_rows
-from analysis.distance import attention_distance
-from analysis.evolution import evolution
-from analysis.heads import classify_heads
-from analysis.kernels import implied_convolution
-from analysis.overview import overview
-from analysis.rollout import rollout_importance
-from analysis.shift import scan_shifts
+from attnscope.analysis.distance import attention_distance
+from attnscope.analysis.evolution import evolution
+from attnscope.analysis.heads import classify_heads
+from attnscope.analysis.kernels import implied_convolution
+from attnscope.analysis.overview import overview
+from attnscope.analysis.rollout import rollout_importance
+from attnscope.analysis.shift import scan_shifts
 
 
 def test_single_pass_overview_equals_the_separate_analyses():

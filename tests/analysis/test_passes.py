@@ -3,10 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import analysis.passes as passes
+import attnscope.analysis.passes as passes
 from _planted import maps_from, random_rows
-from analysis.offsets import distance_matrix
-from analysis.passes import PARTS, reduce_maps, row_entropy
+from attnscope.analysis.offsets import distance_matrix
+from attnscope.analysis.passes import PARTS, reduce_maps, row_entropy
 
 
 def _reference(maps, index):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from analysis.plausibility import (
+from attnscope.analysis.plausibility import (
     aggregate_plausibility, auprc, iou_counts, iou_prf, plausibility, precision_recall_curve, spans,
     token_prf, word_mask_to_tokens,
 )

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from _planted import maps_from, probe_dataset as _dataset, random_rows
-from analysis.probe import adaptive_pool, crop_pad, map_features, probe_layers
+from attnscope.analysis.probe import adaptive_pool, crop_pad, map_features, probe_layers
 
 
 def test_probe_finds_the_layer_that_carries_the_label():

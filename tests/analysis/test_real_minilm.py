@@ -8,8 +8,8 @@ mass on [CLS]/[SEP] and must be reported as sinks, never as shifts.
 import numpy as np
 import pytest
 
-from analysis.heads import classify_heads
-from analysis.overview import overview
+from attnscope.analysis.heads import classify_heads
+from attnscope.analysis.overview import overview
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -23,8 +23,8 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def minilm_maps():
-    from models.capture import capture
-    from models.loading import load_model
+    from attnscope.models.capture import capture
+    from attnscope.models.loading import load_model
 
     model = load_model("minilm")
     return [capture(model, s, hidden_states=False).maps for s in SENTENCES]

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _planted import maps_from, random_rows
-from analysis.rollout import MAX_FLOW_TOKENS, attention_flow, augmented, rollout, rollout_importance
+from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, augmented, rollout, rollout_importance
 
 
 def _three_token_two_layer():

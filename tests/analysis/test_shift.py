@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _planted import maps_from, planted_1d, planted_2d, random_rows
-from analysis.shift import scan_shifts
+from attnscope.analysis.shift import scan_shifts
 
 
 def test_exact_shift_matrices_are_recovered_in_1d():

@@ -64,7 +64,7 @@ def test_lipschitz_panel_shows_bound_above_estimate_for_every_layer(measure_page
 def test_ha_shared_block_shows_the_bound_along_its_orbit(open_dash):
     """An HA model: the shared block is the default, its iteration curve comes with the DERIVED bound
     panel (L_t against the observed step ratios) and the contraction condition in words."""
-    from models.zoo.manifest import read_manifest
+    from attnscope.models.zoo.manifest import read_manifest
 
     if read_manifest("text-ha") is None:
         pytest.skip("text-ha not trained")

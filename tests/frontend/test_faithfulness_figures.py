@@ -2,7 +2,7 @@
 
 import pytest
 
-from frontend.faithfulness_figures import (
+from attnscope.frontend.faithfulness_figures import (
     best_per_metric, curves_figure, metric_table, parse_marked_text, token_colors,
 )
 
@@ -49,7 +49,7 @@ def test_unbalanced_marks_are_left_as_text(bad):
 
 
 def test_attention_options_from_the_page_controls():
-    from frontend.pages.faithfulness_callbacks import attention_options
+    from attnscope.frontend.pages.faithfulness_callbacks import attention_options
 
     assert attention_options(None, None, None) == {"attention": {"layer": -1, "row": "cls"}}
     assert attention_options(2, " 3, 0,3 ", "mean") == {"attention": {"layer": 2, "row": "mean", "heads": [0, 3]}}

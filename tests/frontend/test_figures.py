@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from frontend.figures import downsample, head_detail_figure, head_view_figure, thumbnail_src
+from attnscope.frontend.figures import downsample, head_detail_figure, head_view_figure, thumbnail_src
 
 
 def _decode_png(src: str) -> np.ndarray:

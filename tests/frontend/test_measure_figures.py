@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure,
+from attnscope.frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure,
                                       particle_figure, token_colors, w1_profile_figure)
-from server.schemas import BlockBoundPublic, FixedPointPublic
+from attnscope.server.schemas import BlockBoundPublic, FixedPointPublic
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
 LABELS = ["embeddings", "after layer 0", "after layer 1"]

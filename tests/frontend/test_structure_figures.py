@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from frontend.pages.explore_callbacks import badge_text
-from frontend.structure_figures import (
+from attnscope.frontend.pages.explore_callbacks import badge_text
+from attnscope.frontend.structure_figures import (
     census_figure, evolution_figure, grid_importance_figure, importance_figure, kernel_figure, shift_grid_figure,
 )
 

@@ -3,7 +3,7 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from frontend.vision_figures import (attention_on_grid, ellipse, grid_cell, image_figure, query_index,
+from attnscope.frontend.vision_figures import (attention_on_grid, ellipse, grid_cell, image_figure, query_index,
                                      query_pixel_figure, special_mass)
 
 
@@ -65,7 +65,7 @@ def test_image_figure_marks_the_query_cell():
 
 
 def test_conv_vs_attention_figure_puts_both_on_one_colour_scale():
-    from frontend.vision_figures import conv_vs_attention_figure
+    from attnscope.frontend.vision_figures import conv_vs_attention_figure
 
     conv = np.array([[0.0, 1.0], [2.0, -1.0]])
     fig = conv_vs_attention_figure(conv, conv + 1e-6, channel=2, max_abs_diff=1e-6)
@@ -75,7 +75,7 @@ def test_conv_vs_attention_figure_puts_both_on_one_colour_scale():
 
 
 def test_rollout_overlay_puts_the_heatmap_over_the_image():
-    from frontend.vision_figures import rollout_overlay_figure
+    from attnscope.frontend.vision_figures import rollout_overlay_figure
 
     img = np.zeros((28, 28), np.uint8)
     fig = rollout_overlay_figure(img, np.ones((7, 7)) / 49, (7, 7), "t")

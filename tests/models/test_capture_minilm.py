@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.capture import EmptyInputError, TooManyTokensError, capture, capture_batch
+from attnscope.models.capture import EmptyInputError, TooManyTokensError, capture, capture_batch
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

@@ -3,11 +3,11 @@ such as movie reviews are cut to the model's limit instead of failing."""
 
 import pytest
 
-from models.capture import TooManyTokensError, capture, capture_truncated
-from models.dataset_runs import run_census, run_probe
-from models.datasets import data_dir
-from models.loading import load_model
-from models.zoo.manifest import read_manifest
+from attnscope.models.capture import TooManyTokensError, capture, capture_truncated
+from attnscope.models.dataset_runs import run_census, run_probe
+from attnscope.models.datasets import data_dir
+from attnscope.models.loading import load_model
+from attnscope.models.zoo.manifest import read_manifest
 
 pytestmark = [pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained"),
               pytest.mark.skipif(not (data_dir() / "sst2").is_dir(), reason="../shared/data not found")]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from models.datasets import (
+from attnscope.models.datasets import (
     OffensiveContentError, data_dir, load_dataset, load_hatexplain, load_movies, load_sst2, parse_movie_review,
 )
 

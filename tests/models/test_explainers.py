@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from models.delta import CHECKPOINTS, DeltaMismatchError, apply_delta, build_minilm_classifier
-from models.explainers import EXPLAINERS, NotAClassifierError, encode_text, encode_words, make_explainer, make_predict
+from attnscope.models.delta import CHECKPOINTS, DeltaMismatchError, apply_delta, build_minilm_classifier
+from attnscope.models.explainers import EXPLAINERS, NotAClassifierError, encode_text, encode_words, make_explainer, make_predict
 
 TEXT = "a gripping , funny and deeply moving film ."
 
 
 @pytest.fixture(scope="module")
 def clf():
-    from models.loading import load_model
+    from attnscope.models.loading import load_model
 
     return load_model("minilm-sst2", device="cpu")
 

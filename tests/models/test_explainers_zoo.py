@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from models.capture import capture
-from models.explainers import EXPLAINERS, NotAClassifierError, encode_text, encode_words, make_explainer, make_predict
-from models.explainers.base import char_spans_to_tokens, classifier_module
-from models.faithfulness_eval import evaluate_dataset, explain_example
-from models.loading import load_model
-from models.zoo.manifest import read_manifest
+from attnscope.models.capture import capture
+from attnscope.models.explainers import EXPLAINERS, NotAClassifierError, encode_text, encode_words, make_explainer, make_predict
+from attnscope.models.explainers.base import char_spans_to_tokens, classifier_module
+from attnscope.models.faithfulness_eval import evaluate_dataset, explain_example
+from attnscope.models.loading import load_model
+from attnscope.models.zoo.manifest import read_manifest
 
 pytestmark = pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained")
 TEXT = "A gripping , funny and deeply moving film ."

@@ -4,13 +4,13 @@ accounting, metric selection, and refusal of a data set whose labels the model d
 import numpy as np
 import pytest
 
-from models.explainers import encode_words
-from models.faithfulness_eval import UnknownMetricError, evaluate_dataset, explain_example
+from attnscope.models.explainers import encode_words
+from attnscope.models.faithfulness_eval import UnknownMetricError, evaluate_dataset, explain_example
 
 
 @pytest.fixture(scope="module")
 def clf():
-    from models.loading import load_model
+    from attnscope.models.loading import load_model
 
     return load_model("minilm-sst2", device="cpu")
 

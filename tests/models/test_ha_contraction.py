@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.block_bound import global_bound, orbit_check
-from models.capture import capture, capture_image
-from models.fixed_key_block import (BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
+from attnscope.analysis.block_bound import global_bound, orbit_check
+from attnscope.models.capture import capture, capture_image
+from attnscope.models.fixed_key_block import (BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
                                     extract_fixed_key_block, head_matrices)
-from models.loading import load_model
-from models.shared_block import block_step, iterate_shared_block
-from models.zoo import data, samples
-from models.zoo.manifest import read_manifest
-from models.zoo.nets import TextTransformer, VisionTransformer
-from models.zoo.san import SAN
+from attnscope.models.loading import load_model
+from attnscope.models.shared_block import block_step, iterate_shared_block
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
+from attnscope.models.zoo.nets import TextTransformer, VisionTransformer
+from attnscope.models.zoo.san import SAN
 
 HA_MODELS = ["text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise"]
 

@@ -4,11 +4,11 @@ own hidden states, and the fixed-point analysis runs past that depth."""
 import numpy as np
 import pytest
 
-from models.capture import capture, capture_image
-from models.loading import load_model
-from models.shared_block import block_step, find_shared_block, iterate_shared_block
-from models.zoo import data, samples
-from models.zoo.manifest import read_manifest
+from attnscope.models.capture import capture, capture_image
+from attnscope.models.loading import load_model
+from attnscope.models.shared_block import block_step, find_shared_block, iterate_shared_block
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
 
 pytestmark = pytest.mark.skipif(read_manifest("text-ha") is None, reason="zoo not trained; run make zoo")
 

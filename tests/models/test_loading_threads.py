@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys, threading, time
 assert "transformers" not in sys.modules
-from models.loading import load_model
+from attnscope.models.loading import load_model
 errors, done = [], []
 def load(name, delay):
     time.sleep(delay)
@@ -33,7 +33,7 @@ sys.exit(1 if errors else 0)
 
 
 def _dinov2_available() -> bool:
-    from models.zoo.dinov2 import onnx_path
+    from attnscope.models.zoo.dinov2 import onnx_path
 
     return onnx_path() is not None
 

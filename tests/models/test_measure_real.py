@@ -6,13 +6,13 @@ import torch
 from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertLayer
 
-from analysis.kernel import head_outputs, push_forward
-from analysis.wasserstein import w1_uniform
-from models.capture import capture
-from models.layers import (AttentionSublayer, UnsupportedLayerError, extract_attention_params, layer_context,
+from attnscope.analysis.kernel import head_outputs, push_forward
+from attnscope.analysis.wasserstein import w1_uniform
+from attnscope.models.capture import capture
+from attnscope.models.layers import (AttentionSublayer, UnsupportedLayerError, extract_attention_params, layer_context,
                            max_entropy_deviation, record_io)
-from models.lipschitz import gradient_ascent, lipschitz_report
-from models.shared_block import NoSharedBlockError, iterate_shared_block
+from attnscope.models.lipschitz import gradient_ascent, lipschitz_report
+from attnscope.models.shared_block import NoSharedBlockError, iterate_shared_block
 
 TEXT = "The cat sat on the mat because it was tired of chasing the dog."
 
@@ -152,7 +152,7 @@ def test_overlapping_thread_settings_restore_torch_threads():
     import threading
     import time
 
-    from models.lipschitz import torch_threads
+    from attnscope.models.lipschitz import torch_threads
 
     original = torch.get_num_threads()
     torch.set_num_threads(2)  # distinct from the temporary 1, whatever the machine's default

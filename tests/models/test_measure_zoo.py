@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.kernel import push_forward
-from analysis.wasserstein import w1_uniform
-from models.capture import capture, capture_image
-from models.layers import (AttentionSublayer, UnsupportedLayerError, encoder_layers, extract_attention_params,
+from attnscope.analysis.kernel import push_forward
+from attnscope.analysis.wasserstein import w1_uniform
+from attnscope.models.capture import capture, capture_image
+from attnscope.models.layers import (AttentionSublayer, UnsupportedLayerError, encoder_layers, extract_attention_params,
                            layer_input, max_entropy_deviation)
-from models.lipschitz import lipschitz_report
-from models.loading import load_model
-from models.shared_block import iterate_shared_block
-from models.zoo import data, samples
-from models.zoo.manifest import read_manifest
+from attnscope.models.lipschitz import lipschitz_report
+from attnscope.models.loading import load_model
+from attnscope.models.shared_block import iterate_shared_block
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
 
 pytestmark = pytest.mark.skipif(read_manifest("vit") is None, reason="zoo not trained")
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from models.device import pick_device
-from models.loading import ModelCache, load_model
-from models.registry import (
+from attnscope.models.device import pick_device
+from attnscope.models.loading import ModelCache, load_model
+from attnscope.models.registry import (
     ModelOutsideRootsError, UnknownModelError, check_under_roots, get_spec, list_specs,
 )
 
@@ -16,7 +16,7 @@ def tiny_checkpoint(tmp_path_factory):
     """A small random BERT with MiniLM's tokenizer, saved as a local HF checkpoint folder."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from models.registry import _minilm_path
+    from attnscope.models.registry import _minilm_path
 
     root = tmp_path_factory.mktemp("roots")
     folder = root / "tiny-bert"
@@ -40,7 +40,7 @@ def test_unknown_model_names_the_known_ones():
 
 
 def test_local_checkpoint_under_a_root_is_discovered_and_runs(tiny_checkpoint, monkeypatch):
-    from models.capture import capture
+    from attnscope.models.capture import capture
 
     root, folder = tiny_checkpoint
     monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))

@@ -3,8 +3,8 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from server.config import Settings
-from server.main import create_app
+from attnscope.server.config import Settings
+from attnscope.server.main import create_app
 
 
 @pytest.fixture(scope="module")

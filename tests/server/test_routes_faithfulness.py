@@ -50,7 +50,7 @@ def test_entropy_and_kl_variants_on_request(client, clf_run):
 
 
 def test_zoo_text_classifiers_are_explained_and_vision_runs_refused(client):
-    from models.zoo.manifest import read_manifest
+    from attnscope.models.zoo.manifest import read_manifest
 
     if read_manifest("text-shift") is None:
         pytest.skip("zoo not trained")

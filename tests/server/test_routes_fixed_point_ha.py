@@ -3,7 +3,7 @@ with the DERIVED fixed-key bound and the contraction condition."""
 
 import pytest
 
-from models.zoo.manifest import read_manifest
+from attnscope.models.zoo.manifest import read_manifest
 
 pytestmark = pytest.mark.skipif(read_manifest("text-ha") is None, reason="zoo not trained")
 

@@ -5,7 +5,7 @@ import threading
 import pytest
 from pydantic import BaseModel, Field
 
-from server.jobs import JOB_KINDS, register_job_kind, rows_to_csv
+from attnscope.server.jobs import JOB_KINDS, register_job_kind, rows_to_csv
 
 API = "/api/v1"
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from analysis.wasserstein import w1_uniform
-from server.config import Settings
-from server.main import create_app
-from server.routes import measure as measure_routes
-from server.store import Run
+from attnscope.analysis.wasserstein import w1_uniform
+from attnscope.server.config import Settings
+from attnscope.server.main import create_app
+from attnscope.server.routes import measure as measure_routes
+from attnscope.server.store import Run
 
 API = "/api/v1"
 LONG = "word " * 600
@@ -140,7 +140,7 @@ def test_measure_routes_need_the_token_when_one_is_set():
 
 
 def test_models_without_token_clouds_get_a_422_not_a_crash(client):
-    from models.zoo.manifest import read_manifest
+    from attnscope.models.zoo.manifest import read_manifest
 
     if read_manifest("conv-attention") is None:
         pytest.skip("zoo not trained")

@@ -5,8 +5,8 @@ import inspect
 import numpy as np
 import pytest
 
-from analysis.codec import MEDIA_TYPE, unpack
-from server.routes import runs as runs_routes
+from attnscope.analysis.codec import MEDIA_TYPE, unpack
+from attnscope.server.routes import runs as runs_routes
 
 API = "/api/v1"
 

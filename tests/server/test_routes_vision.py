@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from models.zoo import data, samples
-from models.zoo.manifest import read_manifest
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
 
 API = "/api/v1"
 VISION = "gauss9-iso"
@@ -90,7 +90,7 @@ def test_bad_images_get_a_clear_4xx_and_the_server_keeps_serving(client, blob, c
 
 
 def test_zero_size_image_array_is_refused():
-    from models.inputs import InvalidImageError, check_array
+    from attnscope.models.inputs import InvalidImageError, check_array
 
     with pytest.raises(InvalidImageError, match="zero size"):
         check_array(np.zeros((0, 5), np.uint8))

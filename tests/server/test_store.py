@@ -3,10 +3,10 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from models.capture import Capture
-from server.config import Settings
-from server.main import create_app
-from server.store import Run, RunStore, run_key
+from attnscope.models.capture import Capture
+from attnscope.server.config import Settings
+from attnscope.server.main import create_app
+from attnscope.server.store import Run, RunStore, run_key
 
 
 def _run(i: str) -> Run:

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from models.capture import EmptyInputError, TooManyTokensError, WrongModalityError, capture, capture_batch, capture_image
-from models.loading import load_model
-from models.registry import get_spec, list_specs
-from models.zoo import data, samples
-from models.zoo.configs import ZOO
-from models.zoo.manifest import read_manifest
+from attnscope.models.capture import EmptyInputError, TooManyTokensError, WrongModalityError, capture, capture_batch, capture_image
+from attnscope.models.loading import load_model
+from attnscope.models.registry import get_spec, list_specs
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.configs import ZOO
+from attnscope.models.zoo.manifest import read_manifest
 
 TRAINED = [n for n in ZOO if read_manifest(n) is not None]
 TEXT = [n for n in TRAINED if ZOO[n]["modality"] == "text"]

@@ -7,10 +7,10 @@ import shutil
 import pytest
 import torch
 
-from models.train import CI_SLICE, FLOOR, evaluate, load_split
-from models.zoo import data
-from models.zoo.configs import ZOO
-from models.zoo.manifest import ROOT, CheckpointMismatchError, CheckpointMissingError, load_checkpoint, read_manifest
+from attnscope.models.train import CI_SLICE, FLOOR, evaluate, load_split
+from attnscope.models.zoo import data
+from attnscope.models.zoo.configs import ZOO
+from attnscope.models.zoo.manifest import ROOT, CheckpointMismatchError, CheckpointMissingError, load_checkpoint, read_manifest
 
 TRAINED = [n for n in ZOO if read_manifest(n) is not None]
 

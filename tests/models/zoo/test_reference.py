@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from models.zoo.attention import EAConfig, MultiHeadAttention
-from models.zoo.build import build_model, count_params
-from models.zoo.positional import GaussianBias, Learned2DBias, ShiftBias, grid_offsets, shift_matrix
+from attnscope.models.zoo.attention import EAConfig, MultiHeadAttention
+from attnscope.models.zoo.build import build_model, count_params
+from attnscope.models.zoo.positional import GaussianBias, Learned2DBias, ShiftBias, grid_offsets, shift_matrix
 
 torch.manual_seed(0)
 
@@ -211,7 +211,7 @@ def test_shift_text_model_has_no_positional_encoding():
 
 def test_attention_built_from_a_conv_reproduces_it_as_sharpness_grows():
     """Cordonnier's Theorem 1, constructively: 9 quadratic-encoding heads, one per kernel tap."""
-    from models.zoo.conv_attention import QuadraticConvAttention
+    from attnscope.models.zoo.conv_attention import QuadraticConvAttention
 
     torch.manual_seed(5)
     conv = torch.nn.Conv2d(3, 4, 3, padding=1)
@@ -231,7 +231,7 @@ def test_attention_built_from_a_conv_reproduces_it_as_sharpness_grows():
 
 @pytest.mark.parametrize("name", ["ha-vit", "ha-learned2d-content", "ha-san-pairwise", "text-ha"])
 def test_every_ha_model_in_the_zoo_keeps_its_parameter_count_at_any_depth(name):
-    from models.zoo.configs import ZOO
+    from attnscope.models.zoo.configs import ZOO
 
     arch = {**ZOO[name]["arch"], "vocab_size": 40}
     counts = {count_params(build_model({**arch, "depth": d})) for d in (1, 2, 5)}
@@ -253,7 +253,7 @@ def test_text_ea_with_alpha_0_and_beta_0_equals_the_vanilla_text_encoder():
 def test_san_window_attention_matches_a_loop_over_each_window(mode):
     """SAN (Zhao et al. 2020): weights from phi(x_i) and psi(x_j) over the 3x3 window R(i) (outside the
     image masked), softmax over j, y_i = sum_j w[h(c), i, j] beta(x_j)_c."""
-    from models.zoo.san import LocalAttention
+    from attnscope.models.zoo.san import LocalAttention
 
     torch.manual_seed(7)
     rows, cols, dim, heads = 3, 4, 4, 2

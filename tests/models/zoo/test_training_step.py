@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from models.zoo.build import build_model
-from models.zoo.configs import ZOO
+from attnscope.models.zoo.build import build_model
+from attnscope.models.zoo.configs import ZOO
 
 
 @pytest.mark.parametrize("name", list(ZOO))
