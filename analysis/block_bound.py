@@ -76,9 +76,20 @@ LN10 = np.log(10.0)
 GELU_LIPSCHITZ = float(_gauss.cdf(np.sqrt(2.0)) + np.sqrt(2.0) * _gauss.pdf(np.sqrt(2.0)))
 RELU_LIPSCHITZ = 1.0
 
-__all__ = ["FixedKeyBlock", "BlockBound", "OrbitCheck", "GELU_LIPSCHITZ", "RELU_LIPSCHITZ", "d_inf",
-           "token_sigma", "content_score_radius", "mlp_score_radius", "block_bound", "global_bound",
-           "orbit_check"]
+__all__ = [
+    "FixedKeyBlock",
+    "BlockBound",
+    "OrbitCheck",
+    "GELU_LIPSCHITZ",
+    "RELU_LIPSCHITZ",
+    "d_inf",
+    "token_sigma",
+    "content_score_radius",
+    "mlp_score_radius",
+    "block_bound",
+    "global_bound",
+    "orbit_check",
+]
 
 
 @dataclass(frozen=True)
@@ -172,7 +183,9 @@ def content_score_radius(w_q: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.linalg.norm(a - a.mean(axis=1, keepdims=True), axis=-1).max(axis=1)
 
 
-def mlp_score_radius(w_phi: np.ndarray, g1_rel: np.ndarray, g2: np.ndarray, act_lipschitz: float = RELU_LIPSCHITZ) -> np.ndarray:
+def mlp_score_radius(
+    w_phi: np.ndarray, g1_rel: np.ndarray, g2: np.ndarray, act_lipschitz: float = RELU_LIPSCHITZ
+) -> np.ndarray:
     """``r_h = ||G2_h|| act' ||G1[:, :R]|| ||W_phi||`` for ``s_ij = G2 act(G1 [phi(u_i) - psi_j, p] + b1) + b2``.
 
     Args:
@@ -215,8 +228,9 @@ def orbit_check(block: FixedKeyBlock, xs: np.ndarray, mids: np.ndarray) -> Orbit
     s1 = token_sigma(xs, block.ln1_eps).min(axis=-1)  # [t + 1]
     s2 = token_sigma(mids, block.ln2_eps).min(axis=-1)
     pairs = xs.shape[0] - 1
-    bound = np.array([block_bound(block, min(s1[t], s1[t + 1]), min(s2[t], s2[t + 1])).log10_bound
-                      for t in range(pairs)])
+    bound = np.array(
+        [block_bound(block, min(s1[t], s1[t + 1]), min(s2[t], s2[t + 1])).log10_bound for t in range(pairs)]
+    )
     steps = np.linalg.norm(xs[1:] - xs[:-1], axis=-1).max(axis=-1)  # [pairs]
     with np.errstate(divide="ignore", invalid="ignore"):
         observed = np.where(steps[:-1] > 0, steps[1:] / steps[:-1], np.nan)

@@ -13,8 +13,8 @@ float64, NaN entries skipped per element) and shows a tqdm progress bar.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -96,7 +96,7 @@ def census(
             stats = {k: RunningStats() for k in (out if is_map else ["value"])}
         if is_map != keyed or (is_map and set(out) != set(stats)):
             raise ValueError("the analysis must return the same kind of result (same keys) every time")
-        for key, value in (out.items() if is_map else [("value", out)]):
+        for key, value in out.items() if is_map else [("value", out)]:
             stats[key].add(value)
         n += 1
     if n == 0:

@@ -125,13 +125,22 @@ def evolution_from(red: Reductions, maps: AttentionMaps) -> Evolution:
     else:
         slope, intercept = 0.0, float(layer_entropy.mean())
     return Evolution(
-        entropy=ent, norm_entropy=norm, effective_keys=eff, top1=red.top1,
-        head_entropy=ent.mean(-1), head_norm_entropy=norm.mean(-1),
-        head_effective_keys=eff.mean(-1), head_top1=red.top1.mean(-1),
+        entropy=ent,
+        norm_entropy=norm,
+        effective_keys=eff,
+        top1=red.top1,
+        head_entropy=ent.mean(-1),
+        head_norm_entropy=norm.mean(-1),
+        head_effective_keys=eff.mean(-1),
+        head_top1=red.top1.mean(-1),
         layer_entropy=layer_entropy.astype(np.float32),
-        layer_norm_entropy=norm.mean(axis=(1, 2)), layer_top1=red.top1.mean(axis=(1, 2)),
-        slope=float(slope), intercept=float(intercept), head_mean=red.head_mean,
-        layer_ids=tuple(maps.layer_ids), head_ids=tuple(maps.head_ids),
+        layer_norm_entropy=norm.mean(axis=(1, 2)),
+        layer_top1=red.top1.mean(axis=(1, 2)),
+        slope=float(slope),
+        intercept=float(intercept),
+        head_mean=red.head_mean,
+        layer_ids=tuple(maps.layer_ids),
+        head_ids=tuple(maps.head_ids),
     )
 
 
@@ -171,9 +180,9 @@ def compare(maps_a: AttentionMaps, maps_b: AttentionMaps, workers: int | None = 
     same = maps_a.tokens == maps_b.tokens
     js = cos = None
     if same:
-        js = np.array([js_divergence(red_a.head_mean[i], red_b.head_mean[j]).mean()
-                       for i, j in enumerate(match)], dtype=np.float32)
-        cos = np.array([cosine(red_a.head_mean[i], red_b.head_mean[j])
-                        for i, j in enumerate(match)], dtype=np.float32)
-    return Comparison(evolution_from(red_a, maps_a), evolution_from(red_b, maps_b),
-                      da, db, match, js, cos, same)
+        js = np.array(
+            [js_divergence(red_a.head_mean[i], red_b.head_mean[j]).mean() for i, j in enumerate(match)],
+            dtype=np.float32,
+        )
+        cos = np.array([cosine(red_a.head_mean[i], red_b.head_mean[j]) for i, j in enumerate(match)], dtype=np.float32)
+    return Comparison(evolution_from(red_a, maps_a), evolution_from(red_b, maps_b), da, db, match, js, cos, same)

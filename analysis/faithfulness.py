@@ -27,8 +27,9 @@ distribution: ``*_entropy = H(p(x)) - H(p(perturbed))`` and ``*_kl = KL(p(pertur
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy.stats import entropy as scipy_entropy
@@ -52,8 +53,14 @@ class Convention:
 
 ERASER = Convention("eraser", (0.01, 0.05, 0.1, 0.2, 0.5))
 ERASER_PAPER = replace(ERASER, name="eraser-paper", zero_bin=True)
-FERRET = Convention("ferret", tuple(round(0.1 * i, 1) for i in range(1, 11)), target="explained",
-                    only_positive=True, skip_repeats=True, count="floor")
+FERRET = Convention(
+    "ferret",
+    tuple(round(0.1 * i, 1) for i in range(1, 11)),
+    target="explained",
+    only_positive=True,
+    skip_repeats=True,
+    count="floor",
+)
 CONVENTIONS = {c.name: c for c in (ERASER, ERASER_PAPER, FERRET)}
 ENTROPY_KL_METRICS = ("comprehensiveness_entropy", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl")
 
@@ -84,8 +91,9 @@ def token_count(fraction: float, n: int, mode: str = "ceil") -> int:
     return min(n, int(math.floor(fraction * n + 1e-9)))
 
 
-def select_rationale(scores: np.ndarray, fraction: float, candidates: np.ndarray,
-                     convention: Convention = ERASER) -> np.ndarray | None:
+def select_rationale(
+    scores: np.ndarray, fraction: float, candidates: np.ndarray, convention: Convention = ERASER
+) -> np.ndarray | None:
     """Top-``fraction`` candidate positions by score (ties: earlier position first), sorted in
     document order; ``None`` when the convention yields no token (ferret: k n < 1, or no positive)."""
     scores = np.asarray(scores, dtype=np.float64)
@@ -100,8 +108,9 @@ def select_rationale(scores: np.ndarray, fraction: float, candidates: np.ndarray
     return np.sort(order)
 
 
-def remove_tokens(ids: np.ndarray, positions: np.ndarray, removal: str = "delete",
-                  mask_id: int | None = None) -> np.ndarray:
+def remove_tokens(
+    ids: np.ndarray, positions: np.ndarray, removal: str = "delete", mask_id: int | None = None
+) -> np.ndarray:
     """``ids`` without ``positions`` (delete) or with them replaced by ``mask_id`` (mask)."""
     ids = np.asarray(ids)
     if removal == "mask":
@@ -113,8 +122,9 @@ def remove_tokens(ids: np.ndarray, positions: np.ndarray, removal: str = "delete
     return np.delete(ids, positions)
 
 
-def keep_tokens(ids: np.ndarray, positions: np.ndarray, special: Sequence[int], removal: str = "delete",
-                mask_id: int | None = None) -> np.ndarray:
+def keep_tokens(
+    ids: np.ndarray, positions: np.ndarray, special: Sequence[int], removal: str = "delete", mask_id: int | None = None
+) -> np.ndarray:
     """Only ``positions`` and the special tokens, in document order (others deleted or masked)."""
     keep = np.zeros(len(ids), dtype=bool)
     keep[list(special)] = True
@@ -166,9 +176,17 @@ def _aopc(curve: list[float | None], conv: Convention, empty: float) -> float:
     return float(sum(kept) / (len(kept) + (1 if conv.zero_bin else 0)))
 
 
-def evaluate(predict: Predict, ids: np.ndarray, scores: Mapping[str, np.ndarray], *, special: Sequence[int],
-             k: float, convention: Convention = ERASER, target: int | None = None,
-             mask_id: int | None = None) -> dict[str, FaithfulnessResult]:
+def evaluate(
+    predict: Predict,
+    ids: np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    *,
+    special: Sequence[int],
+    k: float,
+    convention: Convention = ERASER,
+    target: int | None = None,
+    mask_id: int | None = None,
+) -> dict[str, FaithfulnessResult]:
     """Comprehensiveness and sufficiency at ``k`` and AOPC over the convention's bins, for every
     explainer in ``scores`` (name -> one score per token of ``ids``), with one ``predict`` call.
 
@@ -196,8 +214,9 @@ def evaluate(predict: Predict, ids: np.ndarray, scores: Mapping[str, np.ndarray]
         previous = None
         for b, frac in [(-1, k), *enumerate(convention.bins)]:
             r = select_rationale(s, frac, cand, convention)
-            if r is None or (b >= 0 and convention.skip_repeats and previous is not None
-                             and np.array_equal(r, previous)):
+            if r is None or (
+                b >= 0 and convention.skip_repeats and previous is not None and np.array_equal(r, previous)
+            ):
                 entries.append((b, None, None, r))
             else:
                 comp = slot(remove_tokens(ids, r, convention.removal, mask_id))
@@ -233,34 +252,78 @@ def evaluate(predict: Predict, ids: np.ndarray, scores: Mapping[str, np.ndarray]
                 comp_curve.append(dc)
                 suff_curve.append(ds)
         out[name] = FaithfulnessResult(
-            target=t, p_full=p_full, k=k, comprehensiveness=comp_k, sufficiency=suff_k,
-            bins=tuple(convention.bins), comp_curve=comp_curve, suff_curve=suff_curve,
+            target=t,
+            p_full=p_full,
+            k=k,
+            comprehensiveness=comp_k,
+            sufficiency=suff_k,
+            bins=tuple(convention.bins),
+            comp_curve=comp_curve,
+            suff_curve=suff_curve,
             aopc_comprehensiveness=_aopc(comp_curve, convention, 0.0),
             aopc_sufficiency=_aopc(suff_curve, convention, 1.0 if convention.name == "ferret" else 0.0),
-            convention=convention.name, rationale=rationale, **variants,
+            convention=convention.name,
+            rationale=rationale,
+            **variants,
         )
     return out
 
 
-def comprehensiveness(predict: Predict, ids, scores, k: float, *, special: Sequence[int] = (),
-                      convention: Convention = ERASER, target: int | None = None, mask_id: int | None = None) -> float | None:
+def comprehensiveness(
+    predict: Predict,
+    ids,
+    scores,
+    k: float,
+    *,
+    special: Sequence[int] = (),
+    convention: Convention = ERASER,
+    target: int | None = None,
+    mask_id: int | None = None,
+) -> float | None:
     """p_t(x) - p_t(x without the top-k rationale) for one example."""
-    return evaluate(predict, ids, {"s": scores}, special=special, k=k, convention=convention,
-                    target=target, mask_id=mask_id)["s"].comprehensiveness
+    return evaluate(
+        predict, ids, {"s": scores}, special=special, k=k, convention=convention, target=target, mask_id=mask_id
+    )["s"].comprehensiveness
 
 
-def sufficiency(predict: Predict, ids, scores, k: float, *, special: Sequence[int] = (),
-                convention: Convention = ERASER, target: int | None = None, mask_id: int | None = None) -> float | None:
+def sufficiency(
+    predict: Predict,
+    ids,
+    scores,
+    k: float,
+    *,
+    special: Sequence[int] = (),
+    convention: Convention = ERASER,
+    target: int | None = None,
+    mask_id: int | None = None,
+) -> float | None:
     """p_t(x) - p_t(only the top-k rationale) for one example."""
-    return evaluate(predict, ids, {"s": scores}, special=special, k=k, convention=convention,
-                    target=target, mask_id=mask_id)["s"].sufficiency
+    return evaluate(
+        predict, ids, {"s": scores}, special=special, k=k, convention=convention, target=target, mask_id=mask_id
+    )["s"].sufficiency
 
 
-def aopc(predict: Predict, ids, scores, *, special: Sequence[int] = (), convention: Convention = ERASER,
-         target: int | None = None, mask_id: int | None = None) -> tuple[float, float]:
+def aopc(
+    predict: Predict,
+    ids,
+    scores,
+    *,
+    special: Sequence[int] = (),
+    convention: Convention = ERASER,
+    target: int | None = None,
+    mask_id: int | None = None,
+) -> tuple[float, float]:
     """(AOPC comprehensiveness, AOPC sufficiency) over the convention's bins for one example."""
-    r = evaluate(predict, ids, {"s": scores}, special=special, k=convention.bins[0], convention=convention,
-                 target=target, mask_id=mask_id)["s"]
+    r = evaluate(
+        predict,
+        ids,
+        {"s": scores},
+        special=special,
+        k=convention.bins[0],
+        convention=convention,
+        target=target,
+        mask_id=mask_id,
+    )["s"]
     return r.aopc_comprehensiveness, r.aopc_sufficiency
 
 

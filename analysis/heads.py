@@ -197,8 +197,9 @@ def _pattern_score(maps: AttentionMaps, pattern: np.ndarray, what: str) -> np.nd
     pattern = pattern & keep[:, None] & keep[None, :]
     rows = np.flatnonzero(pattern.any(axis=1))
     if rows.size == 0:
-        raise ValueError(f"no query has a {what} target; pass ids with repeated tokens "
-                         "(make_probe_ids) aligned to the map positions")
+        raise ValueError(
+            f"no query has a {what} target; pass ids with repeated tokens (make_probe_ids) aligned to the map positions"
+        )
     w = maps.weights[:, :, rows]  # [layer, head, row, key]
     return np.einsum("lhrk,rk->lh", w, pattern[rows].astype(np.float32)) / rows.size
 
@@ -206,8 +207,10 @@ def _pattern_score(maps: AttentionMaps, pattern: np.ndarray, what: str) -> np.nd
 def _check_ids(maps: AttentionMaps, ids) -> np.ndarray:
     ids = np.asarray(ids).reshape(-1)
     if ids.size != maps.n_tokens:
-        raise ValueError(f"got {ids.size} ids for maps over {maps.n_tokens} positions; pass the "
-                         "full input ids, special tokens included")
+        raise ValueError(
+            f"got {ids.size} ids for maps over {maps.n_tokens} positions; pass the "
+            "full input ids, special tokens included"
+        )
     return ids
 
 

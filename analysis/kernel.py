@@ -47,12 +47,21 @@ class AttentionParams:
         for name in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.float64))
         H, d, D = self.w_q.shape
-        expected = {"w_k": (H, d, D), "w_v": (H, d, D), "b_q": (H, d), "b_k": (H, d), "b_v": (H, d),
-                    "w_o": (H, D, d), "b_o": (D,)}
+        expected = {
+            "w_k": (H, d, D),
+            "w_v": (H, d, D),
+            "b_q": (H, d),
+            "b_k": (H, d),
+            "b_v": (H, d),
+            "w_o": (H, D, d),
+            "b_o": (D,),
+        }
         for name, shape in expected.items():
             if getattr(self, name).shape != shape:
-                raise ValueError(f"{name} must have shape {shape} for {H} heads of dim {d} in dim {D}; "
-                                 f"got {getattr(self, name).shape}")
+                raise ValueError(
+                    f"{name} must have shape {shape} for {H} heads of dim {d} in dim {D}; "
+                    f"got {getattr(self, name).shape}"
+                )
 
     @property
     def n_heads(self) -> int:
@@ -94,8 +103,9 @@ def scores(p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None) -> np
     return q @ k.transpose(0, 2, 1) / np.sqrt(p.head_dim)
 
 
-def markov_kernel(p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None,
-                  weights: np.ndarray | None = None) -> np.ndarray:
+def markov_kernel(
+    p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None, weights: np.ndarray | None = None
+) -> np.ndarray:
     """``K_mu^h(x_i, {y_j})`` for ``mu = sum_j weights_j delta_{y_j}`` (uniform by default).
 
     Returns ``[H, n, m]``, each row a probability vector over the atoms of mu.
@@ -108,16 +118,22 @@ def markov_kernel(p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None
     return softmax(s, axis=-1)
 
 
-def head_outputs(p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None,
-                 weights: np.ndarray | None = None) -> np.ndarray:
+def head_outputs(
+    p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None, weights: np.ndarray | None = None
+) -> np.ndarray:
     """``int (W_V^h y + b_V^h) K_mu^h(x_i, dy)`` per head: ``[H, n, d]`` (the context vectors)."""
     y = np.asarray(x if y is None else y, dtype=np.float64)
     v = np.einsum("hdD,mD->hmd", p.w_v, y) + p.b_v[:, None]  # [H, m, d]
     return markov_kernel(p, x, y, weights) @ v
 
 
-def field(p: AttentionParams, x: np.ndarray, y: np.ndarray | None = None,
-          weights: np.ndarray | None = None, residual: bool = False) -> np.ndarray:
+def field(
+    p: AttentionParams,
+    x: np.ndarray,
+    y: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    residual: bool = False,
+) -> np.ndarray:
     """``F_mu(x_i)``: the sublayer's output at the queries x for the token measure on y. ``[n, D]``."""
     ctx = head_outputs(p, x, y, weights)  # [H, n, d]
     out = np.einsum("hDd,hnd->nD", p.w_o, ctx) + p.b_o
@@ -134,8 +150,9 @@ def _log_normalise(z: np.ndarray) -> np.ndarray:
     return z - top - np.log(np.sum(np.exp(z - top), axis=-1, keepdims=True))
 
 
-def maxent_rows(s: np.ndarray, step: float = 0.7, tol: float = 1e-11, max_iter: int = 500,
-                mask: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+def maxent_rows(
+    s: np.ndarray, step: float = 0.7, tol: float = 1e-11, max_iter: int = 500, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     """``argmax_{p in simplex} H(p) + <p, s>`` for every row of ``s`` by entropic mirror descent.
 
     Exponentiated gradient on the objective (gradient ``s - log p - 1``) from the uniform row:

@@ -84,8 +84,7 @@ def implied_convolution(
 ) -> ImpliedConvolution:
     """Decompose every head of ``maps`` (``[layer, head, query, key]``) on the shift basis of
     offsets ``-k..k`` (1D) or the ``(2r+1)^2`` window (2D grid)."""
-    red = reduce_maps(maps, {"band", "energy"}, k=k, radius=radius,
-                      include_special=include_special, workers=workers)
+    red = reduce_maps(maps, {"band", "energy"}, k=k, radius=radius, include_special=include_special, workers=workers)
     return convolution_from(red, maps.layer_ids, maps.head_ids)
 
 

@@ -50,8 +50,8 @@ Phi); the gradient ascent on the ratio needs autograd and lives in ``models/lips
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy.special import logsumexp
@@ -110,8 +110,13 @@ def lipschitz_bound(p: AttentionParams, radius: float, residual: bool = False) -
     if residual:
         total, total_nb = np.logaddexp(total, 0.0), np.logaddexp(total_nb, 0.0)
     return LipschitzBound(
-        log10_bound=float(total / LN10), log10_per_head=per_head / LN10, radius=float(radius),
-        residual=residual, norm_a=norm_a, norm_c=norm_c, norm_w=norm_w,
+        log10_bound=float(total / LN10),
+        log10_per_head=per_head / LN10,
+        radius=float(radius),
+        residual=residual,
+        norm_a=norm_a,
+        norm_c=norm_c,
+        norm_w=norm_w,
         log10_bound_without_bias=float(total_nb / LN10),
     )
 
@@ -130,9 +135,14 @@ def w1_ratio(phi_x: np.ndarray, phi_y: np.ndarray, x: np.ndarray, y: np.ndarray)
     return w1_uniform(phi_x, phi_y) / den
 
 
-def random_ratios(phi: Callable[[np.ndarray], np.ndarray], x: np.ndarray, radius: float,
-                  eps: Sequence[float] = (1e-3, 1e-2, 1e-1, 0.5), n_draws: int = 4,
-                  seed: int = 0) -> list[dict]:
+def random_ratios(
+    phi: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    radius: float,
+    eps: Sequence[float] = (1e-3, 1e-2, 1e-1, 0.5),
+    n_draws: int = 4,
+    seed: int = 0,
+) -> list[dict]:
     """Ratios for random perturbations of the cloud ``x [n, D]`` (kept inside B_radius).
 
     Per relative size ``e`` in ``eps``: ``n_draws`` dense perturbations (every token moved by

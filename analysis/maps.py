@@ -6,8 +6,8 @@ One example, no batch axis. ``weights`` is float32 ``[layer, head, query, key]``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 
@@ -55,13 +55,9 @@ class AttentionMaps:
         tokens = tuple(str(t) for t in self.tokens)
         object.__setattr__(self, "tokens", tokens)
         if len(tokens) != n_key:
-            raise ValueError(
-                f"got {len(tokens)} tokens for {n_key} key positions; pass one label per position"
-            )
+            raise ValueError(f"got {len(tokens)} tokens for {n_key} key positions; pass one label per position")
         if n_query != n_key:
-            raise ValueError(
-                f"self-attention maps must be square [query == key]; got query={n_query}, key={n_key}"
-            )
+            raise ValueError(f"self-attention maps must be square [query == key]; got query={n_query}, key={n_key}")
         if not np.all(np.isfinite(w)):
             raise ValueError("weights contain NaN or infinity; check the model's masking")
         if w.min() < -1e-6:
@@ -92,8 +88,7 @@ class AttentionMaps:
         head_ids = tuple(self.head_ids) or tuple(range(n_head))
         if len(layer_ids) != n_layer or len(head_ids) != n_head:
             raise ValueError(
-                f"layer_ids/head_ids must have {n_layer}/{n_head} entries; "
-                f"got {len(layer_ids)}/{len(head_ids)}"
+                f"layer_ids/head_ids must have {n_layer}/{n_head} entries; got {len(layer_ids)}/{len(head_ids)}"
             )
         object.__setattr__(self, "layer_ids", tuple(int(i) for i in layer_ids))
         object.__setattr__(self, "head_ids", tuple(int(i) for i in head_ids))
@@ -141,17 +136,15 @@ class AttentionMaps:
         out.flags.writeable = False
         return out
 
-    def select(
-        self, layers: Sequence[int] | None = None, heads: Sequence[int] | None = None
-    ) -> "AttentionMaps":
+    def select(self, layers: Sequence[int] | None = None, heads: Sequence[int] | None = None) -> AttentionMaps:
         """A new ``AttentionMaps`` with only the given layer and head positions (in this object's
         indexing); the original indices are kept in ``layer_ids``/``head_ids``."""
-        li = list(range(self.n_layers)) if layers is None else [
-            self._check_index("layer", i, self.n_layers) for i in layers
-        ]
-        hi = list(range(self.n_heads)) if heads is None else [
-            self._check_index("head", i, self.n_heads) for i in heads
-        ]
+        li = (
+            list(range(self.n_layers))
+            if layers is None
+            else [self._check_index("layer", i, self.n_layers) for i in layers]
+        )
+        hi = list(range(self.n_heads)) if heads is None else [self._check_index("head", i, self.n_heads) for i in heads]
         if not li or not hi:
             raise ValueError("select needs at least one layer and one head")
         w = self.weights[np.ix_(li, hi)].copy()
@@ -190,7 +183,7 @@ class AttentionMaps:
         }
 
     @classmethod
-    def from_compact(cls, blob: dict) -> "AttentionMaps":
+    def from_compact(cls, blob: dict) -> AttentionMaps:
         """Inverse of ``to_compact`` (rows are renormalised after quantisation)."""
         from attnscope.analysis.codec import decode_array
 

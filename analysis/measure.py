@@ -15,8 +15,8 @@ empirical estimate in ``attnscope.analysis.lipschitz``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -25,8 +25,19 @@ from attnscope.analysis.wasserstein import w1, w1_between_inputs, w1_successive,
 
 log = logging.getLogger(__name__)
 
-__all__ = ["w1", "w1_uniform", "w1_successive", "w1_between_inputs", "max_entropy_check",
-           "joint_pca", "FixedPoint", "fixed_point_iteration", "orbit_behaviour", "power_order", "standardise"]
+__all__ = [
+    "w1",
+    "w1_uniform",
+    "w1_successive",
+    "w1_between_inputs",
+    "max_entropy_check",
+    "joint_pca",
+    "FixedPoint",
+    "fixed_point_iteration",
+    "orbit_behaviour",
+    "power_order",
+    "standardise",
+]
 
 
 def max_entropy_check(scores: np.ndarray, attention: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
@@ -129,7 +140,7 @@ def orbit_behaviour(w1_steps: np.ndarray, rtol: float = 1e-6, flat: float = 0.1)
     """
     w = np.asarray(w1_steps, dtype=np.float64)
     first, last = w[0], w[-1]
-    tail = w[w.size // 2:]
+    tail = w[w.size // 2 :]
     ratios = tail[1:] / np.where(tail[:-1] > 1e-12, tail[:-1], np.nan) if tail.size > 1 else np.array([])
     ratios = ratios[np.isfinite(ratios)]
     rate = float(np.median(ratios)) if ratios.size else float("nan")
@@ -137,7 +148,7 @@ def orbit_behaviour(w1_steps: np.ndarray, rtol: float = 1e-6, flat: float = 0.1)
         return "converges", None
     if rate > 1.05 or last > 10 * first:
         return "diverges", None
-    quarter = w[-max(2, w.size // 4):]
+    quarter = w[-max(2, w.size // 4) :]
     if w.size >= 8 and quarter.mean() > 0 and np.ptp(quarter) / quarter.mean() < flat:
         return "drifts", float(quarter.mean())
     return "undecided", None
@@ -146,8 +157,8 @@ def orbit_behaviour(w1_steps: np.ndarray, rtol: float = 1e-6, flat: float = 0.1)
 def power_order(steps: np.ndarray) -> float | None:
     """p in ``steps[t] ~ (t + 1)^-p``, least squares on log-log over the second half (None if undefined)."""
     w = np.asarray(steps, dtype=np.float64)
-    t = np.arange(1, w.size + 1)[w.size // 2:]
-    tail = w[w.size // 2:]
+    t = np.arange(1, w.size + 1)[w.size // 2 :]
+    tail = w[w.size // 2 :]
     ok = tail > 1e-14
     if ok.sum() < 3:
         return None
@@ -155,9 +166,14 @@ def power_order(steps: np.ndarray) -> float | None:
     return float(-slope)
 
 
-def fixed_point_iteration(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, n_steps: int,
-                          log10_bound: float | None = None, rtol: float = 1e-6,
-                          keep_orbit: bool = False) -> FixedPoint:
+def fixed_point_iteration(
+    step: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    n_steps: int,
+    log10_bound: float | None = None,
+    rtol: float = 1e-6,
+    keep_orbit: bool = False,
+) -> FixedPoint:
     """Iterate ``x_{t+1} = step(x_t)`` from ``x0 [token, dim]`` for ``n_steps`` steps.
 
     ``step`` maps a cloud ``[token, dim]`` to the next one (same number of tokens), e.g. a shared
@@ -182,12 +198,24 @@ def fixed_point_iteration(step: Callable[[np.ndarray], np.ndarray], x0: np.ndarr
         x = nxt
         if orbit is not None:
             orbit.append(x)
-    tail = dists[n_steps // 2:]
+    tail = dists[n_steps // 2 :]
     ratios = tail[1:] / tail[:-1] if tail.size > 1 else np.array([])
     ratios = ratios[np.isfinite(ratios) & (tail[:-1] > 1e-12)] if ratios.size else ratios
     rate = float(np.median(ratios)) if ratios.size else float("nan")
     converged = bool(dists[-1] <= max(rtol * dists[0], 1e-10))
     contraction = None if log10_bound is None else bool(log10_bound < 0)
     behaviour, drift = orbit_behaviour(dists, rtol)
-    return FixedPoint(dists, rate, converged, contraction, log10_bound, x, radius, dists_n, behaviour, drift,
-                      power_order(dists_n), None if orbit is None else np.stack(orbit))
+    return FixedPoint(
+        dists,
+        rate,
+        converged,
+        contraction,
+        log10_bound,
+        x,
+        radius,
+        dists_n,
+        behaviour,
+        drift,
+        power_order(dists_n),
+        None if orbit is None else np.stack(orbit),
+    )

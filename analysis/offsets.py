@@ -63,7 +63,7 @@ class OffsetIndex:
     def n_offsets(self) -> int:
         return int(self.offsets.shape[0])
 
-    def block_plan(self, block: int, n_head: int) -> "BlockPlan":
+    def block_plan(self, block: int, n_head: int) -> BlockPlan:
         """The cells re-ordered for a pass over blocks of ``block`` query rows (cached)."""
         plan = self._plans.get((block, n_head))
         if plan is None:
@@ -104,7 +104,7 @@ class BlockPlan:
     target: np.ndarray  # [group] head * n_offsets + offset of each group
 
     @classmethod
-    def build(cls, index: "OffsetIndex", block: int, n_head: int) -> "BlockPlan":
+    def build(cls, index: OffsetIndex, block: int, n_head: int) -> BlockPlan:
         n, n_off = index.n, index.n_offsets
         q = index.query
         bid = q // block

@@ -44,8 +44,7 @@ def overview(
 ) -> Overview:
     """Shift scan (``k``/``radius``/``threshold``), kernels, head types, distance, evolution and
     rollout importance (``rollout_row``: -1 = CLS-like row, None = mean row) of ``maps``."""
-    red = reduce_maps(maps, PARTS, k=k, radius=radius, include_special=include_special,
-                      workers=workers)
+    red = reduce_maps(maps, PARTS, k=k, radius=radius, include_special=include_special, workers=workers)
     scan = shift_scan_from(red, maps.layer_ids, maps.head_ids, threshold)
     return Overview(
         scan=scan,

@@ -125,8 +125,9 @@ def reduce_maps(
         "band_sum": None,
         "entropy": np.empty((n_layer, n_head, n), np.float32) if want("entropy") else None,
         "top1": np.empty((n_layer, n_head, n), np.float32) if want("entropy") else None,
-        "special_cols": (np.empty((n_layer, n_head, special.size, n), np.float32)
-                         if want("special") or want("energy") else None),
+        "special_cols": (
+            np.empty((n_layer, n_head, special.size, n), np.float32) if want("special") or want("energy") else None
+        ),
         "energy": None,
         "distance_sum": np.zeros((n_layer, n_head)) if want("distance") else None,
         "head_mean": np.empty((n_layer, n, n), np.float32) if want("mean") else None,

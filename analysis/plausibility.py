@@ -15,8 +15,8 @@ marks onto subword tokens (a subword is marked when its word is).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -107,8 +107,9 @@ class Plausibility:
     auprc: float | None
 
 
-def plausibility(scores: np.ndarray, human: np.ndarray, hard: np.ndarray, special: Sequence[int] = (),
-                 threshold: float = 0.5) -> Plausibility:
+def plausibility(
+    scores: np.ndarray, human: np.ndarray, hard: np.ndarray, special: Sequence[int] = (), threshold: float = 0.5
+) -> Plausibility:
     """Scores vs the human 0/1 token mask; ``hard`` is the 0/1 hard rationale (top-k% tokens)."""
     keep = np.ones(len(human), dtype=bool)
     keep[list(special)] = False

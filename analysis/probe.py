@@ -15,8 +15,8 @@ lives in ``attnscope.models.probes.cnn_fit_score`` (torch), and every classifier
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -40,8 +40,12 @@ def adaptive_pool(x: np.ndarray, size: int) -> np.ndarray:
     c = np.zeros(x.shape[:-2] + (n + 1, n + 1))
     c[..., 1:, 1:] = x.cumsum(-2).cumsum(-1)  # integral image
     lo, hi = _pool_edges(n, size)
-    total = (c[..., hi[:, None], hi[None, :]] - c[..., lo[:, None], hi[None, :]]
-             - c[..., hi[:, None], lo[None, :]] + c[..., lo[:, None], lo[None, :]])
+    total = (
+        c[..., hi[:, None], hi[None, :]]
+        - c[..., lo[:, None], hi[None, :]]
+        - c[..., hi[:, None], lo[None, :]]
+        + c[..., lo[:, None], lo[None, :]]
+    )
     area = (hi - lo)[:, None] * (hi - lo)[None, :]
     return (total / area).astype(np.float32)
 
@@ -136,7 +140,12 @@ def probe_layers(
         acc[li], std[li] = scores.mean(), scores.std()
         log.debug("probe layer %d (%s): accuracy %.3f +- %.3f", li, classifier, acc[li], std[li])
     return ProbeResult(
-        layer_ids=tuple(items[0].layer_ids), accuracy=acc.astype(np.float32),
-        accuracy_std=std.astype(np.float32), chance=float(counts.max() / y.size),
-        folds=k, size=size, mode=mode, classifier=classifier,
+        layer_ids=tuple(items[0].layer_ids),
+        accuracy=acc.astype(np.float32),
+        accuracy_std=std.astype(np.float32),
+        chance=float(counts.max() / y.size),
+        folds=k,
+        size=size,
+        mode=mode,
+        classifier=classifier,
     )

@@ -110,9 +110,7 @@ class ShiftScan:
         return sorted(recs, key=lambda r: -r.shift_score)
 
 
-def shift_scan_from(
-    red: Reductions, layer_ids, head_ids, threshold: float = DEFAULT_THRESHOLD
-) -> ShiftScan:
+def shift_scan_from(red: Reductions, layer_ids, head_ids, threshold: float = DEFAULT_THRESHOLD) -> ShiftScan:
     """Build a ``ShiftScan`` from a pass that computed ``band`` (see ``passes.reduce_maps``)."""
     if red.band_sum is None:
         raise ValueError("the reductions have no 'band' part; call reduce_maps with parts={'band'}")
@@ -132,10 +130,18 @@ def shift_scan_from(
         runner_mass = np.zeros_like(best_mass)
     score = (best_mass - runner_mass).astype(np.float32)
     return ShiftScan(
-        index=idx, mass=mass, count=count, best=best, best_mass=best_mass,
-        runner_up=runner, runner_up_mass=runner_mass, shift_score=score,
-        is_shift=score >= threshold, threshold=float(threshold),
-        layer_ids=tuple(layer_ids), head_ids=tuple(head_ids),
+        index=idx,
+        mass=mass,
+        count=count,
+        best=best,
+        best_mass=best_mass,
+        runner_up=runner,
+        runner_up_mass=runner_mass,
+        shift_score=score,
+        is_shift=score >= threshold,
+        threshold=float(threshold),
+        layer_ids=tuple(layer_ids),
+        head_ids=tuple(head_ids),
     )
 
 
@@ -153,6 +159,5 @@ def scan_shifts(
     ``threshold``: minimum ``shift_score`` of a shift head; ``include_special``: keep CLS/SEP rows
     and columns in the 1D scan (they are never on the 2D grid). Returns ``mass[layer, head, offset]``.
     """
-    red = reduce_maps(maps, {"band"}, k=k, radius=radius, include_special=include_special,
-                      workers=workers)
+    red = reduce_maps(maps, {"band"}, k=k, radius=radius, include_special=include_special, workers=workers)
     return shift_scan_from(red, maps.layer_ids, maps.head_ids, threshold)

@@ -36,7 +36,9 @@ def _weights(name: str, w: np.ndarray | None, n: int) -> np.ndarray:
         return np.full(n, 1.0 / n)
     w = np.asarray(w, dtype=np.float64)
     if w.shape != (n,) or np.any(w < 0) or not np.isclose(w.sum(), 1.0, atol=1e-9):
-        raise ValueError(f"{name} must be {n} non-negative weights summing to 1; got shape {w.shape}, sum {w.sum():.6g}")
+        raise ValueError(
+            f"{name} must be {n} non-negative weights summing to 1; got shape {w.shape}, sum {w.sum():.6g}"
+        )
     return w
 
 
@@ -51,7 +53,9 @@ def w1_uniform(x: np.ndarray, y: np.ndarray, return_assignment: bool = False):
     """
     x, y = _cloud("x", x), _cloud("y", y)
     if x.shape != y.shape:
-        raise ValueError(f"w1_uniform needs clouds of equal shape; got {x.shape} and {y.shape} (use w1 for unequal sizes)")
+        raise ValueError(
+            f"w1_uniform needs clouds of equal shape; got {x.shape} and {y.shape} (use w1 for unequal sizes)"
+        )
     cost = cdist(x, y)  # [n, n]
     rows, cols = linear_sum_assignment(cost)
     value = float(cost[rows, cols].mean())

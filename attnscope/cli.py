@@ -30,13 +30,23 @@ def _env(name: str, default: str) -> str:
 
 def _add_api_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=_env("ATTNSCOPE_API_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_API_HOST)")
-    p.add_argument("--port", type=int, default=int(_env("ATTNSCOPE_API_PORT", "8000")), help="port (ATTNSCOPE_API_PORT)")
+    p.add_argument(
+        "--port", type=int, default=int(_env("ATTNSCOPE_API_PORT", "8000")), help="port (ATTNSCOPE_API_PORT)"
+    )
 
 
 def _add_dash_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dash-host", default=_env("ATTNSCOPE_DASH_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_DASH_HOST)")
-    p.add_argument("--dash-port", type=int, default=int(_env("ATTNSCOPE_DASH_PORT", "8050")), help="port (ATTNSCOPE_DASH_PORT)")
-    p.add_argument("--api-url", default=_env("ATTNSCOPE_API_URL", ""), help="URL of the API the dashboard talks to (ATTNSCOPE_API_URL)")
+    p.add_argument(
+        "--dash-host", default=_env("ATTNSCOPE_DASH_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_DASH_HOST)"
+    )
+    p.add_argument(
+        "--dash-port", type=int, default=int(_env("ATTNSCOPE_DASH_PORT", "8050")), help="port (ATTNSCOPE_DASH_PORT)"
+    )
+    p.add_argument(
+        "--api-url",
+        default=_env("ATTNSCOPE_API_URL", ""),
+        help="URL of the API the dashboard talks to (ATTNSCOPE_API_URL)",
+    )
 
 
 def run_api(host: str, port: int) -> None:
@@ -62,9 +72,17 @@ def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
 
     class _Dashboard(BaseApplication):
         def load_config(self) -> None:
-            for key, value in {"bind": f"{host}:{port}", "workers": 1, "worker_class": "gthread",
-                               "threads": threads, "timeout": 600, "graceful_timeout": 5,
-                               "accesslog": None, "errorlog": "-", "loglevel": "warning"}.items():
+            for key, value in {
+                "bind": f"{host}:{port}",
+                "workers": 1,
+                "worker_class": "gthread",
+                "threads": threads,
+                "timeout": 600,
+                "graceful_timeout": 5,
+                "accesslog": None,
+                "errorlog": "-",
+                "loglevel": "warning",
+            }.items():
                 self.cfg.set(key, value)
 
         def load(self):
@@ -76,7 +94,9 @@ def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
 def _serve(args: argparse.Namespace) -> int:
     """API in a child process, dashboard in this one; both stop together."""
     api_url = args.api_url or f"http://{args.host}:{args.port}"
-    api = subprocess.Popen([sys.executable, "-m", "attnscope.cli", "api", "--host", args.host, "--port", str(args.port)])
+    api = subprocess.Popen(
+        [sys.executable, "-m", "attnscope.cli", "api", "--host", args.host, "--port", str(args.port)]
+    )
     try:
         import httpx
 
@@ -118,6 +138,7 @@ def _dataset_job(args: argparse.Namespace) -> int:
 
     loaded = load_model(args.model, args.device)
     with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
+
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
@@ -125,8 +146,9 @@ def _dataset_job(args: argparse.Namespace) -> int:
         if args.command == "census":
             result = run_census(loaded, args.dataset, args.n, args.split, args.seed, progress)
         else:
-            result = run_probe(loaded, args.dataset, args.n, args.split, args.seed, progress=progress,
-                               classifier=args.classifier)
+            result = run_probe(
+                loaded, args.dataset, args.n, args.split, args.seed, progress=progress, classifier=args.classifier
+            )
     out = Path(args.out)
     out.write_text(json.dumps(result, indent=1))
     csv_path = out.with_suffix(".csv")
@@ -138,7 +160,9 @@ def _dataset_job(args: argparse.Namespace) -> int:
 def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="minilm-sst2", help="a classifier from the registry")
     p.add_argument("--dataset", default="movies", choices=["sst2", "movies", "hatexplain"])
-    p.add_argument("--split", default=None, help="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation")
+    p.add_argument(
+        "--split", default=None, help="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation"
+    )
     p.add_argument("--explainers", nargs="+", default=None, help="explainer names (default: all but flow/occlusion)")
     p.add_argument("--metrics", nargs="+", default=None, help="metric names (default: all)")
     p.add_argument("--n", type=int, default=200, help="number of examples")
@@ -174,23 +198,41 @@ def run_faithfulness(args: argparse.Namespace) -> int:
 
     try:
         result = evaluate_dataset(
-            loaded, args.dataset, args.explainers or list(DEFAULT_EXPLAINERS), n=args.n,
-            convention=args.convention, removal=args.removal, k=args.k, metrics=args.metrics or list(METRICS),
-            max_tokens=args.max_tokens, split=args.split, start=args.start, allow_offensive=args.allow_offensive,
-            options=options, progress=progress)
+            loaded,
+            args.dataset,
+            args.explainers or list(DEFAULT_EXPLAINERS),
+            n=args.n,
+            convention=args.convention,
+            removal=args.removal,
+            k=args.k,
+            metrics=args.metrics or list(METRICS),
+            max_tokens=args.max_tokens,
+            split=args.split,
+            start=args.start,
+            allow_offensive=args.allow_offensive,
+            options=options,
+            progress=progress,
+        )
     finally:
         bar.close()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     out.with_suffix(".csv").write_text(rows_to_csv(result["rows"]))
-    log.info("wrote %s and %s (accuracy %.3f on %d examples)", out.with_suffix(".json"),
-             out.with_suffix(".csv"), result["accuracy"], result["n"])
+    log.info(
+        "wrote %s and %s (accuracy %.3f on %d examples)",
+        out.with_suffix(".json"),
+        out.with_suffix(".csv"),
+        result["accuracy"],
+        result["n"],
+    )
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_serve = sub.add_parser("serve", help="start the API and the dashboard on localhost")
     _add_api_args(p_serve)
@@ -199,8 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_api_args(p_api)
     p_dash = sub.add_parser("dashboard", help="start the dashboard (talks to the API over HTTP)")
     _add_dash_args(p_dash)
-    for name, what in (("census", "per-head statistics over a data set"),
-                       ("probe", "per-layer accuracy of predicting the label from the maps alone")):
+    for name, what in (
+        ("census", "per-head statistics over a data set"),
+        ("probe", "per-layer accuracy of predicting the label from the maps alone"),
+    ):
         p = sub.add_parser(name, help=what)
         p.add_argument("--model", default="minilm")
         p.add_argument("--dataset", default="sst2", choices=["sst2", "movies"])
@@ -210,8 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", default=None)
         p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
         if name == "probe":
-            p.add_argument("--classifier", default="logistic", choices=["logistic", "cnn"],
-                           help="logistic regression on the flattened maps, or a 2-layer CNN (one channel per head)")
+            p.add_argument(
+                "--classifier",
+                default="logistic",
+                choices=["logistic", "cnn"],
+                help="logistic regression on the flattened maps, or a 2-layer CNN (one channel per head)",
+            )
     p_faith = sub.add_parser("faithfulness", help="ERASER faithfulness + plausibility table over a data set")
     _add_faithfulness_args(p_faith)
     return parser

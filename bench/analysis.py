@@ -76,8 +76,10 @@ def main() -> None:
     xlogx = min(_timed(lambda: (w * np.log(w + np.float32(1e-30))).sum(-1)) for _ in range(3))
     full = min(_timed(lambda: rollout(maps)) for _ in range(3))
     one_worker = min(_timed(lambda: overview(maps, workers=1)) for _ in range(5))
-    print(f"context: plain numpy x*log(x) row sums {xlogx / b:.1f}x; full rollout matrices R^l "
-          f"(matmul chain) {full / b:.1f}x; overview with 1 thread {one_worker / b:.2f}x")
+    print(
+        f"context: plain numpy x*log(x) row sums {xlogx / b:.1f}x; full rollout matrices R^l "
+        f"(matmul chain) {full / b:.1f}x; overview with 1 thread {one_worker / b:.2f}x"
+    )
 
     ov = overview(maps, workers=args.workers)
     sim = min(_timed(lambda: layer_similarity(ov.evolution.head_mean)) for _ in range(3))
@@ -91,8 +93,10 @@ def main() -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(f"peak memory of one analysis call (tracemalloc): {peak / 2**20:.1f} MiB "
-          f"({peak / w.nbytes:.2f}x the maps); process max RSS {rss:.0f} MiB")
+    print(
+        f"peak memory of one analysis call (tracemalloc): {peak / 2**20:.1f} MiB "
+        f"({peak / w.nbytes:.2f}x the maps); process max RSS {rss:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

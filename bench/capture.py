@@ -13,15 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 
 import torch
 
-
-from bench.timing import timeit  # noqa: E402
 from attnscope.models.capture import capture_encoded  # noqa: E402
 from attnscope.models.loading import load_hf, load_model  # noqa: E402
+from bench.timing import timeit  # noqa: E402
 
 SST2 = Path(__file__).resolve().parents[2] / "shared" / "data" / "sst2" / "dev.tsv"
 
@@ -84,8 +82,10 @@ def main() -> None:
     as_json = len(json.dumps(maps.weights.tolist()).encode())
     f16 = len(maps.to_compact("float16")["data"])
     u8 = len(maps.to_compact("uint8")["data"])
-    print(f"one example's maps {list(maps.shape)}: JSON lists {as_json:,} B | float16 {f16:,} B "
-          f"({as_json / f16:.1f}x smaller) | uint8+scale {u8:,} B ({as_json / u8:.1f}x smaller)")
+    print(
+        f"one example's maps {list(maps.shape)}: JSON lists {as_json:,} B | float16 {f16:,} B "
+        f"({as_json / f16:.1f}x smaller) | uint8+scale {u8:,} B ({as_json / u8:.1f}x smaller)"
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 from attnscope.analysis.faithfulness import (  # noqa: E402
-    candidate_positions, evaluate, get_convention, keep_tokens, remove_tokens, select_rationale,
+    candidate_positions,
+    evaluate,
+    get_convention,
+    keep_tokens,
+    remove_tokens,
+    select_rationale,
 )
 from attnscope.models.datasets import load_sst2  # noqa: E402
 from attnscope.models.explainers import encode_text, make_explainer, make_predict  # noqa: E402
@@ -44,10 +49,17 @@ def naive(predict, ids, scores, special, k, conv):
         vals = {}
         for key, frac in [("k", k), *[(f"b{i}", b) for i, b in enumerate(conv.bins)]]:
             r = select_rationale(s, frac, cand, conv)
-            vals[key] = (p_full[t] - predict([remove_tokens(ids, r)])[0, t],
-                         p_full[t] - predict([keep_tokens(ids, r, special)])[0, t])
+            vals[key] = (
+                p_full[t] - predict([remove_tokens(ids, r)])[0, t],
+                p_full[t] - predict([keep_tokens(ids, r, special)])[0, t],
+            )
         bins = [vals[f"b{i}"] for i in range(len(conv.bins))]
-        out[name] = [vals["k"][0], vals["k"][1], float(np.mean([b[0] for b in bins])), float(np.mean([b[1] for b in bins]))]
+        out[name] = [
+            vals["k"][0],
+            vals["k"][1],
+            float(np.mean([b[0] for b in bins])),
+            float(np.mean([b[1] for b in bins])),
+        ]
     return out
 
 
@@ -112,8 +124,10 @@ def main() -> int:
                 l = naive(predict, ex.input_ids, s, ex.special, K, conv)
                 t_loop += time.perf_counter() - start
         diff = max(diff, max(abs(x - y) for e in EXPLAINERS for x, y in zip(as_numbers(o[e]), l[e])))
-    print(f"[eraser] attnscope batched: {t_ours:.2f} s; one-perturbation-per-forward loop: {t_loop:.2f} s; "
-          f"loop/attnscope = {t_loop / t_ours:.1f}x; max |diff| = {diff:.2e}")
+    print(
+        f"[eraser] attnscope batched: {t_ours:.2f} s; one-perturbation-per-forward loop: {t_loop:.2f} s; "
+        f"loop/attnscope = {t_loop / t_ours:.1f}x; max |diff| = {diff:.2e}"
+    )
     if not a.ferret_python:
         return 0
     conv = get_convention("ferret")
@@ -123,12 +137,19 @@ def main() -> int:
         clf.model.save_pretrained(tmp)
         clf.tokenizer.save_pretrained(tmp)
         for c in range(0, len(examples), 20):
-            chunk = list(zip(rows, examples, scores))[c:c + 20]
+            chunk = list(zip(rows, examples, scores))[c : c + 20]
             start = time.perf_counter()
             ours = [evaluate(predict, ex.input_ids, s, special=ex.special, k=K, convention=conv) for _, ex, s in chunk]
             t_ours += time.perf_counter() - start
-            items = [{"text": r.text, "ids": ex.input_ids.tolist(), "target": o[EXPLAINERS[0]].target,
-                      "scores": {e: s[e].tolist() for e in EXPLAINERS}} for (r, ex, s), o in zip(chunk, ours)]
+            items = [
+                {
+                    "text": r.text,
+                    "ids": ex.input_ids.tolist(),
+                    "target": o[EXPLAINERS[0]].target,
+                    "scores": {e: s[e].tolist() for e in EXPLAINERS},
+                }
+                for (r, ex, s), o in zip(chunk, ours)
+            ]
             fr = run_ferret(a.ferret_python, Path(tmp), items)
             t_ferret += fr["seconds"]
             for (_, ex, s), o, f in zip(chunk, ours, fr["results"]):
@@ -137,12 +158,16 @@ def main() -> int:
                     ok = survives_round_trip(clf.tokenizer, ex.input_ids, s[e], ex.special, conv)
                     (same if ok else changed).extend(d)
     same_d, changed_d = np.array(same or [0.0]), np.array(changed or [0.0])
-    print(f"[ferret] attnscope batched: {t_ours:.2f} s; ferret-xai {fr['version']} evaluators: {t_ferret:.2f} s; "
-          f"ferret/attnscope = {t_ferret / t_ours:.1f}x")
-    print(f"[ferret] AOPC max |diff| where every perturbed input survives decode/re-tokenise: "
-          f"{same_d.max():.2e} ({len(same) // 2} explanations); where ferret's round trip changes "
-          f"the ids: {changed_d.max():.2e} ({len(changed) // 2} explanations, "
-          f"{(changed_d > 1e-3).mean():.0%} of their values differ by > 1e-3)")
+    print(
+        f"[ferret] attnscope batched: {t_ours:.2f} s; ferret-xai {fr['version']} evaluators: {t_ferret:.2f} s; "
+        f"ferret/attnscope = {t_ferret / t_ours:.1f}x"
+    )
+    print(
+        f"[ferret] AOPC max |diff| where every perturbed input survives decode/re-tokenise: "
+        f"{same_d.max():.2e} ({len(same) // 2} explanations); where ferret's round trip changes "
+        f"the ids: {changed_d.max():.2e} ({len(changed) // 2} explanations, "
+        f"{(changed_d > 1e-3).mean():.0%} of their values differ by > 1e-3)"
+    )
     return 0
 
 

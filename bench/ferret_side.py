@@ -33,8 +33,10 @@ def main() -> int:
         row = {}
         for name, scores in item["scores"].items():
             e = Explanation(item["text"], tokens, np.asarray(scores), name, item["target"])
-            row[name] = [float(comp.compute_evaluation(e, target=item["target"]).score),
-                         float(suff.compute_evaluation(e, target=item["target"]).score)]
+            row[name] = [
+                float(comp.compute_evaluation(e, target=item["target"]).score),
+                float(suff.compute_evaluation(e, target=item["target"]).score),
+            ]
         results.append(row)
     seconds = time.perf_counter() - start
     print(json.dumps({"version": version("ferret-xai"), "seconds": seconds, "results": results}))

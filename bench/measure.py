@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from pathlib import Path
 
@@ -29,18 +28,24 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from bench.timing import timeit  # noqa: E402
 from attnscope.analysis.lipschitz import lipschitz_bound  # noqa: E402
-from attnscope.analysis.measure import w1_between_inputs, w1_successive  # noqa: E402
-from attnscope.models.capture import capture_encoded  # noqa: E402
+from attnscope.analysis.measure import (  # noqa: E402
+    fixed_point_iteration,  # noqa: E402
+    w1_between_inputs,
+    w1_successive,
+)
+from attnscope.models.capture import (  # noqa: E402
+    capture,
+    capture_encoded,  # noqa: E402
+    capture_image,
+)
 from attnscope.models.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
 from attnscope.models.lipschitz import lipschitz_report  # noqa: E402
 from attnscope.models.loading import load_model  # noqa: E402
 from attnscope.models.shared_block import block_step, iterate_shared_block  # noqa: E402
-from attnscope.analysis.measure import fixed_point_iteration  # noqa: E402
-from attnscope.models.capture import capture, capture_image  # noqa: E402
 from attnscope.models.zoo import data, samples  # noqa: E402
 from attnscope.models.zoo.manifest import read_manifest  # noqa: E402
+from bench.timing import timeit  # noqa: E402
 
 HA_MODELS = ("text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise")
 
@@ -76,8 +81,10 @@ def main() -> None:
     cap = capture_encoded(loaded, encoded(loaded, " ".join(lines[:12]), args.tokens))[0]
     other = capture_encoded(loaded, encoded(loaded, " ".join(lines[12:24]), args.tokens - 28))[0]
     hs = cap.hidden_states
-    print(f"minilm tokens={hs.shape[1]} dim={hs.shape[2]} torch={torch.__version__} threads={torch.get_num_threads()} "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+    print(
+        f"minilm tokens={hs.shape[1]} dim={hs.shape[2]} torch={torch.__version__} threads={torch.get_num_threads()} "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
+    )
 
     t_profile = timeit(lambda: w1_successive(hs), args.repeats)
     t_between = timeit(lambda: w1_between_inputs(hs, other.hidden_states), args.repeats)
@@ -100,21 +107,27 @@ def main() -> None:
     for layer in (int(v) for v in args.layers.split(",")):
         r = lipschitz_report(loaded, layer, hs[layer])
         flag = "" if r.log10_ratio <= 0 else "  <-- VIOLATION"
-        print(f"L{layer:<4} {r.radius:6.2f} {r.bound.log10_bound:9.1f} {r.bound.log10_bound_without_bias:9.1f} "
-              f"{r.estimate:9.2f}  ({r.best_random:6.2f} / {r.best_ascent:6.2f}) {r.log10_ratio:14.1f} "
-              f"{r.n_evaluations:6d} {r.seconds:5.1f}{flag}")
+        print(
+            f"L{layer:<4} {r.radius:6.2f} {r.bound.log10_bound:9.1f} {r.bound.log10_bound_without_bias:9.1f} "
+            f"{r.estimate:9.2f}  ({r.best_random:6.2f} / {r.best_ascent:6.2f}) {r.log10_ratio:14.1f} "
+            f"{r.n_evaluations:6d} {r.seconds:5.1f}{flag}"
+        )
     it = iterate_shared_block(loaded, hs[2], 30, layer=2)
-    print(f"layer 2 block iterated 30x (demonstration): W1 step1={it.result.w1_steps[0]:.3f} "
-          f"step30={it.result.w1_steps[-1]:.3f} tail rate={it.result.rate:.3f} converged={it.result.converged} "
-          f"log10 L_attn+res={it.log10_bound_attention:.1f}")
+    print(
+        f"layer 2 block iterated 30x (demonstration): W1 step1={it.result.w1_steps[0]:.3f} "
+        f"step30={it.result.w1_steps[-1]:.3f} tail rate={it.result.rate:.3f} converged={it.result.converged} "
+        f"log10 L_attn+res={it.log10_bound_attention:.1f}"
+    )
     ha_table(args.ha_steps, lines[0])
 
 
 def ha_table(n_steps: int, sentence: str) -> None:
     """The HA shared blocks: verdict and fixed-key bound, and what the bound costs beside the iteration."""
     print(f"HA shared blocks, {n_steps} iterations (bound: DERIVED fixed-key, max-token metric)")
-    print("model                  verdict    drift  order  log10 L global  orbit first->last  slack   L_hat "
-          "@bound  iterate s  +bound s")
+    print(
+        "model                  verdict    drift  order  log10 L global  orbit first->last  slack   L_hat "
+        "@bound  iterate s  +bound s"
+    )
     for name in HA_MODELS:
         if read_manifest(name) is None or (name != "text-ha" and not data.available()):
             print(f"{name:22s} (not trained or no data: skipped)")
@@ -135,10 +148,12 @@ def ha_table(n_steps: int, sentence: str) -> None:
         r, c = it.result, it.block_contraction
         drift = f"{r.drift:6.2f}" if r.drift is not None else "     -"
         order = f"{r.normalised_order:5.2f}" if r.normalised_order is not None else "    -"
-        print(f"{name:22s} {r.behaviour:9s} {drift} {order} {c.global_bound.log10_bound:15.2f} "
-              f"{c.orbit.log10_bound[0]:8.2f} -> {c.orbit.log10_bound[-1]:5.2f} {c.orbit.worst_slack:6.2f} "
-              f"{c.estimate.estimate:7.2f} {c.estimate.log10_bound_at_estimate:6.2f} {t_plain:10.2f} "
-              f"{t_full - t_plain:9.2f}")
+        print(
+            f"{name:22s} {r.behaviour:9s} {drift} {order} {c.global_bound.log10_bound:15.2f} "
+            f"{c.orbit.log10_bound[0]:8.2f} -> {c.orbit.log10_bound[-1]:5.2f} {c.orbit.worst_slack:6.2f} "
+            f"{c.estimate.estimate:7.2f} {c.estimate.log10_bound_at_estimate:6.2f} {t_plain:10.2f} "
+            f"{t_full - t_plain:9.2f}"
+        )
 
 
 if __name__ == "__main__":

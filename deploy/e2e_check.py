@@ -24,8 +24,14 @@ SENTENCE = "The keys to the cabinet are on the table near the window."
 DASH_SENTENCE = "A dashboard in a container drew every head of this sentence."
 MINILM_LAYERS, MINILM_HEADS = 6, 12
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -38,8 +44,15 @@ def check(cond: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
-def http(method: str, url: str, *, token: str | None = None, body: dict | None = None,
-         headers: dict | None = None, timeout: float = 180.0) -> tuple[int, dict, bytes]:
+def http(
+    method: str,
+    url: str,
+    *,
+    token: str | None = None,
+    body: dict | None = None,
+    headers: dict | None = None,
+    timeout: float = 180.0,
+) -> tuple[int, dict, bytes]:
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
     if data is not None:
@@ -78,8 +91,7 @@ def check_api(api: str, token: str | None, dash_origin: str) -> str:
     shape = run["shape"]
     check(shape[:2] == [MINILM_LAYERS, MINILM_HEADS], f"MiniLM run has shape {shape}, expected [6, 12, n, n]")
     check(shape[2] == shape[3] == len(run["tokens"]), f"shape {shape} does not match {len(run['tokens'])} tokens")
-    print(f"ok  run {run['id']} on minilm: shape {shape}, {len(run['tokens'])} tokens "
-          f"({time.monotonic() - t0:.1f} s)")
+    print(f"ok  run {run['id']} on minilm: shape {shape}, {len(run['tokens'])} tokens ({time.monotonic() - t0:.1f} s)")
 
     status, _, raw = http("GET", f"{api}/api/v1/runs/{run['id']}/attention?layer=5&head=11", token=token)
     check(status == 200, f"GET attention answered {status}: {raw[:200]!r}")
@@ -88,12 +100,20 @@ def check_api(api: str, token: str | None, dash_origin: str) -> str:
     check(all(abs(s - 1.0) < 1e-3 for s in sums), f"attention rows do not sum to 1: {sums}")
     print(f"ok  attention layer 5 head 11: {len(weights)}x{len(weights[0])}, rows sum to 1")
 
-    status, headers, _ = http("OPTIONS", f"{api}/api/v1/runs", headers={
-        "Origin": dash_origin, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization,content-type"})
+    status, headers, _ = http(
+        "OPTIONS",
+        f"{api}/api/v1/runs",
+        headers={
+            "Origin": dash_origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        },
+    )
     allowed = {k.lower(): v for k, v in headers.items()}.get("access-control-allow-origin")
-    check(status == 200 and allowed in (dash_origin, "*"),
-          f"CORS preflight from {dash_origin}: status {status}, allow-origin {allowed!r}")
+    check(
+        status == 200 and allowed in (dash_origin, "*"),
+        f"CORS preflight from {dash_origin}: status {status}, allow-origin {allowed!r}",
+    )
     print(f"ok  CORS preflight from {dash_origin} allowed")
     return run["id"]
 
@@ -106,8 +126,13 @@ def _is_run_callback(response) -> bool:
         body = json.loads(response.request.post_data or "")
     except ValueError:
         return False
-    return any(isinstance(i, dict) and i.get("id") == "run-button" and i.get("property") == "n_clicks"
-               and (i.get("value") or 0) >= 1 for i in body.get("inputs", []))
+    return any(
+        isinstance(i, dict)
+        and i.get("id") == "run-button"
+        and i.get("property") == "n_clicks"
+        and (i.get("value") or 0) >= 1
+        for i in body.get("inputs", [])
+    )
 
 
 def runs_stored(api: str) -> int:
@@ -131,7 +156,8 @@ def check_dashboard(api: str, dash: str, screenshot: str | None) -> None:
             # the model list arrives from the API after the page loads: wait until MiniLM is picked
             page.wait_for_function(
                 "() => { const d = document.querySelector('#model-dropdown');"
-                " return d !== null && d.innerText.includes('minilm'); }")
+                " return d !== null && d.innerText.includes('minilm'); }"
+            )
             before = runs_stored(api)
             page.fill("#text-input", DASH_SENTENCE)
             t0 = time.monotonic()
@@ -147,8 +173,8 @@ def check_dashboard(api: str, dash: str, screenshot: str | None) -> None:
                 after = runs_stored(api)
                 check(after > before, f"the API holds {after} runs after the click, as before")
                 page.wait_for_function(
-                    "n => document.querySelectorAll('.head-thumb').length >= n",
-                    arg=expected, timeout=180_000)
+                    "n => document.querySelectorAll('.head-thumb').length >= n", arg=expected, timeout=180_000
+                )
             except Exception as exc:
                 if screenshot:
                     page.screenshot(path=screenshot, full_page=True)
@@ -157,8 +183,10 @@ def check_dashboard(api: str, dash: str, screenshot: str | None) -> None:
             check(count == expected, f"{count} head thumbnails, expected {expected}")
             error = page.locator("#run-error").inner_text().strip() if page.locator("#run-error").count() else ""
             check(not error, f"the dashboard shows an error: {error!r}")
-            print(f"ok  dashboard: submitted a sentence, the API stored a new run, {count} head thumbnails "
-                  f"({time.monotonic() - t0:.1f} s)")
+            print(
+                f"ok  dashboard: submitted a sentence, the API stored a new run, {count} head thumbnails "
+                f"({time.monotonic() - t0:.1f} s)"
+            )
             if screenshot:
                 page.screenshot(path=screenshot, full_page=True)
                 print(f"    screenshot: {screenshot}")

@@ -9,10 +9,19 @@ import numpy as np
 
 from attnscope.analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
 from attnscope.server.schemas import (
-    ConvAttentionPair, FixedPointPublic, LipschitzPublic, MeasurePublic, ModelList, ModelStructure, ParticlesPublic,
-    RunPublic, SampleList,
+    ConvAttentionPair,
+    ExplainerInfo,
+    FaithfulnessPublic,
+    FixedPointPublic,
+    JobPublic,
+    LipschitzPublic,
+    MeasurePublic,
+    ModelList,
+    ModelStructure,
+    ParticlesPublic,
+    RunPublic,
+    SampleList,
 )
-from attnscope.server.schemas import ExplainerInfo, FaithfulnessPublic, JobPublic, ModelList, RunPublic
 
 
 class ApiError(Exception):
@@ -104,8 +113,16 @@ class ApiClient:
         r = self._request("GET", f"/runs/{run_id}/particles", params={"dims": dims})
         return ParticlesPublic.model_validate(r.json())
 
-    def lipschitz(self, model: str, layer: int, run_id: str | None = None, text: str | None = None,
-                  residual: bool = False, steps: int | None = None, draws: int | None = None) -> LipschitzPublic:
+    def lipschitz(
+        self,
+        model: str,
+        layer: int,
+        run_id: str | None = None,
+        text: str | None = None,
+        residual: bool = False,
+        steps: int | None = None,
+        draws: int | None = None,
+    ) -> LipschitzPublic:
         """DERIVED bound (log10) and empirical estimate for one attention layer."""
         params: dict = {"layer": layer, "residual": residual}
         for key, value in (("run_id", run_id), ("text", text), ("steps", steps), ("draws", draws)):
@@ -130,8 +147,9 @@ class ApiClient:
 
     def upload_image_run(self, model: str, blob: bytes, filename: str = "upload.png") -> RunPublic:
         """Upload a PNG/JPEG and run it through a vision model."""
-        r = self._request("POST", "/runs/image", data={"model": model},
-                          files={"file": (filename, blob, "application/octet-stream")})
+        r = self._request(
+            "POST", "/runs/image", data={"model": model}, files={"file": (filename, blob, "application/octet-stream")}
+        )
         return RunPublic.model_validate(r.json())
 
     def samples(self, dataset: str = "mnist", offset: int = 0, limit: int = 50) -> SampleList:
@@ -162,7 +180,9 @@ class ApiClient:
 
     def faithfulness(self, run_id: str, body: dict) -> FaithfulnessPublic:
         """Explain a run's prediction and score the explanations (body: ``FaithfulnessCreate`` fields)."""
-        return FaithfulnessPublic.model_validate(self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json())
+        return FaithfulnessPublic.model_validate(
+            self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json()
+        )
 
     # ------------------------------------------------------------------ jobs
     def create_job(self, kind: str, params: dict) -> JobPublic:

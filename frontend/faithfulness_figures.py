@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 METRIC_LABELS = {
-    "comprehensiveness": "comprehensiveness ↑", "sufficiency": "sufficiency ↓",
-    "aopc_comprehensiveness": "AOPC comp. ↑", "aopc_sufficiency": "AOPC suff. ↓",
-    "token_f1": "token F1 ↑", "iou_f1": "IOU F1 ↑", "auprc": "AUPRC ↑",
-    "comprehensiveness_entropy": "comp. ΔH", "comprehensiveness_kl": "comp. KL ↑",
-    "sufficiency_entropy": "suff. ΔH", "sufficiency_kl": "suff. KL ↓",
+    "comprehensiveness": "comprehensiveness ↑",
+    "sufficiency": "sufficiency ↓",
+    "aopc_comprehensiveness": "AOPC comp. ↑",
+    "aopc_sufficiency": "AOPC suff. ↓",
+    "token_f1": "token F1 ↑",
+    "iou_f1": "IOU F1 ↑",
+    "auprc": "AUPRC ↑",
+    "comprehensiveness_entropy": "comp. ΔH",
+    "comprehensiveness_kl": "comp. KL ↑",
+    "sufficiency_entropy": "suff. ΔH",
+    "sufficiency_kl": "suff. KL ↓",
 }
 MARK = re.compile(r"\[\[(.+?)\]\]", re.S)
 
@@ -22,7 +28,7 @@ def parse_marked_text(marked: str) -> tuple[str, list[tuple[int, int]]]:
     """Text with the human rationale in ``[[double brackets]]`` -> (clean text, [start, end) spans)."""
     clean, spans, pos = [], [], 0
     for m in MARK.finditer(marked):
-        clean.append(marked[pos:m.start()])
+        clean.append(marked[pos : m.start()])
         start = sum(len(c) for c in clean)
         clean.append(m.group(1))
         spans.append((start, start + len(m.group(1))))
@@ -46,22 +52,50 @@ def token_colors(scores: Sequence[float], special: Sequence[int] = ()) -> list[s
     return out
 
 
-def curves_figure(bins: Sequence[float], comp: dict[str, Sequence[float | None]],
-                  suff: dict[str, Sequence[float | None]], title: str = "") -> go.Figure:
+def curves_figure(
+    bins: Sequence[float],
+    comp: dict[str, Sequence[float | None]],
+    suff: dict[str, Sequence[float | None]],
+    title: str = "",
+) -> go.Figure:
     """Comprehensiveness and sufficiency drop per bin (x: % of tokens), one line per explainer."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("comprehensiveness (higher is better)",
-                                                        "sufficiency (lower is better)"))
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=("comprehensiveness (higher is better)", "sufficiency (lower is better)")
+    )
     x = [round(100 * b, 1) for b in bins]
     for col, curves in ((1, comp), (2, suff)):
         for name, ys in curves.items():
             dash = "dot" if name == "random" else "solid"
-            fig.add_trace(go.Scatter(x=x, y=list(ys), mode="lines+markers", name=name, legendgroup=name,
-                                     showlegend=col == 1, line={"dash": dash}, connectgaps=True), row=1, col=col)
-        fig.update_xaxes(title_text="% of tokens removed / kept", type="log", tickvals=x,
-                         ticktext=[f"{v:g}" for v in x], row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=list(ys),
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    line={"dash": dash},
+                    connectgaps=True,
+                ),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(
+            title_text="% of tokens removed / kept",
+            type="log",
+            tickvals=x,
+            ticktext=[f"{v:g}" for v in x],
+            row=1,
+            col=col,
+        )
     fig.update_yaxes(title_text="p(target | x) − p(target | perturbed)", row=1, col=1)
-    fig.update_layout(title=title or None, height=400, margin={"l": 60, "r": 20, "t": 70, "b": 40},
-                      plot_bgcolor="white", legend={"orientation": "h", "y": -0.3, "yanchor": "top"})
+    fig.update_layout(
+        title=title or None,
+        height=400,
+        margin={"l": 60, "r": 20, "t": 70, "b": 40},
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": -0.3, "yanchor": "top"},
+    )
     return fig
 
 
@@ -71,13 +105,13 @@ def _fmt(v) -> str:
 
 def metric_table(rows: Sequence[dict], metrics: Sequence[str]) -> tuple[list[dict], list[dict]]:
     """``DataTable`` columns and rows (explainer x metric, numbers formatted, random marked)."""
-    columns = [{"name": "explainer", "id": "explainer"}] + [
-        {"name": METRIC_LABELS.get(m, m), "id": m} for m in metrics]
+    columns = [{"name": "explainer", "id": "explainer"}] + [{"name": METRIC_LABELS.get(m, m), "id": m} for m in metrics]
     data = []
     for r in rows:
         name = r.get("explainer") or r.get("name")
-        data.append({"explainer": f"{name} (baseline)" if name == "random" else name,
-                     **{m: _fmt(r.get(m)) for m in metrics}})
+        data.append(
+            {"explainer": f"{name} (baseline)" if name == "random" else name, **{m: _fmt(r.get(m)) for m in metrics}}
+        )
     return columns, data
 
 

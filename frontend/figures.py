@@ -38,8 +38,12 @@ def _png(rgb: np.ndarray) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IEND", b"")
+    )
 
 
 def thumbnail_src(matrix: np.ndarray, max_size: int = 64) -> str:
@@ -57,7 +61,12 @@ def head_detail_figure(weights: np.ndarray, tokens: list[str], title: str) -> go
     hover = [[f"{tokens[q]} → {tokens[k]}" for k in idx] for q in idx]
     fig = go.Figure(
         go.Heatmap(
-            z=weights, x=idx, y=idx, customdata=hover, colorscale=COLORSCALE, zmin=0,
+            z=weights,
+            x=idx,
+            y=idx,
+            customdata=hover,
+            colorscale=COLORSCALE,
+            zmin=0,
             colorbar={"title": {"text": "weight"}},
             hovertemplate="query %{y} · key %{x}<br>%{customdata}<br>weight %{z:.5f}<extra></extra>",
         )
@@ -68,7 +77,9 @@ def head_detail_figure(weights: np.ndarray, tokens: list[str], title: str) -> go
     ticks = idx[::step]
     axis = {"tickmode": "array", "tickvals": ticks, "ticktext": [tokens[i] for i in ticks], "showgrid": False}
     fig.update_layout(
-        title={"text": title}, height=min(900, max(420, 18 * n + 140)), margin={"l": 90, "r": 20, "t": 50, "b": 90},
+        title={"text": title},
+        height=min(900, max(420, 18 * n + 140)),
+        margin={"l": 90, "r": 20, "t": 50, "b": 90},
         xaxis={**axis, "title": {"text": "key (attended to)"}, "tickangle": -60, "side": "bottom"},
         yaxis={**axis, "title": {"text": "query (attending)"}, "autorange": "reversed", "scaleanchor": "x"},
         plot_bgcolor="white",
@@ -93,24 +104,52 @@ def head_view_figure(
                 continue
             xs = np.tile([0.0, 1.0, np.nan], qs.size)
             ys = np.column_stack([-qs, -ks, np.full(qs.size, np.nan)]).ravel()
-            fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines", line={"width": width, "color": color}, opacity=opacity,
-                hoverinfo="skip", showlegend=False, legendgroup=f"h{h}",
-            ))
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line={"color": color, "width": 4},
-                                 name=f"head {h}", legendgroup=f"h{h}", showlegend=True))
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line={"width": width, "color": color},
+                    opacity=opacity,
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=f"h{h}",
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                line={"color": color, "width": 4},
+                name=f"head {h}",
+                legendgroup=f"h{h}",
+                showlegend=True,
+            )
+        )
     ys = [-i for i in range(n)]
     # 22 px per token up to 100 tokens, then denser (9 px and small labels at 512 tokens)
     row_px = 22 if n <= 100 else max(9, 2200 // n)
     for x, anchor in ((0.0, "left"), (1.0, "right")):
-        fig.add_trace(go.Scatter(
-            x=[x] * n, y=ys, mode="text", text=tokens, textposition=f"middle {anchor}",
-            hovertemplate="%{text}<extra></extra>", showlegend=False, textfont={"size": 13 if n <= 100 else 8},
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[x] * n,
+                y=ys,
+                mode="text",
+                text=tokens,
+                textposition=f"middle {anchor}",
+                hovertemplate="%{text}<extra></extra>",
+                showlegend=False,
+                textfont={"size": 13 if n <= 100 else 8},
+            )
+        )
     fig.update_layout(
-        title={"text": f"Head view · layer {layer}"}, height=max(360, row_px * n + 120),
-        xaxis={"visible": False, "range": [-0.6, 1.6]}, yaxis={"visible": False},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10}, plot_bgcolor="white",
+        title={"text": f"Head view · layer {layer}"},
+        height=max(360, row_px * n + 120),
+        xaxis={"visible": False, "range": [-0.6, 1.6]},
+        yaxis={"visible": False},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        plot_bgcolor="white",
         legend={"orientation": "h", "y": -0.02},
     )
     return fig

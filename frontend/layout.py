@@ -9,47 +9,78 @@ EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was aslee
 
 
 def controls() -> html.Div:
-    return html.Div(className="controls", children=[
-        html.Div(className="control", children=[
-            html.Label("Model", htmlFor="model-dropdown"),
-            dcc.Dropdown(id="model-dropdown", clearable=False, placeholder="loading models…"),
-        ]),
-        html.Div(className="control grow", children=[
-            html.Label("Text", htmlFor="text-input"),
-            dcc.Textarea(id="text-input", value=EXAMPLE, rows=3, className="text-input",
-                         placeholder="Type a sentence to see its attention"),
-        ]),
-        html.Button("Run", id="run-button", n_clicks=0, className="run-button"),
-        html.Div(id="run-error", className="error", role="alert"),
-        html.Div(id="api-status", className="api-status"),
-    ])
+    return html.Div(
+        className="controls",
+        children=[
+            html.Div(
+                className="control",
+                children=[
+                    html.Label("Model", htmlFor="model-dropdown"),
+                    dcc.Dropdown(id="model-dropdown", clearable=False, placeholder="loading models…"),
+                ],
+            ),
+            html.Div(
+                className="control grow",
+                children=[
+                    html.Label("Text", htmlFor="text-input"),
+                    dcc.Textarea(
+                        id="text-input",
+                        value=EXAMPLE,
+                        rows=3,
+                        className="text-input",
+                        placeholder="Type a sentence to see its attention",
+                    ),
+                ],
+            ),
+            html.Button("Run", id="run-button", n_clicks=0, className="run-button"),
+            html.Div(id="run-error", className="error", role="alert"),
+            html.Div(id="api-status", className="api-status"),
+        ],
+    )
 
 
 def model_view() -> html.Section:
-    return html.Section(className="panel", children=[
-        html.H2("Model view"),
-        html.P("Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head "
-               "for its detail.", className="hint"),
-        dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
-    ])
+    return html.Section(
+        className="panel",
+        children=[
+            html.H2("Model view"),
+            html.P(
+                "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its detail.",
+                className="hint",
+            ),
+            dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
+        ],
+    )
 
 
 def detail_views() -> html.Div:
-    return html.Div(className="row", children=[
-        html.Section(className="panel half", children=[
-            html.H2("Head detail"),
-            dcc.Loading(dcc.Graph(id="head-detail", config={"displaylogo": False}), type="dot"),
-        ]),
-        html.Section(className="panel half", children=[
-            html.H2("Head view"),
-            html.Div(className="inline", children=[
-                html.Label("Layer", htmlFor="layer-dropdown"),
-                dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
-            ]),
-            dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
-            dcc.Loading(dcc.Graph(id="head-view", config={"displaylogo": False}), type="dot"),
-        ]),
-    ])
+    return html.Div(
+        className="row",
+        children=[
+            html.Section(
+                className="panel half",
+                children=[
+                    html.H2("Head detail"),
+                    dcc.Loading(dcc.Graph(id="head-detail", config={"displaylogo": False}), type="dot"),
+                ],
+            ),
+            html.Section(
+                className="panel half",
+                children=[
+                    html.H2("Head view"),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("Layer", htmlFor="layer-dropdown"),
+                            dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
+                        ],
+                    ),
+                    dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
+                    dcc.Loading(dcc.Graph(id="head-view", config={"displaylogo": False}), type="dot"),
+                ],
+            ),
+        ],
+    )
 
 
 def explore_page() -> html.Div:
@@ -61,15 +92,23 @@ def shell() -> html.Div:
     """What every page shares: header, navigation, the current run (kept for the browser session)."""
     import dash
 
-    links = [dcc.Link(p["name"], href=p["relative_path"], className="nav-link")
-             for p in sorted(dash.page_registry.values(), key=lambda p: p.get("order") or 0)]
-    return html.Div(className="page", children=[
-        dcc.Location(id="url"),
-        dcc.Store(id="run-store", storage_type="session"),
-        html.Header(className="header", children=[
-            html.H1("attnscope"),
-            html.Span("what the attention heads of a transformer do", className="tagline"),
-            html.Nav(links, className="nav"),
-        ]),
-        dash.page_container,
-    ])
+    links = [
+        dcc.Link(p["name"], href=p["relative_path"], className="nav-link")
+        for p in sorted(dash.page_registry.values(), key=lambda p: p.get("order") or 0)
+    ]
+    return html.Div(
+        className="page",
+        children=[
+            dcc.Location(id="url"),
+            dcc.Store(id="run-store", storage_type="session"),
+            html.Header(
+                className="header",
+                children=[
+                    html.H1("attnscope"),
+                    html.Span("what the attention heads of a transformer do", className="tagline"),
+                    html.Nav(links, className="nav"),
+                ],
+            ),
+            dash.page_container,
+        ],
+    )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 from plotly.colors import qualitative
+from plotly.subplots import make_subplots
 
 TOKEN_COLORS = qualitative.Dark24 + qualitative.Light24
 BOUND_COLOR, ESTIMATE_COLOR = "#d62728", "#1f77b4"
@@ -16,8 +16,13 @@ BOUND_COLOR, ESTIMATE_COLOR = "#d62728", "#1f77b4"
 def message_figure(message: str) -> go.Figure:
     """An empty figure that says what to do next (or what went wrong)."""
     fig = go.Figure()
-    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=320, plot_bgcolor="white",
-                      annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}])
+    fig.update_layout(
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=320,
+        plot_bgcolor="white",
+        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
+    )
     return fig
 
 
@@ -35,14 +40,31 @@ def _range(values: np.ndarray) -> list[float]:
 def _points(coords: np.ndarray, tokens: list[str], colors: list[str], depth: str):
     """Scatter (2D) or Scatter3d (3D) of one depth's tokens ``coords [token, k]``; hover shows the token."""
     custom = [[i, depth] for i in range(len(tokens))]
-    common = dict(mode="markers+text", text=tokens, customdata=custom, textposition="top center",
-                  hovertemplate="<b>%{text}</b><br>token %{customdata[0]} · %{customdata[1]}<extra></extra>",
-                  showlegend=False, name="tokens")
+    common = dict(
+        mode="markers+text",
+        text=tokens,
+        customdata=custom,
+        textposition="top center",
+        hovertemplate="<b>%{text}</b><br>token %{customdata[0]} · %{customdata[1]}<extra></extra>",
+        showlegend=False,
+        name="tokens",
+    )
     if coords.shape[1] == 3:
-        return go.Scatter3d(x=coords[:, 0], y=coords[:, 1], z=coords[:, 2],
-                            marker={"size": 5, "color": colors}, textfont={"size": 10}, **common)
-    return go.Scatter(x=coords[:, 0], y=coords[:, 1], marker={"size": 11, "color": colors,
-                      "line": {"width": 1, "color": "white"}}, textfont={"size": 11}, **common)
+        return go.Scatter3d(
+            x=coords[:, 0],
+            y=coords[:, 1],
+            z=coords[:, 2],
+            marker={"size": 5, "color": colors},
+            textfont={"size": 10},
+            **common,
+        )
+    return go.Scatter(
+        x=coords[:, 0],
+        y=coords[:, 1],
+        marker={"size": 11, "color": colors, "line": {"width": 1, "color": "white"}},
+        textfont={"size": 11},
+        **common,
+    )
 
 
 def _trails(coords: np.ndarray):
@@ -50,15 +72,25 @@ def _trails(coords: np.ndarray):
     k = coords.shape[2]
     paths = [np.vstack([coords[:, i, :], np.full((1, k), np.nan)]) for i in range(coords.shape[1])]
     flat = np.vstack(paths)
-    style = dict(mode="lines", hoverinfo="skip", showlegend=False, name="paths",
-                 line={"color": "rgba(120,120,120,0.35)", "width": 1})
+    style = dict(
+        mode="lines",
+        hoverinfo="skip",
+        showlegend=False,
+        name="paths",
+        line={"color": "rgba(120,120,120,0.35)", "width": 1},
+    )
     if k == 3:
         return go.Scatter3d(x=flat[:, 0], y=flat[:, 1], z=flat[:, 2], **style)
     return go.Scatter(x=flat[:, 0], y=flat[:, 1], **style)
 
 
-def particle_figure(coords: np.ndarray, tokens: list[str], depth_labels: list[str], depth: int = 0,
-                    explained: Sequence[float] | None = None) -> go.Figure:
+def particle_figure(
+    coords: np.ndarray,
+    tokens: list[str],
+    depth_labels: list[str],
+    depth: int = 0,
+    explained: Sequence[float] | None = None,
+) -> go.Figure:
     """Tokens as particles moving through the layers.
 
     Args:
@@ -69,28 +101,66 @@ def particle_figure(coords: np.ndarray, tokens: list[str], depth_labels: list[st
     if coords.ndim != 3 or coords.shape[2] not in (2, 3) or coords.shape[1] != len(tokens):
         raise ValueError(f"coords must be [depth, token, 2|3] with one token label per point; got {coords.shape}")
     colors = token_colors(len(tokens))
-    frames = [go.Frame(data=[_points(coords[d], tokens, colors, depth_labels[d])], traces=[1], name=str(d))
-              for d in range(coords.shape[0])]
+    frames = [
+        go.Frame(data=[_points(coords[d], tokens, colors, depth_labels[d])], traces=[1], name=str(d))
+        for d in range(coords.shape[0])
+    ]
     fig = go.Figure(data=[_trails(coords), _points(coords[depth], tokens, colors, depth_labels[depth])], frames=frames)
-    steps = [{"method": "animate", "label": depth_labels[d].replace("after ", ""),
-              "args": [[str(d)], {"mode": "immediate", "frame": {"duration": 0, "redraw": coords.shape[2] == 3},
-                                  "transition": {"duration": 0}}]} for d in range(coords.shape[0])]
-    play = {"type": "buttons", "showactive": False, "x": 0.0, "y": -0.08, "xanchor": "left", "yanchor": "top",
-            "buttons": [{"label": "▶ play", "method": "animate",
-                         "args": [None, {"frame": {"duration": 700, "redraw": coords.shape[2] == 3},
-                                         "transition": {"duration": 300}, "fromcurrent": True}]}]}
+    steps = [
+        {
+            "method": "animate",
+            "label": depth_labels[d].replace("after ", ""),
+            "args": [
+                [str(d)],
+                {
+                    "mode": "immediate",
+                    "frame": {"duration": 0, "redraw": coords.shape[2] == 3},
+                    "transition": {"duration": 0},
+                },
+            ],
+        }
+        for d in range(coords.shape[0])
+    ]
+    play = {
+        "type": "buttons",
+        "showactive": False,
+        "x": 0.0,
+        "y": -0.08,
+        "xanchor": "left",
+        "yanchor": "top",
+        "buttons": [
+            {
+                "label": "▶ play",
+                "method": "animate",
+                "args": [
+                    None,
+                    {
+                        "frame": {"duration": 700, "redraw": coords.shape[2] == 3},
+                        "transition": {"duration": 300},
+                        "fromcurrent": True,
+                    },
+                ],
+            }
+        ],
+    }
     pcs = ["PC1", "PC2", "PC3"]
     if explained is not None:
         pcs = [f"PC{i + 1} ({100 * v:.0f}%)" for i, v in enumerate(explained)]
     layout = dict(
-        title={"text": "Tokens as particles (one PCA over all depths)"}, height=560,
-        margin={"l": 50, "r": 20, "t": 50, "b": 120}, plot_bgcolor="white", updatemenus=[play],
-        sliders=[{"active": depth, "steps": steps, "x": 0.12, "len": 0.88, "y": -0.05,
-                  "currentvalue": {"prefix": "depth: "}}],
+        title={"text": "Tokens as particles (one PCA over all depths)"},
+        height=560,
+        margin={"l": 50, "r": 20, "t": 50, "b": 120},
+        plot_bgcolor="white",
+        updatemenus=[play],
+        sliders=[
+            {"active": depth, "steps": steps, "x": 0.12, "len": 0.88, "y": -0.05, "currentvalue": {"prefix": "depth: "}}
+        ],
     )
     if coords.shape[2] == 3:
-        layout["scene"] = {ax: {"range": _range(coords[..., i]), "title": {"text": pcs[i]}}
-                           for i, ax in enumerate(("xaxis", "yaxis", "zaxis"))}
+        layout["scene"] = {
+            ax: {"range": _range(coords[..., i]), "title": {"text": pcs[i]}}
+            for i, ax in enumerate(("xaxis", "yaxis", "zaxis"))
+        }
         layout["scene"]["aspectmode"] = "cube"
     else:
         layout["xaxis"] = {"range": _range(coords[..., 0]), "title": {"text": pcs[0]}, "zeroline": False}
@@ -104,14 +174,23 @@ def w1_profile_figure(w1: Sequence[float], max_entropy: Sequence[float] | None =
     w1 = list(w1)
     layers = list(range(len(w1)))
     dev = list(max_entropy) if max_entropy is not None else [None] * len(w1)
-    hover = [f"layer {l}: W1(μ{l}, μ{l + 1}) = {w:.4g}" + (f"<br>max-entropy deviation {d:.2e}" if d is not None else "")
-             for l, w, d in zip(layers, w1, dev)]
-    fig = go.Figure(go.Bar(x=[f"L{l}" for l in layers], y=w1, hovertext=hover, hoverinfo="text",
-                           marker={"color": "#4c78a8"}, name="W1"))
-    fig.update_layout(title={"text": "W1 between successive layers"}, height=360, plot_bgcolor="white",
-                      margin={"l": 50, "r": 10, "t": 50, "b": 40},
-                      yaxis={"title": {"text": "W1 (hidden-state units)"}, "rangemode": "tozero"},
-                      xaxis={"title": {"text": "layer"}})
+    hover = [
+        f"layer {l}: W1(μ{l}, μ{l + 1}) = {w:.4g}" + (f"<br>max-entropy deviation {d:.2e}" if d is not None else "")
+        for l, w, d in zip(layers, w1, dev)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=[f"L{l}" for l in layers], y=w1, hovertext=hover, hoverinfo="text", marker={"color": "#4c78a8"}, name="W1"
+        )
+    )
+    fig.update_layout(
+        title={"text": "W1 between successive layers"},
+        height=360,
+        plot_bgcolor="white",
+        margin={"l": 50, "r": 10, "t": 50, "b": 40},
+        yaxis={"title": {"text": "W1 (hidden-state units)"}, "rangemode": "tozero"},
+        xaxis={"title": {"text": "layer"}},
+    )
     return fig
 
 
@@ -127,25 +206,49 @@ def lipschitz_figure(rows: list[dict]) -> go.Figure:
     bound = [r["log10_bound"] for r in rows]
     est = [r["log10_estimate"] for r in rows]
     ratio = [e - b for e, b in zip(est, bound)]
-    fig = go.Figure([
-        go.Scatter(x=x, y=bound, mode="lines+markers", name="L (DERIVED bound)", line={"color": BOUND_COLOR},
-                   customdata=[[r["radius"]] for r in rows],
-                   hovertemplate="%{x}: log10 L = %{y:.1f}<br>R = %{customdata[0]:.2f}<extra>bound</extra>"),
-        go.Scatter(x=x, y=est, mode="lines+markers", name="L̂ (estimate)", line={"color": ESTIMATE_COLOR},
-                   customdata=[[q] for q in ratio],
-                   hovertemplate="%{x}: log10 L̂ = %{y:.2f}<br>log10(L̂/L) = %{customdata[0]:.1f}<extra>estimate</extra>"),
-    ])
-    fig.update_layout(title={"text": "Lipschitz constant in W1: DERIVED bound vs estimate"}, height=380,
-                      plot_bgcolor="white", margin={"l": 60, "r": 10, "t": 50, "b": 40},
-                      yaxis={"title": {"text": "log10 (log scale)"}}, xaxis={"title": {"text": "layer"}},
-                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=x,
+                y=bound,
+                mode="lines+markers",
+                name="L (DERIVED bound)",
+                line={"color": BOUND_COLOR},
+                customdata=[[r["radius"]] for r in rows],
+                hovertemplate="%{x}: log10 L = %{y:.1f}<br>R = %{customdata[0]:.2f}<extra>bound</extra>",
+            ),
+            go.Scatter(
+                x=x,
+                y=est,
+                mode="lines+markers",
+                name="L̂ (estimate)",
+                line={"color": ESTIMATE_COLOR},
+                customdata=[[q] for q in ratio],
+                hovertemplate="%{x}: log10 L̂ = %{y:.2f}<br>log10(L̂/L) = %{customdata[0]:.1f}<extra>estimate</extra>",
+            ),
+        ]
+    )
+    fig.update_layout(
+        title={"text": "Lipschitz constant in W1: DERIVED bound vs estimate"},
+        height=380,
+        plot_bgcolor="white",
+        margin={"l": 60, "r": 10, "t": 50, "b": 40},
+        yaxis={"title": {"text": "log10 (log scale)"}},
+        xaxis={"title": {"text": "layer"}},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+    )
     return fig
 
 
-def fixed_point_figure(w1_steps: Sequence[float], label: str, trained_depth: int | None = None,
-                       rate: float | None = None, normalised: Sequence[float] | None = None,
-                       orbit_bound: Sequence[float] | None = None,
-                       orbit_ratio: Sequence[float | None] | None = None) -> go.Figure:
+def fixed_point_figure(
+    w1_steps: Sequence[float],
+    label: str,
+    trained_depth: int | None = None,
+    rate: float | None = None,
+    normalised: Sequence[float] | None = None,
+    orbit_bound: Sequence[float] | None = None,
+    orbit_ratio: Sequence[float | None] | None = None,
+) -> go.Figure:
     """``W1(mu_{t+1}, mu_t)`` against the iteration t on a log axis (a line at the trained depth),
     with the standardised measure's steps when given. With ``orbit_bound`` (log10 L_t of a shared
     block) a second panel sets the DERIVED bound along the orbit against the observed step ratios,
@@ -153,35 +256,97 @@ def fixed_point_figure(w1_steps: Sequence[float], label: str, trained_depth: int
     w = np.maximum(np.asarray(w1_steps, dtype=float), 1e-16)  # a log axis cannot show 0
     steps = np.arange(1, len(w) + 1)
     two = orbit_bound is not None and len(orbit_bound) > 0
-    fig = make_subplots(rows=2 if two else 1, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        row_heights=[0.55, 0.45] if two else None)
-    fig.add_trace(go.Scatter(x=steps, y=w, mode="lines+markers", name="W1 between iterates",
-                             hovertemplate="step %{x}: W1 = %{y:.3g}<extra></extra>"), row=1, col=1)
+    fig = make_subplots(
+        rows=2 if two else 1,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+        row_heights=[0.55, 0.45] if two else None,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=w,
+            mode="lines+markers",
+            name="W1 between iterates",
+            hovertemplate="step %{x}: W1 = %{y:.3g}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
     if normalised is not None:
-        fig.add_trace(go.Scatter(x=steps, y=np.maximum(np.asarray(normalised, dtype=float), 1e-16),
-                                 mode="lines", name="W1, standardised tokens", line={"dash": "dash", "color": "#2ca02c"},
-                                 hovertemplate="step %{x}: W1 (standardised) = %{y:.3g}<extra></extra>"), row=1, col=1)
-    title = ("W1 between successive iterates" + (f" · tail rate ≈ {rate:.3f}" if rate is not None else "")
-             + f"<br><sup>{label}</sup>")
-    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=560 if two else 360, plot_bgcolor="white",
-                      margin={"l": 60, "r": 10, "t": 60, "b": 40},
-                      legend={"orientation": "h", "y": -0.12 if two else -0.2, "x": 0})
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=np.maximum(np.asarray(normalised, dtype=float), 1e-16),
+                mode="lines",
+                name="W1, standardised tokens",
+                line={"dash": "dash", "color": "#2ca02c"},
+                hovertemplate="step %{x}: W1 (standardised) = %{y:.3g}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    title = (
+        "W1 between successive iterates"
+        + (f" · tail rate ≈ {rate:.3f}" if rate is not None else "")
+        + f"<br><sup>{label}</sup>"
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}},
+        height=560 if two else 360,
+        plot_bgcolor="white",
+        margin={"l": 60, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "y": -0.12 if two else -0.2, "x": 0},
+    )
     fig.update_yaxes(type="log", title={"text": "W1"}, row=1, col=1)
     fig.update_xaxes(title={"text": "iteration"}, row=2 if two else 1, col=1)
     if trained_depth is not None:
-        fig.add_vline(x=trained_depth + 0.5, line_dash="dot", line_color="#888",
-                      annotation_text="trained depth", annotation_position="top right", row=1, col=1)
+        fig.add_vline(
+            x=trained_depth + 0.5,
+            line_dash="dot",
+            line_color="#888",
+            annotation_text="trained depth",
+            annotation_position="top right",
+            row=1,
+            col=1,
+        )
     if two:
         t = np.arange(1, len(orbit_bound) + 1)
-        fig.add_trace(go.Scatter(x=t, y=list(orbit_bound), mode="lines", name="log10 L_t (DERIVED bound)",
-                                 line={"color": BOUND_COLOR},
-                                 hovertemplate="step %{x}: log10 L = %{y:.2f}<extra>bound</extra>"), row=2, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=t,
+                y=list(orbit_bound),
+                mode="lines",
+                name="log10 L_t (DERIVED bound)",
+                line={"color": BOUND_COLOR},
+                hovertemplate="step %{x}: log10 L = %{y:.2f}<extra>bound</extra>",
+            ),
+            row=2,
+            col=1,
+        )
         ratio = [None if r is None or r <= 0 else float(np.log10(r)) for r in (orbit_ratio or [])]
-        fig.add_trace(go.Scatter(x=t[:len(ratio)], y=ratio, mode="markers", name="log10 observed step ratio",
-                                 marker={"color": ESTIMATE_COLOR, "size": 5},
-                                 hovertemplate="step %{x}: log10 ratio = %{y:.3f}<extra>observed</extra>"), row=2, col=1)
-        fig.add_hline(y=0, line_dash="dot", line_color="#444", annotation_text="L = 1: contraction below",
-                      annotation_position="bottom right", row=2, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=t[: len(ratio)],
+                y=ratio,
+                mode="markers",
+                name="log10 observed step ratio",
+                marker={"color": ESTIMATE_COLOR, "size": 5},
+                hovertemplate="step %{x}: log10 ratio = %{y:.3f}<extra>observed</extra>",
+            ),
+            row=2,
+            col=1,
+        )
+        fig.add_hline(
+            y=0,
+            line_dash="dot",
+            line_color="#444",
+            annotation_text="L = 1: contraction below",
+            annotation_position="bottom right",
+            row=2,
+            col=1,
+        )
         fig.update_yaxes(title={"text": "log10 (max-token metric)"}, row=2, col=1)
     return fig
 
@@ -190,11 +355,14 @@ def fixed_point_summary(fp) -> str:
     """One paragraph under the curve: behaviour, and the contraction condition when a bound exists.
 
     ``fp``: a ``attnscope.server.schemas.FixedPointPublic``."""
-    parts = {"converges": "The iterates converge to a fixed point",
-             "drifts": f"No fixed point: the cloud drifts by W1 ≈ {fp.drift:.3g} per step (the residual stream grows)"
-             if fp.drift is not None else "No fixed point: the cloud drifts",
-             "diverges": "The iterates diverge",
-             "undecided": "Undecided after these steps (try more)"}
+    parts = {
+        "converges": "The iterates converge to a fixed point",
+        "drifts": f"No fixed point: the cloud drifts by W1 ≈ {fp.drift:.3g} per step (the residual stream grows)"
+        if fp.drift is not None
+        else "No fixed point: the cloud drifts",
+        "diverges": "The iterates diverge",
+        "undecided": "Undecided after these steps (try more)",
+    }
     text = parts.get(fp.behaviour, fp.behaviour)
     if fp.normalised_order is not None and fp.behaviour != "converges":
         text += f"; the standardised tokens (what LayerNorm sees) settle like t^-{fp.normalised_order:.2f}"
@@ -204,14 +372,20 @@ def fixed_point_summary(fp) -> str:
         orbit = b.log10_orbit_bound
         span = f"{orbit[0]:.2f} → {orbit[-1]:.2f}" if orbit else "n/a"
         verdict = "MET (a unique fixed cloud)" if b.contraction else "not met"
-        text += (f" Contraction condition L < 1 (DERIVED fixed-key bound, max-token metric): {verdict}. "
-                 f"Global log10 L = {b.log10_global_bound:.2f}; along the orbit log10 L_t = {span}")
+        text += (
+            f" Contraction condition L < 1 (DERIVED fixed-key bound, max-token metric): {verdict}. "
+            f"Global log10 L = {b.log10_global_bound:.2f}; along the orbit log10 L_t = {span}"
+        )
         if b.orbit_worst_slack is not None:
             text += f"; observed step ratios stay below it (worst log10 ratio/bound {b.orbit_worst_slack:.2f})"
-        text += (f". L̂ around x₀ = {b.estimate:.3g} (bound there 10^{b.log10_bound_at_estimate:.2f}). "
-                 "With both residuals L ≥ 1 always: the bound can show non-expansion at best, never contraction.")
+        text += (
+            f". L̂ around x₀ = {b.estimate:.3g} (bound there 10^{b.log10_bound_at_estimate:.2f}). "
+            "With both residuals L ≥ 1 always: the bound can show non-expansion at best, never contraction."
+        )
     elif fp.log10_bound_attention is not None:
         verdict = "met" if fp.attention_contraction else "not met"
-        text += (f" Attention sublayer with residual: log10 L = {fp.log10_bound_attention:.1f} on the orbit's ball, "
-                 f"contraction {verdict} (FFN and LayerNorms not bounded).")
+        text += (
+            f" Attention sublayer with residual: log10 L = {fp.log10_bound_attention:.1f} on the orbit's ball, "
+            f"contraction {verdict} (FFN and LayerNorms not bounded)."
+        )
     return text

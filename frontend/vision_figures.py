@@ -57,7 +57,9 @@ def _image_trace(image: np.ndarray, grid: tuple[int, int]) -> go.Image:
     return go.Image(z=rgb, x0=-0.5 + dx / 2, dx=dx, y0=-0.5 + dy / 2, dy=dy, hoverinfo="skip")
 
 
-def ellipse(center: tuple[float, float], cov: np.ndarray, n_std: float = 1.0, points: int = 60) -> tuple[np.ndarray, np.ndarray]:
+def ellipse(
+    center: tuple[float, float], cov: np.ndarray, n_std: float = 1.0, points: int = 60
+) -> tuple[np.ndarray, np.ndarray]:
     """Points ``(x, y)`` of the ``n_std`` ellipse of a 2-D Gaussian given as (row, col) centre/covariance."""
     vals, vecs = np.linalg.eigh(np.asarray(cov, dtype=np.float64))
     t = np.linspace(0, 2 * np.pi, points)
@@ -71,20 +73,48 @@ def image_figure(image: np.ndarray, grid: tuple[int, int], cell: tuple[int, int]
     fig = go.Figure(_image_trace(image, grid))
     rows, cols = grid
     # an invisible heatmap catches clicks on every cell (go.Image clicks carry pixel, not grid, coordinates)
-    fig.add_trace(go.Heatmap(z=np.zeros(grid), x=list(range(cols)), y=list(range(rows)), opacity=0,
-                             showscale=False, hovertemplate="row %{y} · col %{x}<extra>click: query</extra>"))
+    fig.add_trace(
+        go.Heatmap(
+            z=np.zeros(grid),
+            x=list(range(cols)),
+            y=list(range(rows)),
+            opacity=0,
+            showscale=False,
+            hovertemplate="row %{y} · col %{x}<extra>click: query</extra>",
+        )
+    )
     if cell is not None:
-        fig.add_trace(go.Scatter(x=[cell[1]], y=[cell[0]], mode="markers", showlegend=False, hoverinfo="skip",
-                                 marker={"symbol": "square-open", "size": 14, "color": "cyan", "line": {"width": 3}}))
-    fig.update_layout(title={"text": title}, height=380, width=380, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      xaxis={"visible": False, "range": [-0.5, cols - 0.5]},
-                      yaxis={"visible": False, "range": [rows - 0.5, -0.5], "scaleanchor": "x"})
+        fig.add_trace(
+            go.Scatter(
+                x=[cell[1]],
+                y=[cell[0]],
+                mode="markers",
+                showlegend=False,
+                hoverinfo="skip",
+                marker={"symbol": "square-open", "size": 14, "color": "cyan", "line": {"width": 3}},
+            )
+        )
+    fig.update_layout(
+        title={"text": title},
+        height=380,
+        width=380,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"visible": False, "range": [-0.5, cols - 0.5]},
+        yaxis={"visible": False, "range": [rows - 0.5, -0.5], "scaleanchor": "x"},
+    )
     return fig
 
 
-def query_pixel_figure(image: np.ndarray, layer_weights: np.ndarray, grid: tuple[int, int], special: list[int],
-                       cell: tuple[int, int], layer: int, gaussians: list[dict] | None = None,
-                       columns: int = 3) -> go.Figure:
+def query_pixel_figure(
+    image: np.ndarray,
+    layer_weights: np.ndarray,
+    grid: tuple[int, int],
+    special: list[int],
+    cell: tuple[int, int],
+    layer: int,
+    gaussians: list[dict] | None = None,
+    columns: int = 3,
+) -> go.Figure:
     """Cordonnier's figure: for the query cell, every head's attention over the grid overlaid on the
     image, one panel per head. ``gaussians`` (per head ``{"center": [dr, dc], "cov": 2x2}``) adds each
     head's learned centre (a cross) and 1- and 2-sigma ellipses around ``query + centre``."""
@@ -95,39 +125,82 @@ def query_pixel_figure(image: np.ndarray, layer_weights: np.ndarray, grid: tuple
     columns = min(columns, n_heads)
     n_rows = math.ceil(n_heads / columns)
     titles = [f"L{layer}H{h}" + (f" · CLS {extra[h]:.2f}" if special else "") for h in range(n_heads)]
-    fig = make_subplots(rows=n_rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
-                        vertical_spacing=0.06)
+    fig = make_subplots(
+        rows=n_rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.06
+    )
     rows, cols = grid
     for h in range(n_heads):
         r, c = h // columns + 1, h % columns + 1
         fig.add_trace(_image_trace(image, grid), row=r, col=c)
         top = float(maps[h].max()) or 1.0
-        fig.add_trace(go.Heatmap(z=maps[h], x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=top,
-                                 colorscale=ATTENTION_SCALE, showscale=False, name=f"H{h}",
-                                 hovertemplate=f"H{h} · row %{{y}} col %{{x}}<br>weight %{{z:.4f}}<extra></extra>"),
-                      row=r, col=c)
-        fig.add_trace(go.Scatter(x=[cell[1]], y=[cell[0]], mode="markers", showlegend=False, hoverinfo="skip",
-                                 marker={"symbol": "square-open", "size": 9, "color": "cyan", "line": {"width": 2}}),
-                      row=r, col=c)
+        fig.add_trace(
+            go.Heatmap(
+                z=maps[h],
+                x=list(range(cols)),
+                y=list(range(rows)),
+                zmin=0,
+                zmax=top,
+                colorscale=ATTENTION_SCALE,
+                showscale=False,
+                name=f"H{h}",
+                hovertemplate=f"H{h} · row %{{y}} col %{{x}}<br>weight %{{z:.4f}}<extra></extra>",
+            ),
+            row=r,
+            col=c,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[cell[1]],
+                y=[cell[0]],
+                mode="markers",
+                showlegend=False,
+                hoverinfo="skip",
+                marker={"symbol": "square-open", "size": 9, "color": "cyan", "line": {"width": 2}},
+            ),
+            row=r,
+            col=c,
+        )
         if gaussians is not None:
             g = gaussians[h]
             centre = (cell[0] + g["center"][0], cell[1] + g["center"][1])
             color = HEAD_COLORS[h % len(HEAD_COLORS)]
             for n_std, dash in ((1.0, "solid"), (2.0, "dot")):
                 ex, ey = ellipse(centre, np.asarray(g["cov"]), n_std)
-                fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", showlegend=False, hoverinfo="skip",
-                                         line={"color": color, "width": 2, "dash": dash}), row=r, col=c)
-            fig.add_trace(go.Scatter(x=[centre[1]], y=[centre[0]], mode="markers", showlegend=False,
-                                     marker={"symbol": "x", "size": 9, "color": color},
-                                     hovertemplate=f"H{h} centre: query + ({g['center'][0]:.2f}, {g['center'][1]:.2f})<extra></extra>"),
-                          row=r, col=c)
+                fig.add_trace(
+                    go.Scatter(
+                        x=ex,
+                        y=ey,
+                        mode="lines",
+                        showlegend=False,
+                        hoverinfo="skip",
+                        line={"color": color, "width": 2, "dash": dash},
+                    ),
+                    row=r,
+                    col=c,
+                )
+            fig.add_trace(
+                go.Scatter(
+                    x=[centre[1]],
+                    y=[centre[0]],
+                    mode="markers",
+                    showlegend=False,
+                    marker={"symbol": "x", "size": 9, "color": color},
+                    hovertemplate=f"H{h} centre: query + ({g['center'][0]:.2f}, {g['center'][1]:.2f})<extra></extra>",
+                ),
+                row=r,
+                col=c,
+            )
     fig.update_xaxes(visible=False, range=[-0.5, cols - 0.5])
     fig.update_yaxes(visible=False, range=[rows - 0.5, -0.5])
     for i in range(1, n_heads + 1):
         fig.update_yaxes(scaleanchor=f"x{'' if i == 1 else i}", row=(i - 1) // columns + 1, col=(i - 1) % columns + 1)
-    fig.update_layout(title={"text": f"Query pixel (row {cell[0]}, col {cell[1]}) · layer {layer}"},
-                      height=260 * n_rows + 60, margin={"l": 10, "r": 10, "t": 70, "b": 10}, showlegend=False,
-                      plot_bgcolor="white")
+    fig.update_layout(
+        title={"text": f"Query pixel (row {cell[0]}, col {cell[1]}) · layer {layer}"},
+        height=260 * n_rows + 60,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        showlegend=False,
+        plot_bgcolor="white",
+    )
     return fig
 
 
@@ -136,25 +209,51 @@ def conv_vs_attention_figure(conv: np.ndarray, attention: np.ndarray, channel: i
     side by side on one colour scale (Cordonnier's theorem made visible)."""
     conv, attention = np.asarray(conv, dtype=np.float32), np.asarray(attention, dtype=np.float32)
     lo, hi = float(min(conv.min(), attention.min())), float(max(conv.max(), attention.max()))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["3x3 convolution", "9-head attention built from it"],
-                        horizontal_spacing=0.06)
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=["3x3 convolution", "9-head attention built from it"], horizontal_spacing=0.06
+    )
     for i, z in enumerate((conv, attention)):
-        fig.add_trace(go.Heatmap(z=z, zmin=lo, zmax=hi, colorscale="RdBu", reversescale=True, showscale=i == 1,
-                                 hovertemplate="row %{y} · col %{x}<br>%{z:.5f}<extra></extra>"), row=1, col=i + 1)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                zmin=lo,
+                zmax=hi,
+                colorscale="RdBu",
+                reversescale=True,
+                showscale=i == 1,
+                hovertemplate="row %{y} · col %{x}<br>%{z:.5f}<extra></extra>",
+            ),
+            row=1,
+            col=i + 1,
+        )
     fig.update_yaxes(autorange="reversed", scaleanchor="x")
     fig.update_yaxes(autorange="reversed", scaleanchor="x2", row=1, col=2)
-    fig.update_layout(title={"text": f"channel {channel} · max |conv − attention| = {max_abs_diff:.1e}"},
-                      height=360, margin={"l": 10, "r": 10, "t": 70, "b": 10}, plot_bgcolor="white")
+    fig.update_layout(
+        title={"text": f"channel {channel} · max |conv − attention| = {max_abs_diff:.1e}"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        plot_bgcolor="white",
+    )
     return fig
 
 
 def rollout_overlay_figure(image: np.ndarray, values: np.ndarray, grid: tuple[int, int], title: str) -> go.Figure:
     """The image with a rollout importance map ``[rows, cols]`` drawn over it, semi-transparent."""
     fig = go.Figure(_image_trace(image, grid))
-    fig.add_trace(go.Heatmap(z=np.asarray(values, dtype=float), colorscale="Inferno", opacity=0.55,
-                             colorbar={"title": {"text": "rollout"}},
-                             hovertemplate="row %{y} col %{x}<br>importance %{z:.4f}<extra></extra>"))
-    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=380, margin={"l": 20, "r": 20, "t": 50, "b": 20},
-                      xaxis={"visible": False, "range": [-0.5, grid[1] - 0.5]},
-                      yaxis={"visible": False, "autorange": "reversed", "scaleanchor": "x"})
+    fig.add_trace(
+        go.Heatmap(
+            z=np.asarray(values, dtype=float),
+            colorscale="Inferno",
+            opacity=0.55,
+            colorbar={"title": {"text": "rollout"}},
+            hovertemplate="row %{y} col %{x}<br>importance %{z:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}},
+        height=380,
+        margin={"l": 20, "r": 20, "t": 50, "b": 20},
+        xaxis={"visible": False, "range": [-0.5, grid[1] - 0.5]},
+        yaxis={"visible": False, "autorange": "reversed", "scaleanchor": "x"},
+    )
     return fig

@@ -1,6 +1,7 @@
 """Run a text through a model and capture every layer's and head's attention.
 
-``capture(loaded, text) -> Capture`` (``capture_image(loaded, image)`` for vision models) with ``maps`` (``AttentionMaps``, ``[layer, head, query, key]``),
+``capture(loaded, text) -> Capture`` (``capture_image(loaded, image)`` for vision models) with ``maps``
+(``AttentionMaps``, ``[layer, head, query, key]``),
 the model's ``output`` (a sentence embedding, or class probabilities for a classifier) and the
 hidden states ``[layer + 1, token, dim]``.
 """
@@ -61,8 +62,7 @@ def _model_output(loaded: LoadedModel, out, mask: torch.Tensor) -> list[dict]:
         probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()
         labels = loaded.labels or [str(i) for i in range(probs.shape[1])]
         return [
-            {"kind": "classification", "labels": labels, "probs": p.tolist(),
-             "predicted": labels[int(p.argmax())]}
+            {"kind": "classification", "labels": labels, "probs": p.tolist(), "predicted": labels[int(p.argmax())]}
             for p in probs
         ]
     hidden = out.last_hidden_state.float()
@@ -150,8 +150,9 @@ def capture_ids(loaded: LoadedModel, ids: np.ndarray, hidden_states: bool = Fals
 
         tokens = tuple(loaded.tokenizer.text_tokenizer.convert_ids_to_tokens(ids_t[0].tolist()))
         return _zoo_capture(loaded, ZooEncoded(ids_t, tokens, (0,)))
-    return capture_encoded(loaded, {"input_ids": ids_t, "attention_mask": torch.ones_like(ids_t)},
-                           hidden_states=hidden_states)[0]
+    return capture_encoded(
+        loaded, {"input_ids": ids_t, "attention_mask": torch.ones_like(ids_t)}, hidden_states=hidden_states
+    )[0]
 
 
 def capture_truncated(loaded: LoadedModel, text: str, hidden_states: bool = False) -> Capture:

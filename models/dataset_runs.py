@@ -7,7 +7,7 @@ Text inputs longer than the model's limit are truncated to it (tokens past the l
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -15,16 +15,25 @@ from attnscope.analysis.census import census
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.overview import overview
 from attnscope.analysis.probe import probe_layers
-from attnscope.models.probes import cnn_fit_score
 from attnscope.models.capture import capture_truncated
 from attnscope.models.datasets import Example, load_dataset
 from attnscope.models.loading import LoadedModel
+from attnscope.models.probes import cnn_fit_score
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
-CENSUS_METRICS = ("shift_score", "best_mass", "previous", "next", "norm_entropy", "top1",
-                  "distance", "cls_sink", "sep_sink")
+CENSUS_METRICS = (
+    "shift_score",
+    "best_mass",
+    "previous",
+    "next",
+    "norm_entropy",
+    "top1",
+    "distance",
+    "cls_sink",
+    "sep_sink",
+)
 TEXT_DATASETS = ("sst2", "movies")
 
 
@@ -39,7 +48,9 @@ def pick_examples(dataset: str, n: int, split: str | None = None, seed: int = 0)
     return examples
 
 
-def iter_maps(loaded: LoadedModel, examples: list[Example], progress: Progress | None = None) -> Iterator[AttentionMaps]:
+def iter_maps(
+    loaded: LoadedModel, examples: list[Example], progress: Progress | None = None
+) -> Iterator[AttentionMaps]:
     """Capture each example (truncated to the model's limit), reporting ``progress(done, total)``."""
     for i, ex in enumerate(examples):
         yield capture_truncated(loaded, ex.text).maps
@@ -52,16 +63,21 @@ def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
     ov = overview(maps)
     scores = ov.types.scores
     return {
-        "shift_score": ov.scan.shift_score, "best_mass": ov.scan.best_mass,
+        "shift_score": ov.scan.shift_score,
+        "best_mass": ov.scan.best_mass,
         "previous": scores.get("previous", np.zeros_like(ov.scan.best_mass)),
         "next": scores.get("next", np.zeros_like(ov.scan.best_mass)),
-        "norm_entropy": ov.evolution.head_norm_entropy, "top1": ov.evolution.head_top1,
-        "distance": ov.distance.per_head, "cls_sink": scores["cls_sink"], "sep_sink": scores["sep_sink"],
+        "norm_entropy": ov.evolution.head_norm_entropy,
+        "top1": ov.evolution.head_top1,
+        "distance": ov.distance.per_head,
+        "cls_sink": scores["cls_sink"],
+        "sep_sink": scores["sep_sink"],
     }
 
 
-def run_census(loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0,
-               progress: Progress | None = None) -> dict:
+def run_census(
+    loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, progress: Progress | None = None
+) -> dict:
     """Per-head mean and std of ``CENSUS_METRICS`` over ``n`` examples; JSON-able, with CSV ``rows``."""
     examples = pick_examples(dataset, n, split, seed)
     res = census(iter_maps(loaded, examples, progress), head_metrics, total=len(examples), progress=False)
@@ -77,7 +93,12 @@ def run_census(loaded: LoadedModel, dataset: str, n: int, split: str | None = No
                 row[f"{k}_std"] = round(float(std[k][layer, head]), 6)
             rows.append(row)
     return {
-        "kind": "census", "model": loaded.spec.name, "dataset": dataset, "split": split, "n": res.n, "seed": seed,
+        "kind": "census",
+        "model": loaded.spec.name,
+        "dataset": dataset,
+        "split": split,
+        "n": res.n,
+        "seed": seed,
         "metrics": {k: {"mean": mean[k].tolist(), "std": std[k].tolist()} for k in CENSUS_METRICS},
         "rows": rows,
     }
@@ -86,8 +107,17 @@ def run_census(loaded: LoadedModel, dataset: str, n: int, split: str | None = No
 PROBE_CLASSIFIERS = ("logistic", "cnn")
 
 
-def run_probe(loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, size: int = 32,
-              folds: int = 5, progress: Progress | None = None, classifier: str = "logistic") -> dict:
+def run_probe(
+    loaded: LoadedModel,
+    dataset: str,
+    n: int,
+    split: str | None = None,
+    seed: int = 0,
+    size: int = 32,
+    folds: int = 5,
+    progress: Progress | None = None,
+    classifier: str = "logistic",
+) -> dict:
     """Cross-validated accuracy of predicting the label from each layer's maps alone, with a
     logistic regression on the flattened maps or the 2-layer CNN with one channel per head."""
     if classifier not in PROBE_CLASSIFIERS:
@@ -95,9 +125,27 @@ def run_probe(loaded: LoadedModel, dataset: str, n: int, split: str | None = Non
     examples = pick_examples(dataset, n, split, seed)
     items = list(iter_maps(loaded, examples, progress))
     fit_score = cnn_fit_score(seed=seed) if classifier == "cnn" else None
-    res = probe_layers(items, [ex.label for ex in examples], size=size, folds=folds, seed=seed,
-                       fit_score=fit_score, classifier=classifier)
-    rows = [{"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
-            for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)]
-    return {"kind": "probe", "model": loaded.spec.name, "dataset": dataset, "n": len(items), "folds": res.folds,
-            "size": res.size, "classifier": classifier, "chance": res.chance, "rows": rows}
+    res = probe_layers(
+        items,
+        [ex.label for ex in examples],
+        size=size,
+        folds=folds,
+        seed=seed,
+        fit_score=fit_score,
+        classifier=classifier,
+    )
+    rows = [
+        {"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
+        for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)
+    ]
+    return {
+        "kind": "probe",
+        "model": loaded.spec.name,
+        "dataset": dataset,
+        "n": len(items),
+        "folds": res.folds,
+        "size": res.size,
+        "classifier": classifier,
+        "chance": res.chance,
+        "rows": rows,
+    }

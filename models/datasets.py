@@ -69,8 +69,10 @@ def data_dir() -> Path:
 
 def _require(path: Path) -> Path:
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found; set ATTNSCOPE_DATA_DIR to the folder holding "
-                                "sst2/, movie-rationales-zaidan/ and hatexplain/")
+        raise FileNotFoundError(
+            f"{path} not found; set ATTNSCOPE_DATA_DIR to the folder holding "
+            "sst2/, movie-rationales-zaidan/ and hatexplain/"
+        )
     return path
 
 
@@ -136,7 +138,8 @@ def load_hatexplain(split: str = "test", *, allow_offensive: bool = False) -> li
     if not allow_offensive:
         raise OffensiveContentError(
             "HateXplain contains hate speech and slurs; pass the explicit opt-in "
-            "(allow_offensive=True, CLI --allow-offensive, API allow_offensive: true) to use it")
+            "(allow_offensive=True, CLI --allow-offensive, API allow_offensive: true) to use it"
+        )
     if split not in ("validation", "test"):
         raise ValueError(f"HateXplain split must be 'validation' or 'test'; got {split!r}")
     path = _require(data_dir() / "hatexplain" / f"{split}.jsonl")

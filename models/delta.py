@@ -35,8 +35,13 @@ def build_minilm_classifier(labels: tuple[str, ...]):
     hf_logging.set_verbosity_error()  # "classifier newly initialised" is expected here
     try:
         model = BertForSequenceClassification.from_pretrained(
-            folder, num_labels=len(labels), attn_implementation="eager", local_files_only=True,
-            id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
+            folder,
+            num_labels=len(labels),
+            attn_implementation="eager",
+            local_files_only=True,
+            id2label=dict(enumerate(labels)),
+            label2id={l: i for i, l in enumerate(labels)},
+        )
     finally:
         hf_logging.set_verbosity(verbosity)
     return model, AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -89,13 +94,15 @@ def apply_delta(model: torch.nn.Module, folder: str | Path, base_model: str) -> 
     if manifest.get("base_model") != base_model:
         raise DeltaMismatchError(
             f"delta {folder} was trained on base model {manifest.get('base_model')!r}, not {base_model!r}; "
-            "retrain it with `make finetune` or point the spec at the right base")
+            "retrain it with `make finetune` or point the spec at the right base"
+        )
     tensors = load_file(str(folder / WEIGHTS))
     declared = manifest.get("tensors", {})
     if set(declared) != set(tensors):
         raise DeltaMismatchError(
             f"delta {folder}: manifest and {WEIGHTS} list different tensors "
-            f"({sorted(set(declared) ^ set(tensors))[:5]}); the files are out of sync, retrain")
+            f"({sorted(set(declared) ^ set(tensors))[:5]}); the files are out of sync, retrain"
+        )
     state = model.state_dict()
     for name, tensor in tensors.items():
         if name not in state:
@@ -103,7 +110,8 @@ def apply_delta(model: torch.nn.Module, folder: str | Path, base_model: str) -> 
         if list(state[name].shape) != list(tensor.shape) or list(tensor.shape) != list(declared[name]):
             raise DeltaMismatchError(
                 f"delta {folder}: tensor {name!r} has shape {list(tensor.shape)} (manifest "
-                f"{declared[name]}) but the model expects {list(state[name].shape)}")
+                f"{declared[name]}) but the model expects {list(state[name].shape)}"
+            )
     with torch.no_grad():
         for name, tensor in tensors.items():
             state[name].copy_(tensor.to(state[name].dtype))

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
 import numpy as np
 
-from attnscope.analysis.faithfulness import (ENTROPY_KL_METRICS, aggregate, candidate_positions, evaluate, get_convention,
-                                   select_rationale)
+from attnscope.analysis.faithfulness import (
+    ENTROPY_KL_METRICS,
+    aggregate,
+    candidate_positions,
+    evaluate,
+    get_convention,
+    select_rationale,
+)
 from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
 from attnscope.models.datasets import K_FRACTION, load_dataset
 from attnscope.models.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
@@ -24,8 +30,13 @@ from attnscope.models.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 
-FAITHFULNESS_METRICS = ("comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency",
-                        *ENTROPY_KL_METRICS)
+FAITHFULNESS_METRICS = (
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    *ENTROPY_KL_METRICS,
+)
 PLAUSIBILITY_METRICS = ("token_f1", "iou_f1", "auprc")
 METRICS = FAITHFULNESS_METRICS + PLAUSIBILITY_METRICS
 
@@ -66,9 +77,18 @@ def hard_mask(scores: np.ndarray, ex: Encoded, k: float) -> np.ndarray:
     return mask
 
 
-def explain_example(loaded: LoadedModel, ex: Encoded, explainers: Sequence[str], *, k: float = 0.2,
-                    convention: str = "eraser", removal: str | None = None, metrics: Sequence[str] = METRICS,
-                    options: dict | None = None, predict: Callable | None = None) -> dict:
+def explain_example(
+    loaded: LoadedModel,
+    ex: Encoded,
+    explainers: Sequence[str],
+    *,
+    k: float = 0.2,
+    convention: str = "eraser",
+    removal: str | None = None,
+    metrics: Sequence[str] = METRICS,
+    options: dict | None = None,
+    predict: Callable | None = None,
+) -> dict:
     """Scores of each explainer on ``ex`` and the chosen metrics (plausibility needs ``ex.human``).
 
     ``options`` maps an explainer name to its keyword options (e.g. ``{"attention": {"layer": 3}}``).
@@ -86,17 +106,33 @@ def explain_example(loaded: LoadedModel, ex: Encoded, explainers: Sequence[str],
         start = time.perf_counter()
         s = np.asarray(make_explainer(name, loaded, **options.get(name, {})).explain(scored), dtype=np.float64)
         if s.shape != (len(ex),) or not np.all(np.isfinite(s)):
-            raise ValueError(f"explainer {name!r} gave {s.shape} scores (finite: {np.isfinite(s).all()}) for {len(ex)} tokens")
+            raise ValueError(
+                f"explainer {name!r} gave {s.shape} scores (finite: {np.isfinite(s).all()}) for {len(ex)} tokens"
+            )
         scores[name], seconds[name] = s, time.perf_counter() - start
     faith = {}
     if any(m in FAITHFULNESS_METRICS for m in metrics):
-        faith = evaluate(predict, ex.input_ids, scores, special=ex.special, k=k, convention=conv,
-                         target=target, mask_id=text_tokenizer(loaded).mask_token_id)
+        faith = evaluate(
+            predict,
+            ex.input_ids,
+            scores,
+            special=ex.special,
+            k=k,
+            convention=conv,
+            target=target,
+            mask_id=text_tokenizer(loaded).mask_token_id,
+        )
     plaus = {}
     if ex.human is not None and any(m in PLAUSIBILITY_METRICS for m in metrics):
         plaus = {n: plausibility(s, ex.human, hard_mask(s, ex, k), ex.special) for n, s in scores.items()}
-    return {"probs": probs.tolist(), "target": target, "scores": scores, "seconds": seconds,
-            "faithfulness": faith, "plausibility": plaus}
+    return {
+        "probs": probs.tolist(),
+        "target": target,
+        "scores": scores,
+        "seconds": seconds,
+        "faithfulness": faith,
+        "plausibility": plaus,
+    }
 
 
 def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Sequence[str]) -> dict:
@@ -113,21 +149,35 @@ def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Seq
     return row
 
 
-def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str], *, n: int = 200,
-                     convention: str = "eraser", removal: str | None = None, k: float | None = None,
-                     metrics: Sequence[str] = METRICS, max_tokens: int | None = None, split: str | None = None,
-                     start: int = 0, allow_offensive: bool = False, options: dict | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> dict:
+def evaluate_dataset(
+    loaded: LoadedModel,
+    dataset: str,
+    explainers: Sequence[str],
+    *,
+    n: int = 200,
+    convention: str = "eraser",
+    removal: str | None = None,
+    k: float | None = None,
+    metrics: Sequence[str] = METRICS,
+    max_tokens: int | None = None,
+    split: str | None = None,
+    start: int = 0,
+    allow_offensive: bool = False,
+    options: dict | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
     """The explainer x metric table over examples ``start .. start + n`` of a data set (JSON-able,
     with ``rows`` for CSV). Explainers skip examples longer than their ``token_cap`` (flow: 64)."""
     require_classifier(loaded)
     metrics = check_metrics(metrics)
-    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start:start + n]
+    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start : start + n]
     if not examples:
         raise ValueError(f"no examples in {dataset!r} from index {start}")
     if tuple(examples[0].labels) != tuple(loaded.labels or ()):
-        raise ValueError(f"data set {dataset!r} has labels {list(examples[0].labels)} but model "
-                         f"{loaded.spec.name!r} predicts {loaded.labels}; pick a model trained for this task")
+        raise ValueError(
+            f"data set {dataset!r} has labels {list(examples[0].labels)} but model "
+            f"{loaded.spec.name!r} predicts {loaded.labels}; pick a model trained for this task"
+        )
     k = K_FRACTION[dataset] if k is None else k
     predict = make_predict(loaded)
     faith: dict[str, list] = {e: [] for e in explainers}
@@ -149,8 +199,17 @@ def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str
                 skipped[name] += 1
             else:
                 runnable.append(name)
-        res = explain_example(loaded, ex, runnable, k=k, convention=convention, removal=removal,
-                              metrics=metrics, options=options, predict=predict)
+        res = explain_example(
+            loaded,
+            ex,
+            runnable,
+            k=k,
+            convention=convention,
+            removal=removal,
+            metrics=metrics,
+            options=options,
+            predict=predict,
+        )
         correct += int(int(np.argmax(res["probs"])) == item.label)
         for name in runnable:
             if name in res["faithfulness"]:
@@ -161,17 +220,31 @@ def evaluate_dataset(loaded: LoadedModel, dataset: str, explainers: Sequence[str
         if progress:
             progress(i + 1, len(examples))
     rows = [_row(e, faith[e], plaus[e], seconds[e], metrics) for e in explainers]
-    curves = {e: {k2: aggregate(faith[e]).get(k2) for k2 in ("bins", "comp_curve", "suff_curve")}
-              for e in explainers if faith[e]}
+    curves = {
+        e: {k2: aggregate(faith[e]).get(k2) for k2 in ("bins", "comp_curve", "suff_curve")}
+        for e in explainers
+        if faith[e]
+    }
     return {
-        "model": loaded.spec.name, "dataset": dataset, "start": start, "n": len(examples), "convention": convention,
-        "removal": get_convention(convention, removal).removal, "k": k, "metrics": list(metrics),
+        "model": loaded.spec.name,
+        "dataset": dataset,
+        "start": start,
+        "n": len(examples),
+        "convention": convention,
+        "removal": get_convention(convention, removal).removal,
+        "k": k,
+        "metrics": list(metrics),
         "accuracy": round(correct / len(examples), 4),
         "truncation": {
             "max_tokens": min(max_tokens or loaded.max_tokens, loaded.max_tokens),
-            "examples_truncated": truncated, "tokens_cut": tokens_cut,
-            "human_tokens": human_total, "human_tokens_lost": human_lost,
+            "examples_truncated": truncated,
+            "tokens_cut": tokens_cut,
+            "human_tokens": human_total,
+            "human_tokens_lost": human_lost,
             "human_fraction_lost": round(human_lost / human_total, 4) if human_total else None,
         },
-        "skipped": skipped, "curves": curves, "wall_time_s": round(time.time() - began, 1), "rows": rows,
+        "skipped": skipped,
+        "curves": curves,
+        "wall_time_s": round(time.time() - began, 1),
+        "rows": rows,
     }

@@ -22,12 +22,11 @@ import argparse
 import logging
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from dataclasses import dataclass
-from typing import Callable
 
 from attnscope.models.datasets import HATEXPLAIN_LABELS, SST2_LABELS, Example, load_hatexplain, load_sst2
 from attnscope.models.delta import CHECKPOINTS, build_minilm_classifier, save_delta
@@ -55,13 +54,34 @@ class Task:
 
 
 TASKS = {
-    "sst2": Task("minilm-sst2", SST2_LABELS, lambda: load_sst2("train"), lambda: load_sst2("dev"),
-                 "sst2 train", "SST-2 dev", "dev_accuracy", (4, 5), 24_000, 1.0, 1.5e-4, 64),
-    "hatexplain": Task("minilm-hatexplain", HATEXPLAIN_LABELS,
-                       lambda: load_hatexplain("validation", allow_offensive=True),
-                       lambda: load_hatexplain("test", allow_offensive=True),
-                       "hatexplain validation", "HateXplain test", "test_accuracy", (3, 4, 5), 1_922, 5.0,
-                       1e-4, 128),
+    "sst2": Task(
+        "minilm-sst2",
+        SST2_LABELS,
+        lambda: load_sst2("train"),
+        lambda: load_sst2("dev"),
+        "sst2 train",
+        "SST-2 dev",
+        "dev_accuracy",
+        (4, 5),
+        24_000,
+        1.0,
+        1.5e-4,
+        64,
+    ),
+    "hatexplain": Task(
+        "minilm-hatexplain",
+        HATEXPLAIN_LABELS,
+        lambda: load_hatexplain("validation", allow_offensive=True),
+        lambda: load_hatexplain("test", allow_offensive=True),
+        "hatexplain validation",
+        "HateXplain test",
+        "test_accuracy",
+        (3, 4, 5),
+        1_922,
+        5.0,
+        1e-4,
+        128,
+    ),
 }
 
 
@@ -80,14 +100,15 @@ def accuracy(model, tokenizer, texts: list[str], labels: list[int], max_length: 
     model.eval()
     correct = 0
     for i in range(0, len(texts), batch):
-        enc = tokenizer(texts[i:i + batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        enc = tokenizer(texts[i : i + batch], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
         pred = model(**enc).logits.argmax(-1)
-        correct += int((pred == torch.tensor(labels[i:i + batch])).sum())
+        correct += int((pred == torch.tensor(labels[i : i + batch])).sum())
     return correct / len(texts)
 
 
-def length_buckets(tokenizer, texts: list[str], batch_size: int, max_length: int,
-                   rng: np.random.Generator) -> list[list[int]]:
+def length_buckets(
+    tokenizer, texts: list[str], batch_size: int, max_length: int, rng: np.random.Generator
+) -> list[list[int]]:
     """Batches of similar length (little padding: SST-2 rows are mostly short phrases), in a
     seeded random order; examples are sorted by length only within chunks of 50 batches."""
     lengths = [min(max_length, len(ids)) for ids in tokenizer(texts, truncation=False)["input_ids"]]
@@ -95,12 +116,22 @@ def length_buckets(tokenizer, texts: list[str], batch_size: int, max_length: int
     batches = []
     for start in range(0, len(texts), chunk):
         part = sorted(range(start, min(start + chunk, len(texts))), key=lambda i: lengths[i])
-        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: int, lr: float,
-          max_length: int, seed: int, threads: int, task: Task = TASKS["sst2"]) -> dict:
+def train(
+    out: str,
+    layers: list[int],
+    n_train: int,
+    epochs: float,
+    batch_size: int,
+    lr: float,
+    max_length: int,
+    seed: int,
+    threads: int,
+    task: Task = TASKS["sst2"],
+) -> dict:
     from tqdm import tqdm
 
     torch.manual_seed(seed)
@@ -121,9 +152,12 @@ def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: 
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 16)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
-    frozen = [model.bert.embeddings, *[model.bert.encoder.layer[i] for i in range(model.config.num_hidden_layers)
-                                       if i not in layers]]
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
+    frozen = [
+        model.bert.embeddings,
+        *[model.bert.encoder.layer[i] for i in range(model.config.num_hidden_layers) if i not in layers],
+    ]
     bar = tqdm(range(steps), desc="fine-tune", unit="step")
     ema = None
     for step in bar:
@@ -131,8 +165,9 @@ def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: 
         for m in frozen:
             m.eval()  # frozen parts: no dropout, so they act exactly as at inference
         idx = batches[step % len(batches)]
-        enc = tokenizer([texts[j] for j in idx], padding=True, truncation=True, max_length=max_length,
-                        return_tensors="pt")
+        enc = tokenizer(
+            [texts[j] for j in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        )
         loss = model(**enc, labels=torch.tensor([labels[j] for j in idx])).loss
         opt.zero_grad()
         loss.backward()
@@ -149,17 +184,31 @@ def train(out: str, layers: list[int], n_train: int, epochs: float, batch_size: 
     dev = task.eval_rows()
     dev_acc = accuracy(model, tokenizer, [e.text for e in dev], [e.label for e in dev], max_length=128)
     majority = max(np.bincount([e.label for e in dev])) / len(dev)
-    log.info("%s accuracy %.4f (majority class %.4f) after %.0f s of training", task.eval_name, dev_acc,
-             majority, train_time)
+    log.info(
+        "%s accuracy %.4f (majority class %.4f) after %.0f s of training", task.eval_name, dev_acc, majority, train_time
+    )
     examples_key = task.accuracy_key.replace("accuracy", "examples")
     manifest = {
-        "name": task.model, "base_model": BASE_MODEL, "architecture": "BertForSequenceClassification",
-        "labels": list(task.labels), "layers_trained": layers, "also_trained": ["bert.pooler", "classifier"],
+        "name": task.model,
+        "base_model": BASE_MODEL,
+        "architecture": "BertForSequenceClassification",
+        "labels": list(task.labels),
+        "layers_trained": layers,
+        "also_trained": ["bert.pooler", "classifier"],
         "data": f"{task.train_name}: {len(texts)} of {len(train_rows)} rows (seeded permutation)",
-        "evaluated_on": task.eval_name, "epochs": epochs, "steps": steps, "batch_size": batch_size, "lr": lr,
-        "max_length": max_length, "seed": seed, "threads": threads, task.accuracy_key: round(dev_acc, 4),
-        examples_key: len(dev), "majority_class_accuracy": round(float(majority), 4),
-        "wall_time_s": round(train_time, 1), "torch": torch.__version__,
+        "evaluated_on": task.eval_name,
+        "epochs": epochs,
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "max_length": max_length,
+        "seed": seed,
+        "threads": threads,
+        task.accuracy_key: round(dev_acc, 4),
+        examples_key: len(dev),
+        "majority_class_accuracy": round(float(majority), 4),
+        "wall_time_s": round(train_time, 1),
+        "torch": torch.__version__,
     }
     return save_delta(model, sorted(names), out, manifest)
 
@@ -180,8 +229,18 @@ def main(argv: list[str] | None = None) -> int:
     task = TASKS[a.task]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = a.out or str(CHECKPOINTS / task.model)
-    manifest = train(out, list(a.layers or task.layers), a.n_train or task.n_train, a.epochs or task.epochs,
-                     a.batch_size, a.lr or task.lr, a.max_length or task.max_length, a.seed, a.threads, task)
+    manifest = train(
+        out,
+        list(a.layers or task.layers),
+        a.n_train or task.n_train,
+        a.epochs or task.epochs,
+        a.batch_size,
+        a.lr or task.lr,
+        a.max_length or task.max_length,
+        a.seed,
+        a.threads,
+        task,
+    )
     log.info("wrote %s (%s accuracy %.4f)", out, task.eval_name, manifest[task.accuracy_key])
     return 0
 

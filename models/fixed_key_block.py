@@ -18,8 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnscope.analysis.block_bound import (GELU_LIPSCHITZ, RELU_LIPSCHITZ, FixedKeyBlock, block_bound, content_score_radius,
-                                  d_inf, mlp_score_radius, token_sigma)
+from attnscope.analysis.block_bound import (
+    GELU_LIPSCHITZ,
+    RELU_LIPSCHITZ,
+    FixedKeyBlock,
+    block_bound,
+    content_score_radius,
+    d_inf,
+    mlp_score_radius,
+    token_sigma,
+)
 from attnscope.models.loading import LoadedModel
 
 
@@ -36,8 +44,10 @@ def _shared(loaded: LoadedModel) -> torch.nn.Module:
     if block is None:
         raise NotFixedKeyBlockError(f"model {loaded.spec.name!r} has no shared (HA) block")
     if not all(hasattr(block, part) for part in ("ln1", "attn", "ln2", "ffn")):
-        raise NotFixedKeyBlockError(f"the bound covers the zoo's pre-LN Block (ln1, attn, ln2, ffn); "
-                                    f"the shared block of {loaded.spec.name!r} is a {type(block).__name__}")
+        raise NotFixedKeyBlockError(
+            f"the bound covers the zoo's pre-LN Block (ln1, attn, ln2, ffn); "
+            f"the shared block of {loaded.spec.name!r} is a {type(block).__name__}"
+        )
     return block
 
 
@@ -67,7 +77,7 @@ def head_matrices(attn: torch.nn.Module) -> np.ndarray:
     else:
         h, c = attn.heads, attn.head_dim
         w_v, w_o = _np(attn.v.weight), _np(attn.out.weight)
-    return np.stack([w_o[:, k * c:(k + 1) * c] @ w_v[k * c:(k + 1) * c] for k in range(h)])
+    return np.stack([w_o[:, k * c : (k + 1) * c] @ w_v[k * c : (k + 1) * c] for k in range(h)])
 
 
 def _content_radius(attn, keys: torch.Tensor) -> np.ndarray:
@@ -83,7 +93,9 @@ def _content_radius(attn, keys: torch.Tensor) -> np.ndarray:
 def _san_radius(attn) -> np.ndarray:
     """``r_h`` for SAN pairwise ``LocalAttention`` (a bound on every score gradient, centre 0)."""
     if attn.mode != "pairwise":
-        raise NotFixedKeyBlockError("only SAN pairwise attention is covered (patchwise mixes the fixed keys nonlinearly)")
+        raise NotFixedKeyBlockError(
+            "only SAN pairwise attention is covered (patchwise mixes the fixed keys nonlinearly)"
+        )
     g1, g2 = attn.gamma[0], attn.gamma[2]
     rel = attn.phi.out_features
     return mlp_score_radius(_np(attn.phi.weight), _np(g1.weight)[:, :rel], _np(g2.weight), RELU_LIPSCHITZ)
@@ -100,11 +112,20 @@ def extract_fixed_key_block(loaded: LoadedModel, x0: np.ndarray) -> FixedKeyBloc
         radius = _content_radius(attn, kwargs["state"]["keys"])
     norms = np.array([np.linalg.norm(w, 2) for w in head_matrices(attn)])
     ffn_in, ffn_out = block.ffn[0], block.ffn[-1]
-    ffn = (np.linalg.norm(_np(ffn_out.weight), 2) * _activation_lipschitz(block.ffn)
-           * np.linalg.norm(_np(ffn_in.weight), 2))
+    ffn = (
+        np.linalg.norm(_np(ffn_out.weight), 2)
+        * _activation_lipschitz(block.ffn)
+        * np.linalg.norm(_np(ffn_in.weight), 2)
+    )
     return FixedKeyBlock(
-        ln1_gamma=_np(block.ln1.weight), ln1_eps=float(block.ln1.eps), ln2_gamma=_np(block.ln2.weight),
-        ln2_eps=float(block.ln2.eps), head_norms=norms, score_radius=radius, ffn_norm=float(ffn))
+        ln1_gamma=_np(block.ln1.weight),
+        ln1_eps=float(block.ln1.eps),
+        ln2_gamma=_np(block.ln2.weight),
+        ln2_eps=float(block.ln2.eps),
+        head_norms=norms,
+        score_radius=radius,
+        ffn_norm=float(ffn),
+    )
 
 
 class BlockHalves:
@@ -148,9 +169,16 @@ def _pair_record(fk: FixedKeyBlock, x, mid, out, xp, midp, outp) -> tuple[float,
     return ratio, block_bound(fk, float(s1), float(s2)).log10_bound
 
 
-def estimate_block_lipschitz(loaded: LoadedModel, x: np.ndarray, x0: np.ndarray | None = None,
-                             eps: tuple[float, ...] = (1e-3, 1e-2, 1e-1), n_draws: int = 3,
-                             ascent_steps: int = 15, lr: float = 0.3, seed: int = 0) -> BlockEstimate:
+def estimate_block_lipschitz(
+    loaded: LoadedModel,
+    x: np.ndarray,
+    x0: np.ndarray | None = None,
+    eps: tuple[float, ...] = (1e-3, 1e-2, 1e-1),
+    n_draws: int = 3,
+    ascent_steps: int = 15,
+    lr: float = 0.3,
+    seed: int = 0,
+) -> BlockEstimate:
     """``L_hat`` of the shared block around the cloud ``x [token, dim]`` (keys fixed from ``x0``,
     default ``x``): perturbations of relative size ``eps`` (times the largest token norm)."""
     x = np.asarray(x, dtype=np.float64)

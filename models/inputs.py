@@ -37,8 +37,10 @@ def decode_image(blob: bytes) -> np.ndarray:
     if not blob:
         raise InvalidImageError("the upload is empty (0 bytes); send a PNG or JPEG file", 422)
     if len(blob) > MAX_IMAGE_BYTES:
-        raise InvalidImageError(f"the upload is {len(blob):,} bytes; the limit is {MAX_IMAGE_BYTES:,} bytes "
-                                "(10 MB): send a smaller image", 413)
+        raise InvalidImageError(
+            f"the upload is {len(blob):,} bytes; the limit is {MAX_IMAGE_BYTES:,} bytes (10 MB): send a smaller image",
+            413,
+        )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -46,16 +48,22 @@ def decode_image(blob: bytes) -> np.ndarray:
             fmt = img.format
             width, height = img.size
             if width * height > MAX_PIXELS:
-                raise InvalidImageError(f"the image is {width}x{height} = {width * height:,} pixels; the limit "
-                                        f"is {MAX_PIXELS:,} (4096x4096): resize it", 413)
+                raise InvalidImageError(
+                    f"the image is {width}x{height} = {width * height:,} pixels; the limit "
+                    f"is {MAX_PIXELS:,} (4096x4096): resize it",
+                    413,
+                )
             img.load()
     except InvalidImageError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombWarning, Image.DecompressionBombError):
-        raise InvalidImageError("the upload is not a PNG or JPEG image this server can read; send a PNG or "
-                                "JPEG file", 415) from None
+        raise InvalidImageError(
+            "the upload is not a PNG or JPEG image this server can read; send a PNG or JPEG file", 415
+        ) from None
     except (OSError, SyntaxError, ValueError) as exc:
-        raise InvalidImageError(f"the image could not be decoded ({exc}); it may be truncated or corrupt", 422) from None
+        raise InvalidImageError(
+            f"the image could not be decoded ({exc}); it may be truncated or corrupt", 422
+        ) from None
     if fmt not in FORMATS:
         raise InvalidImageError(f"images must be PNG or JPEG; got {fmt}", 415)
     return check_array(_to_array(img))
@@ -65,8 +73,10 @@ def _to_array(img) -> np.ndarray:
     mode = img.mode
     if mode == "P":
         if "transparency" in img.info:
-            raise InvalidImageError("the image has a transparent palette (an alpha channel); flatten it onto a "
-                                    "background and send 1 (grayscale) or 3 (RGB) channels")
+            raise InvalidImageError(
+                "the image has a transparent palette (an alpha channel); flatten it onto a "
+                "background and send 1 (grayscale) or 3 (RGB) channels"
+            )
         img, mode = img.convert("RGB"), "RGB"
     if mode in ("1", "L"):
         return np.asarray(img.convert("L"), dtype=np.uint8)
@@ -77,8 +87,10 @@ def _to_array(img) -> np.ndarray:
     if mode == "RGB":
         return np.asarray(img, dtype=np.uint8)
     channels = len(img.getbands())
-    raise InvalidImageError(f"the image has {channels} channels ({mode}); send 1 (grayscale) or 3 (RGB) channels"
-                            + (" (flatten the alpha channel first)" if "A" in mode else ""))
+    raise InvalidImageError(
+        f"the image has {channels} channels ({mode}); send 1 (grayscale) or 3 (RGB) channels"
+        + (" (flatten the alpha channel first)" if "A" in mode else "")
+    )
 
 
 def check_array(image: np.ndarray) -> np.ndarray:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 import torch
@@ -70,16 +70,19 @@ def encoder_layers(loaded: LoadedModel) -> list[torch.nn.Module]:
     if zoo is not None:
         why = _zoo_refusal(*zoo)
         if why:
-            raise UnsupportedLayerError(f"model {loaded.spec.name!r}: the measure-theoretic layer analyses need "
-                                        f"attention that is a map on token measures, and {why}; use minilm, vit or "
-                                        "text-vanilla")
+            raise UnsupportedLayerError(
+                f"model {loaded.spec.name!r}: the measure-theoretic layer analyses need "
+                f"attention that is a map on token measures, and {why}; use minilm, vit or "
+                "text-vanilla"
+            )
         return list(zoo[1])
     base = getattr(loaded.model, "base_model", loaded.model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
     if layers is None or not all(hasattr(l, "attention") and hasattr(l.attention, "self") for l in layers):
         raise UnsupportedLayerError(
             f"model {loaded.spec.name!r} has no BERT-like attention layers (encoder.layer[i].attention."
-            "self.query/key/value); the measure-theoretic layer analyses need one, e.g. minilm")
+            "self.query/key/value); the measure-theoretic layer analyses need one, e.g. minilm"
+        )
     return list(layers)
 
 
@@ -88,8 +91,10 @@ def attention_module(loaded: LoadedModel, layer: int) -> torch.nn.Module:
     the zoo block's ``attn`` (``MultiHeadAttention``)."""
     layers = encoder_layers(loaded)
     if not 0 <= layer < len(layers):
-        raise IndexError(f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
-                         f"use 0..{len(layers) - 1}")
+        raise IndexError(
+            f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
+            f"use 0..{len(layers) - 1}"
+        )
     return layers[layer].attn if is_pre_norm(loaded) else layers[layer].attention
 
 
@@ -122,9 +127,12 @@ def extract_attention_params(loaded: LoadedModel, layer: int) -> AttentionParams
         H, d = int(sa.num_attention_heads), int(sa.attention_head_size)
     D = q.weight.shape[1]
     return AttentionParams(
-        w_q=_np(q.weight, (H, d, D)), b_q=_np(q.bias, (H, d)),
-        w_k=_np(k.weight, (H, d, D)), b_k=_np(k.bias, (H, d)),
-        w_v=_np(v.weight, (H, d, D)), b_v=_np(v.bias, (H, d)),
+        w_q=_np(q.weight, (H, d, D)),
+        b_q=_np(q.bias, (H, d)),
+        w_k=_np(k.weight, (H, d, D)),
+        b_k=_np(k.bias, (H, d)),
+        w_v=_np(v.weight, (H, d, D)),
+        b_v=_np(v.bias, (H, d)),
         # the output projection's weight is [D, H*d]: its columns h*d:(h+1)*d are head h's W_O^h
         w_o=dense.weight.detach().double().cpu().numpy().reshape(D, H, d).transpose(1, 0, 2),
         b_o=_np(dense.bias, (D,)),
@@ -154,8 +162,9 @@ def layer_context(loaded: LoadedModel, text: str, layer: int) -> tuple[np.ndarra
     """Input ``[token, dim]`` of layer ``layer``'s self-attention and its output ``[token, H*d]``
     (``softmax(QK^T/sqrt d) V``, heads concatenated), recorded during the model's own forward."""
     if is_pre_norm(loaded):
-        raise UnsupportedLayerError("layer_context records BERT's self-attention module; for zoo layers use "
-                                    "AttentionSublayer on layer_input")
+        raise UnsupportedLayerError(
+            "layer_context records BERT's self-attention module; for zoo layers use AttentionSublayer on layer_input"
+        )
     sa = attention_module(loaded, layer).self
     enc = {k: v.to(loaded.device) for k, v in encode_text(loaded, [text]).items()}
     with record_io(sa) as calls:
@@ -206,6 +215,10 @@ def max_entropy_deviation(loaded: LoadedModel, cap: Capture) -> np.ndarray:
     if cap.hidden_states is None:
         raise ValueError("the capture has no hidden states; capture with hidden_states=True")
     n_layers = cap.maps.n_layers
-    s = np.stack([scores(extract_attention_params(loaded, l), layer_input(loaded, cap.hidden_states, l))
-                  for l in range(n_layers)])
+    s = np.stack(
+        [
+            scores(extract_attention_params(loaded, l), layer_input(loaded, cap.hidden_states, l))
+            for l in range(n_layers)
+        ]
+    )
     return max_entropy_check(s, cap.maps.weights)

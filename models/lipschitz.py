@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 import torch
@@ -82,8 +82,16 @@ def _ball(x: torch.Tensor, radius: float) -> torch.Tensor:
     return x * torch.clamp(radius / norms, max=1.0)
 
 
-def gradient_ascent(phi: AttentionSublayer, x: np.ndarray, radius: float, eps: float, steps: int = 30,
-                    lr: float = 0.2, single_token: bool = False, seed: int = 0) -> list[dict]:
+def gradient_ascent(
+    phi: AttentionSublayer,
+    x: np.ndarray,
+    radius: float,
+    eps: float,
+    steps: int = 30,
+    lr: float = 0.2,
+    single_token: bool = False,
+    seed: int = 0,
+) -> list[dict]:
     """Ascend the identity-coupling surrogate of the W1 ratio from a random start of size ``eps*R``.
 
     Args:
@@ -110,8 +118,14 @@ def gradient_ascent(phi: AttentionSublayer, x: np.ndarray, radius: float, eps: f
         with torch.no_grad():
             exact = w1_ratio(phi_xp.detach().numpy(), phi_x.numpy(), xp.detach().numpy(), x)
             if np.isfinite(exact):
-                records.append({"kind": "ascent" + ("-single" if single_token else ""), "eps": eps,
-                                "step": it, "ratio": float(exact)})
+                records.append(
+                    {
+                        "kind": "ascent" + ("-single" if single_token else ""),
+                        "eps": eps,
+                        "step": it,
+                        "ratio": float(exact),
+                    }
+                )
             g = grad.norm()
             if not torch.isfinite(g) or g == 0:
                 break
@@ -119,10 +133,17 @@ def gradient_ascent(phi: AttentionSublayer, x: np.ndarray, radius: float, eps: f
     return records
 
 
-def lipschitz_report(loaded: LoadedModel, layer: int, x: np.ndarray, residual: bool = False,
-                     eps: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 0.5), n_draws: int = 3,
-                     ascent_eps: tuple[float, ...] = (1e-2, 1e-1), ascent_steps: int = 25,
-                     seed: int = 0) -> LipschitzReport:
+def lipschitz_report(
+    loaded: LoadedModel,
+    layer: int,
+    x: np.ndarray,
+    residual: bool = False,
+    eps: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 0.5),
+    n_draws: int = 3,
+    ascent_eps: tuple[float, ...] = (1e-2, 1e-1),
+    ascent_steps: int = 25,
+    seed: int = 0,
+) -> LipschitzReport:
     """Bound and estimate for layer ``layer`` on the token cloud ``x [token, dim]`` (its input).
 
     R is ``max_i ||x_i||``; the bound holds on P(B_R) and every perturbed cloud is kept in B_R.
@@ -147,7 +168,22 @@ def _report(loaded, layer, x, residual, eps, n_draws, ascent_eps, ascent_steps, 
     best_ascent = max((r["ratio"] for r in ascent), default=0.0)
     estimate = max(best_random, best_ascent)
     if estimate > 10 ** min(bound.log10_bound, 300):
-        log.error("layer %d: L_hat=%.4g exceeds the bound 10^%.2f: a bug in the bound or the estimate",
-                  layer, estimate, bound.log10_bound)
-    return LipschitzReport(layer, radius, x.shape[0], residual, bound, estimate, best_random, best_ascent,
-                           len(records) + len(ascent), time.perf_counter() - start, records + ascent)
+        log.error(
+            "layer %d: L_hat=%.4g exceeds the bound 10^%.2f: a bug in the bound or the estimate",
+            layer,
+            estimate,
+            bound.log10_bound,
+        )
+    return LipschitzReport(
+        layer,
+        radius,
+        x.shape[0],
+        residual,
+        bound,
+        estimate,
+        best_random,
+        best_ascent,
+        len(records) + len(ascent),
+        time.perf_counter() - start,
+        records + ascent,
+    )

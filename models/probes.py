@@ -14,7 +14,9 @@ from attnscope.models.loading import LoadedModel
 PROBE_LENGTH = 40  # 20 random tokens, then the same 20 again
 
 
-def repeated_token_probe(loaded: LoadedModel, length: int = PROBE_LENGTH, seed: int = 0) -> tuple[AttentionMaps, np.ndarray]:
+def repeated_token_probe(
+    loaded: LoadedModel, length: int = PROBE_LENGTH, seed: int = 0
+) -> tuple[AttentionMaps, np.ndarray]:
     """Maps ``[layer, head, query, key]`` of ``[CLS] r_1..r_m r_1..r_m [SEP]`` and its full ids
     (special tokens included, aligned to the map positions). Hugging Face text models only."""
     tok = loaded.tokenizer
@@ -38,16 +40,21 @@ class MapCNN(torch.nn.Module):
     def __init__(self, heads: int, classes: int, width: int = 16):
         super().__init__()
         self.net = torch.nn.Sequential(
-            torch.nn.Conv2d(heads, width, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Conv2d(width, 2 * width, 3, padding=1), torch.nn.ReLU(),
-            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(2 * width, classes))
+            torch.nn.Conv2d(heads, width, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(width, 2 * width, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(2 * width, classes),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
 
-def cnn_fit_score(epochs: int = 40, lr: float = 3e-3, weight_decay: float = 1e-3, batch: int = 64,
-                  seed: int = 0):
+def cnn_fit_score(epochs: int = 40, lr: float = 3e-3, weight_decay: float = 1e-3, batch: int = 64, seed: int = 0):
     """``fit_score`` for ``attnscope.analysis.probe.probe_layers``: trains a fresh ``MapCNN`` on each fold's
     training maps ``[example, head, size, size]`` (inputs standardised per head with training-fold
     statistics), seeded, on the CPU, and returns the held-out accuracy."""
@@ -69,7 +76,7 @@ def cnn_fit_score(epochs: int = 40, lr: float = 3e-3, weight_decay: float = 1e-3
         for _ in range(epochs):
             order = torch.randperm(len(xt), generator=gen)
             for i in range(0, len(xt), batch):
-                idx = order[i:i + batch]
+                idx = order[i : i + batch]
                 loss = torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx])
                 opt.zero_grad()
                 loss.backward()

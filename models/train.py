@@ -56,7 +56,7 @@ def translate(images: torch.Tensor, max_shift: int, gen: torch.Generator) -> tor
     b, _, h, w = images.shape
     padded = F.pad(images, (max_shift,) * 4, value=bg)
     off = torch.randint(0, 2 * max_shift + 1, (b, 2), generator=gen)
-    return torch.stack([padded[i, :, off[i, 0]:off[i, 0] + h, off[i, 1]:off[i, 1] + w] for i in range(b)])
+    return torch.stack([padded[i, :, off[i, 0] : off[i, 0] + h, off[i, 1] : off[i, 1] + w] for i in range(b)])
 
 
 def trim(ids: torch.Tensor) -> torch.Tensor:
@@ -70,9 +70,9 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, modality:
     model.eval()
     correct = 0
     for i in range(0, len(x), batch):
-        xb = x[i:i + batch]
+        xb = x[i : i + batch]
         logits, _ = model(trim(xb) if modality == "text" else xb, return_maps=False)
-        correct += int((logits.argmax(-1) == y[i:i + batch]).sum())
+        correct += int((logits.argmax(-1) == y[i : i + batch]).sum())
     return correct / len(x)
 
 
@@ -98,8 +98,17 @@ def lr_at(step: int, total: int, base: float, warmup: float) -> float:
     return base * 0.5 * (1 + math.cos(math.pi * (step - w) / max(1, total - w)))
 
 
-def train_steps(model, x, y, modality: str, recipe: dict, seed: int, max_steps: int | None = None,
-                progress: bool = True, desc: str = "") -> int:
+def train_steps(
+    model,
+    x,
+    y,
+    modality: str,
+    recipe: dict,
+    seed: int,
+    max_steps: int | None = None,
+    progress: bool = True,
+    desc: str = "",
+) -> int:
     """Optimise ``model`` on ``(x, y)`` following ``recipe``; returns the number of steps taken."""
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], weight_decay=recipe["weight_decay"])
@@ -145,12 +154,26 @@ def train(name: str, root=None, progress: bool = True, seed: int = SEED) -> dict
     acc = evaluate(model, xe, ye, modality)
     ci = evaluate(model, xe[:CI_SLICE], ye[:CI_SLICE], modality)
     manifest = {
-        "name": name, "arch": arch, "train": recipe, "seed": seed, "steps": steps,
-        "data": {"dataset": "mnist" if modality == "vision" else "sst2", "split_hash": split_hash(modality),
-                 "n_train": len(x), "n_eval": len(xe), "eval_split": "eval" if modality == "vision" else "dev"},
-        "eval_accuracy": round(acc, 4), "ci_slice": CI_SLICE, "ci_slice_accuracy": round(ci, 4),
-        "meets_floor": acc >= FLOOR[modality], "floor": FLOOR[modality],
-        "params": count_params(model), "wall_time_s": round(wall, 1), "torch": torch.__version__,
+        "name": name,
+        "arch": arch,
+        "train": recipe,
+        "seed": seed,
+        "steps": steps,
+        "data": {
+            "dataset": "mnist" if modality == "vision" else "sst2",
+            "split_hash": split_hash(modality),
+            "n_train": len(x),
+            "n_eval": len(xe),
+            "eval_split": "eval" if modality == "vision" else "dev",
+        },
+        "eval_accuracy": round(acc, 4),
+        "ci_slice": CI_SLICE,
+        "ci_slice_accuracy": round(ci, 4),
+        "meets_floor": acc >= FLOOR[modality],
+        "floor": FLOOR[modality],
+        "params": count_params(model),
+        "wall_time_s": round(wall, 1),
+        "torch": torch.__version__,
     }
     save_checkpoint(name, model, manifest, root)
     log.info("%s: eval accuracy %.4f, %d params, %.0f s", name, acc, manifest["params"], wall)
@@ -175,8 +198,10 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name in names:
         m = train(name)
-        rows.append(f"{name:24s} {m['params']:>9,d} {m['eval_accuracy']:.4f} {m['wall_time_s']:>7.1f}s"
-                    + ("" if m["meets_floor"] else f"  BELOW FLOOR {m['floor']}"))
+        rows.append(
+            f"{name:24s} {m['params']:>9,d} {m['eval_accuracy']:.4f} {m['wall_time_s']:>7.1f}s"
+            + ("" if m["meets_floor"] else f"  BELOW FLOOR {m['floor']}")
+        )
     log.info("trained into %s:\n%s", ROOT, "\n".join(rows))
 
 

@@ -37,7 +37,7 @@ class Settings:
     preload: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         env = os.environ
         return cls(
             device=env.get("ATTNSCOPE_DEVICE", "auto"),

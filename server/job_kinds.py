@@ -16,8 +16,10 @@ class CensusParams(BaseModel):
     model: str = Field("minilm", description="registry name")
     dataset: Literal["sst2", "movies"] = "sst2"
     n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
-    split: str | None = Field(None, description="data set split: sst2 dev|train, movies rationales|fold10 "
-                              "(default: sst2 dev, movies rationales)")
+    split: str | None = Field(
+        None,
+        description="data set split: sst2 dev|train, movies rationales|fold10 (default: sst2 dev, movies rationales)",
+    )
     seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
 
     @field_validator("model")
@@ -37,8 +39,10 @@ class ProbeParams(CensusParams):
     size: int = Field(32, ge=4, le=128, description="maps are cropped/padded to size x size")
     folds: int = Field(5, ge=2, le=10)
     classifier: Literal["logistic", "cnn"] = Field(
-        "logistic", description="logistic regression on the flattened maps, or a 2-layer CNN with one "
-        "input channel per head (methods.md 4.4)")
+        "logistic",
+        description="logistic regression on the flattened maps, or a 2-layer CNN with one "
+        "input channel per head (methods.md 4.4)",
+    )
 
 
 def _census(params: CensusParams, service, progress) -> dict:
@@ -48,11 +52,25 @@ def _census(params: CensusParams, service, progress) -> dict:
 
 def _probe(params: ProbeParams, service, progress) -> dict:
     loaded = service.models.get(params.model)
-    return run_probe(loaded, params.dataset, params.n, params.split, params.seed, params.size, params.folds, progress,
-                     params.classifier)
+    return run_probe(
+        loaded,
+        params.dataset,
+        params.n,
+        params.split,
+        params.seed,
+        params.size,
+        params.folds,
+        progress,
+        params.classifier,
+    )
 
 
-register_job_kind("census", CensusParams, _census,
-                  "per-head shift, entropy, distance and sink statistics over N examples (mean and std)")
-register_job_kind("probe", ProbeParams, _probe,
-                  "per-layer accuracy of predicting the label from that layer's attention maps alone")
+register_job_kind(
+    "census",
+    CensusParams,
+    _census,
+    "per-head shift, entropy, distance and sink statistics over N examples (mean and std)",
+)
+register_job_kind(
+    "probe", ProbeParams, _probe, "per-layer accuracy of predicting the label from that layer's attention maps alone"
+)

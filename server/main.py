@@ -10,10 +10,10 @@ from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from attnscope.models.loading import ModelCache
+from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
 from attnscope.server.config import VERSION, Settings
 from attnscope.server.deps import require_token
 from attnscope.server.errors import install_error_handlers
-from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
 from attnscope.server.jobs import JobStore
 from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
@@ -54,8 +54,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     if settings.allowed_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=settings.allowed_origins,
-                           allow_methods=["*"], allow_headers=["*"])
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.allowed_origins, allow_methods=["*"], allow_headers=["*"]
+        )
     install_error_handlers(app)
     app.include_router(health.router, prefix=API_PREFIX)
     secured = [Depends(require_token)]

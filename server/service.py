@@ -30,8 +30,11 @@ class RunService:
         Refuses a model of the wrong modality before any loading."""
         spec = get_spec(model)  # raises UnknownModelError before any loading
         if spec.modality != modality:
-            hint = ("takes an image: send 'sample' or upload with POST /api/v1/runs/image" if spec.modality == "vision"
-                    else "takes a text, not an image; pick a vision model from GET /api/v1/models")
+            hint = (
+                "takes an image: send 'sample' or upload with POST /api/v1/runs/image"
+                if spec.modality == "vision"
+                else "takes a text, not an image; pick a vision model from GET /api/v1/models"
+            )
             raise WrongModalityError(f"model {model!r} is a {spec.modality} model and {hint}")
         run_id = run_key(model, key)
         cached = self.store.get(run_id)
@@ -40,8 +43,12 @@ class RunService:
         return self.store.put(make(self.models.get(model), run_id))
 
     def create_run(self, model: str, text: str) -> Run:
-        return self._cached_run(model, "text", text,
-                                lambda loaded, run_id: Run(id=run_id, model=model, text=text, capture=capture(loaded, text)))
+        return self._cached_run(
+            model,
+            "text",
+            text,
+            lambda loaded, run_id: Run(id=run_id, model=model, text=text, capture=capture(loaded, text)),
+        )
 
     def probe(self, model: str) -> tuple[AttentionMaps, np.ndarray]:
         """Maps and ids of the repeated-random-token probe for ``model`` (computed once)."""
@@ -51,6 +58,7 @@ class RunService:
             if model not in self._probes:
                 self._probes[model] = repeated_token_probe(self.models.get(model))
             return self._probes[model]
+
     def _image_run(self, model: str, key: str, image: np.ndarray, source: dict) -> Run:
         def make(loaded, run_id: str) -> Run:
             prepared = loaded.tokenizer.prepare_image(image)
@@ -62,8 +70,12 @@ class RunService:
 
     def create_sample_run(self, model: str, dataset: str, index: int) -> Run:
         image, label = samples.sample(dataset, index)
-        return self._image_run(model, f"sample:{dataset}:{index}", image,
-                               {"kind": "sample", "dataset": dataset, "index": index, "label": label})
+        return self._image_run(
+            model,
+            f"sample:{dataset}:{index}",
+            image,
+            {"kind": "sample", "dataset": dataset, "index": index, "label": label},
+        )
 
     def create_upload_run(self, model: str, blob: bytes) -> Run:
         image = decode_image(blob)

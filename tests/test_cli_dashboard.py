@@ -21,9 +21,13 @@ def free_port() -> int:
 
 def test_the_dashboard_command_serves_with_gunicorn_and_stops_on_sigterm(api_url):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "attnscope.cli", "dashboard", "--dash-port", str(port),
-                             "--api-url", api_url], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnscope.cli", "dashboard", "--dash-port", str(port), "--api-url", api_url],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -10,7 +10,10 @@ PROJECT = {"analysis", "models", "server", "frontend"}
 
 # package -> (project packages it may import, third-party packages it must never import)
 RULES = {
-    "analysis": (set(), {"torch", "transformers", "captum", "fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
+    "analysis": (
+        set(),
+        {"torch", "transformers", "captum", "fastapi", "starlette", "dash", "plotly", "httpx", "flask"},
+    ),
     "models": ({"analysis"}, {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
     "server": ({"analysis", "models"}, {"dash", "plotly", "flask"}),
     # the dashboard reaches the server over HTTP only: it may read server/schemas.py (pure pydantic)
@@ -45,7 +48,9 @@ def violations(package: str) -> list[str]:
             if top in banned:
                 bad.append(where)
             elif top in PROJECT and top != package and top not in allowed:
-                if package == "frontend" and any(module == m or module.startswith(m + ".") for m in FRONTEND_ALLOWED_MODULES):
+                if package == "frontend" and any(
+                    module == m or module.startswith(m + ".") for m in FRONTEND_ALLOWED_MODULES
+                ):
                     continue
                 bad.append(where)
     return bad
@@ -59,11 +64,15 @@ def test_imports_point_one_way(package):
 def test_the_checker_catches_a_forbidden_import(tmp_path, monkeypatch):
     pkg = tmp_path / "analysis"
     pkg.mkdir()
-    (pkg / "bad.py").write_text("import torch\nfrom attnscope.server.main import create_app\nfrom attnscope.models import x\n"
-                                "from models import y\n")
+    (pkg / "bad.py").write_text(
+        "import torch\nfrom attnscope.server.main import create_app\nfrom attnscope.models import x\n"
+        "from models import y\n"
+    )
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     assert len(violations("analysis")) == 4
     fe = tmp_path / "frontend"
     fe.mkdir()
-    (fe / "ok.py").write_text("from attnscope.server.schemas import RunPublic\nfrom attnscope.server.main import create_app\n")
+    (fe / "ok.py").write_text(
+        "from attnscope.server.schemas import RunPublic\nfrom attnscope.server.main import create_app\n"
+    )
     assert [v.split(" imports ")[1] for v in violations("frontend")] == ["attnscope.server.main"]

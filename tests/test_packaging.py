@@ -9,6 +9,7 @@ which Python does not scan for ``.pth`` files, so the editable install cannot le
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -58,9 +59,26 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_a_built_wheel_exposes_only_attnscope_and_serves(tmp_path):
-    wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "--wheel-dir", str(wheels), str(ROOT)], check=True, capture_output=True)
+    wheels, src = tmp_path / "wheels", tmp_path / "src"
+    # build from a copy: setuptools writes build/ and *.egg-info next to the sources it builds
+    ignore = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests")
+    shutil.copytree(ROOT, src, ignore=ignore)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "--wheel-dir",
+            str(wheels),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = wheels.glob("attnscope-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         tops = {name.split("/")[0] for name in zf.namelist()}
@@ -72,19 +90,35 @@ def test_a_built_wheel_exposes_only_attnscope_and_serves(tmp_path):
     env_dir = tmp_path / "clean"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    target = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    target = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     with zipfile.ZipFile(wheel) as zf:  # a wheel install is an unzip plus the entry-point script
         zf.extractall(target)
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"], "ATTNSCOPE_PRELOAD": ""}
-    where = subprocess.run([str(py), "-c", "import attnscope.models.registry as r, attnscope.frontend.app; "
-                            "print(r.__file__)"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [str(py), "-c", "import attnscope.models.registry as r, attnscope.frontend.app; print(r.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert where.stdout.strip().startswith(target), where.stdout
 
     api, dash = _free_port(), _free_port()
-    proc = subprocess.Popen([str(py), "-m", "attnscope.cli", "serve", "--port", str(api), "--dash-port", str(dash)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [str(py), "-m", "attnscope.cli", "serve", "--port", str(api), "--dash-port", str(dash)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline, ok = time.time() + 90, set()
         while time.time() < deadline and len(ok) < 2:

@@ -9,48 +9,107 @@ dash.register_page(__name__, path="/census", name="Census", order=3, title="attn
 
 
 def layout():
-    return html.Div(children=[
-        dcc.Store(id="census-job"),
-        dcc.Interval(id="census-poll", interval=800, disabled=True),
-        dcc.Download(id="census-download"),
-        html.Section(className="panel", children=[
-            html.H2("Run over a data set"),
-            html.P("census: every head's shift score, best-offset mass, previous/next mass, entropy, top-1 mass, "
-                   "distance and sink mass, as mean ± std over N examples. probe: for each layer, a cross-validated "
-                   "classifier predicting the label from that layer's maps alone (logistic regression on the "
-                   "flattened maps, or a 2-layer CNN with one input channel per head).", className="hint"),
-            html.Div(className="controls", children=[
-                html.Div(className="control", children=[html.Label("Job", htmlFor="census-kind"),
-                         dcc.Dropdown(id="census-kind", value="census", clearable=False, options=[
-                             {"label": "census", "value": "census"},
-                             {"label": "probe (logistic regression)", "value": "probe"},
-                             {"label": "probe (2-layer CNN)", "value": "probe-cnn"}])]),
-                html.Div(className="control", children=[html.Label("Model", htmlFor="census-model"),
-                         dcc.Dropdown(id="census-model", clearable=False)]),
-                html.Div(className="control", children=[html.Label("Data set", htmlFor="census-dataset"),
-                         dcc.Dropdown(id="census-dataset", options=[{"label": "SST-2 dev", "value": "sst2"},
-                                      {"label": "movie reviews (Zaidan)", "value": "movies"}], value="sst2",
-                                      clearable=False)]),
-                html.Div(className="control small", children=[html.Label("N", htmlFor="census-n"),
-                         dcc.Input(id="census-n", type="number", min=1, max=5000, step=1, value=100)]),
-                html.Button("Start", id="census-start", n_clicks=0, className="run-button"),
-                html.Div(id="census-error", className="error", role="alert"),
-            ]),
-            html.Div(className="progress-row", children=[
-                html.Progress(id="census-progress", max=1, value=0, className="progress"),
-                html.Span(id="census-status", className="hint"),
-            ]),
-        ]),
-        html.Section(className="panel", children=[
-            html.H2("Results"),
-            html.Div(className="inline", children=[
-                html.Label("metric", htmlFor="census-metric"),
-                dcc.Dropdown(id="census-metric", className="wide-dropdown", clearable=False),
-                html.Button("Download CSV", id="census-csv", n_clicks=0, className="small-button"),
-                html.Button("Download JSON", id="census-json", n_clicks=0, className="small-button"),
-            ]),
-            dcc.Loading(dcc.Graph(id="census-figure", config={"displaylogo": False}), type="dot"),
-            dash_table.DataTable(id="census-table", page_size=12, sort_action="native", filter_action="native",
-                                 style_table={"overflowX": "auto"}, style_cell={"fontSize": 12, "padding": "3px"}),
-        ]),
-    ])
+    return html.Div(
+        children=[
+            dcc.Store(id="census-job"),
+            dcc.Interval(id="census-poll", interval=800, disabled=True),
+            dcc.Download(id="census-download"),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2("Run over a data set"),
+                    html.P(
+                        "census: every head's shift score, best-offset mass, previous/next mass, entropy, top-1 mass, "
+                        "distance and sink mass, as mean ± std over N examples. probe: for each layer, a "
+                        "cross-validated "
+                        "classifier predicting the label from that layer's maps alone (logistic regression on the "
+                        "flattened maps, or a 2-layer CNN with one input channel per head).",
+                        className="hint",
+                    ),
+                    html.Div(
+                        className="controls",
+                        children=[
+                            html.Div(
+                                className="control",
+                                children=[
+                                    html.Label("Job", htmlFor="census-kind"),
+                                    dcc.Dropdown(
+                                        id="census-kind",
+                                        value="census",
+                                        clearable=False,
+                                        options=[
+                                            {"label": "census", "value": "census"},
+                                            {"label": "probe (logistic regression)", "value": "probe"},
+                                            {"label": "probe (2-layer CNN)", "value": "probe-cnn"},
+                                        ],
+                                    ),
+                                ],
+                            ),
+                            html.Div(
+                                className="control",
+                                children=[
+                                    html.Label("Model", htmlFor="census-model"),
+                                    dcc.Dropdown(id="census-model", clearable=False),
+                                ],
+                            ),
+                            html.Div(
+                                className="control",
+                                children=[
+                                    html.Label("Data set", htmlFor="census-dataset"),
+                                    dcc.Dropdown(
+                                        id="census-dataset",
+                                        options=[
+                                            {"label": "SST-2 dev", "value": "sst2"},
+                                            {"label": "movie reviews (Zaidan)", "value": "movies"},
+                                        ],
+                                        value="sst2",
+                                        clearable=False,
+                                    ),
+                                ],
+                            ),
+                            html.Div(
+                                className="control small",
+                                children=[
+                                    html.Label("N", htmlFor="census-n"),
+                                    dcc.Input(id="census-n", type="number", min=1, max=5000, step=1, value=100),
+                                ],
+                            ),
+                            html.Button("Start", id="census-start", n_clicks=0, className="run-button"),
+                            html.Div(id="census-error", className="error", role="alert"),
+                        ],
+                    ),
+                    html.Div(
+                        className="progress-row",
+                        children=[
+                            html.Progress(id="census-progress", max=1, value=0, className="progress"),
+                            html.Span(id="census-status", className="hint"),
+                        ],
+                    ),
+                ],
+            ),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2("Results"),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("metric", htmlFor="census-metric"),
+                            dcc.Dropdown(id="census-metric", className="wide-dropdown", clearable=False),
+                            html.Button("Download CSV", id="census-csv", n_clicks=0, className="small-button"),
+                            html.Button("Download JSON", id="census-json", n_clicks=0, className="small-button"),
+                        ],
+                    ),
+                    dcc.Loading(dcc.Graph(id="census-figure", config={"displaylogo": False}), type="dot"),
+                    dash_table.DataTable(
+                        id="census-table",
+                        page_size=12,
+                        sort_action="native",
+                        filter_action="native",
+                        style_table={"overflowX": "auto"},
+                        style_cell={"fontSize": 12, "padding": "3px"},
+                    ),
+                ],
+            ),
+        ]
+    )

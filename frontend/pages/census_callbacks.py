@@ -22,9 +22,13 @@ def census_models(_kind):
 
 
 @callback(
-    Output("census-job", "data"), Output("census-poll", "disabled"), Output("census-error", "children"),
+    Output("census-job", "data"),
+    Output("census-poll", "disabled"),
+    Output("census-error", "children"),
     Input("census-start", "n_clicks"),
-    State("census-kind", "value"), State("census-model", "value"), State("census-dataset", "value"),
+    State("census-kind", "value"),
+    State("census-model", "value"),
+    State("census-dataset", "value"),
     State("census-n", "value"),
     prevent_initial_call=True,
 )
@@ -46,9 +50,12 @@ def job_request(choice: str, model, dataset, n) -> tuple[str, dict]:
 
 
 @callback(
-    Output("census-progress", "value"), Output("census-status", "children"),
-    Output("census-poll", "disabled", allow_duplicate=True), Output("census-job", "data", allow_duplicate=True),
-    Input("census-poll", "n_intervals"), State("census-job", "data"),
+    Output("census-progress", "value"),
+    Output("census-status", "children"),
+    Output("census-poll", "disabled", allow_duplicate=True),
+    Output("census-job", "data", allow_duplicate=True),
+    Input("census-poll", "n_intervals"),
+    State("census-job", "data"),
     prevent_initial_call=True,
 )
 def poll_job(_tick, job):
@@ -66,8 +73,10 @@ def poll_job(_tick, job):
 
 
 @callback(
-    Output("census-metric", "options"), Output("census-metric", "value"),
-    Output("census-table", "data"), Output("census-table", "columns"),
+    Output("census-metric", "options"),
+    Output("census-metric", "value"),
+    Output("census-table", "data"),
+    Output("census-table", "columns"),
     Input("census-job", "data"),
     prevent_initial_call=True,
 )
@@ -89,19 +98,33 @@ def render_result(metric, job):
     if result["kind"] == "census":
         return census_figure(result["metrics"][metric]["mean"], metric)
     rows = result["rows"]
-    fig = go.Figure(go.Bar(x=[r["layer"] for r in rows], y=[r["accuracy"] for r in rows], name="accuracy",
-                           error_y={"type": "data", "array": [r["accuracy_std"] for r in rows]}))
+    fig = go.Figure(
+        go.Bar(
+            x=[r["layer"] for r in rows],
+            y=[r["accuracy"] for r in rows],
+            name="accuracy",
+            error_y={"type": "data", "array": [r["accuracy_std"] for r in rows]},
+        )
+    )
     fig.add_hline(y=result["chance"], line_dash="dot", annotation_text="chance (majority class)")
-    fig.update_layout(title={"text": f"Probe ({result.get('classifier', 'logistic')}): label from each layer's "
-                                     f"maps ({result['n']} examples, {result['folds']}-fold)", "font": {"size": 13}},
-                      xaxis={"title": {"text": "layer"}, "dtick": 1}, yaxis={"title": {"text": "accuracy"}, "range": [0, 1]},
-                      height=380)
+    fig.update_layout(
+        title={
+            "text": f"Probe ({result.get('classifier', 'logistic')}): label from each layer's "
+            f"maps ({result['n']} examples, {result['folds']}-fold)",
+            "font": {"size": 13},
+        },
+        xaxis={"title": {"text": "layer"}, "dtick": 1},
+        yaxis={"title": {"text": "accuracy"}, "range": [0, 1]},
+        height=380,
+    )
     return fig
 
 
 @callback(
     Output("census-download", "data"),
-    Input("census-csv", "n_clicks"), Input("census-json", "n_clicks"), State("census-job", "data"),
+    Input("census-csv", "n_clicks"),
+    Input("census-json", "n_clicks"),
+    State("census-job", "data"),
     prevent_initial_call=True,
 )
 def download(_csv, _json, job):

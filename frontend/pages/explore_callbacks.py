@@ -19,14 +19,19 @@ def client() -> ApiClient:
 def _empty(message: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(
-        xaxis={"visible": False}, yaxis={"visible": False}, height=320, plot_bgcolor="white",
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=320,
+        plot_bgcolor="white",
         annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
     )
     return fig
 
 
 @callback(
-    Output("model-dropdown", "options"), Output("model-dropdown", "value"), Output("api-status", "children"),
+    Output("model-dropdown", "options"),
+    Output("model-dropdown", "value"),
+    Output("api-status", "children"),
     Input("url", "pathname"),
 )
 def load_models(_pathname):
@@ -39,9 +44,11 @@ def load_models(_pathname):
 
 
 @callback(
-    Output("run-store", "data"), Output("run-error", "children"),
+    Output("run-store", "data"),
+    Output("run-error", "children"),
     Input("run-button", "n_clicks"),
-    State("text-input", "value"), State("model-dropdown", "value"),
+    State("text-input", "value"),
+    State("model-dropdown", "value"),
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
@@ -62,8 +69,17 @@ def run_text(n_clicks, model, text) -> tuple:
     return run.model_dump(exclude={"prediction"}), ""
 
 
-BADGES = {"previous": "prev", "next": "next", "self": "self", "cls-sink": "CLS", "sep-sink": "SEP",
-          "broad": "broad", "local": "local", "duplicate": "dup", "induction": "ind"}
+BADGES = {
+    "previous": "prev",
+    "next": "next",
+    "self": "self",
+    "cls-sink": "CLS",
+    "sep-sink": "SEP",
+    "broad": "broad",
+    "local": "local",
+    "duplicate": "dup",
+    "induction": "ind",
+}
 
 
 def badge_text(labels: list[str]) -> str:
@@ -79,15 +95,20 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str]) -> html
     if labels:
         children.append(html.Span(badge_text(labels), className="badge"))
     return html.Button(
-        children, id={"type": "head-thumb", "layer": layer, "head": head},
-        className="head-thumb", title=f"{label} ({kinds}): click for detail", n_clicks=0,
+        children,
+        id={"type": "head-thumb", "layer": layer, "head": head},
+        className="head-thumb",
+        title=f"{label} ({kinds}): click for detail",
+        n_clicks=0,
     )
 
 
 @callback(
     Output("model-grid", "children"),
-    Output("layer-dropdown", "options"), Output("layer-dropdown", "value"),
-    Output("head-checklist", "options"), Output("head-checklist", "value"),
+    Output("layer-dropdown", "options"),
+    Output("layer-dropdown", "value"),
+    Output("head-checklist", "options"),
+    Output("head-checklist", "value"),
     Output("selected-head", "data"),
     Input("run-store", "data"),
     prevent_initial_call=True,
@@ -104,11 +125,17 @@ def render_grid(run):
         types = {(h["layer"], h["head_index"]): h["labels"] for h in client().heads(run["id"])["heads"]}
     except ApiError:  # badges are a bonus: the grid still shows without them
         types = {}
-    header = html.Div(className="grid-row grid-header", children=[html.Span("", className="row-label")] + [
-        html.Span(f"H{h}", className="col-label") for h in range(n_heads)])
+    header = html.Div(
+        className="grid-row grid-header",
+        children=[html.Span("", className="row-label")]
+        + [html.Span(f"H{h}", className="col-label") for h in range(n_heads)],
+    )
     rows = [header] + [
-        html.Div(className="grid-row", children=[html.Span(f"L{l}", className="row-label")]
-                 + [_thumb(l, h, layers[l][h], types.get((l, h), [])) for h in range(n_heads)])
+        html.Div(
+            className="grid-row",
+            children=[html.Span(f"L{l}", className="row-label")]
+            + [_thumb(l, h, layers[l][h], types.get((l, h), [])) for h in range(n_heads)],
+        )
         for l in range(n_layers)
     ]
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
@@ -142,7 +169,9 @@ def render_detail(selected, run):
 
 @callback(
     Output("head-view", "figure"),
-    Input("layer-dropdown", "value"), Input("head-checklist", "value"), Input("run-store", "data"),
+    Input("layer-dropdown", "value"),
+    Input("head-checklist", "value"),
+    Input("run-store", "data"),
 )
 def render_head_view(layer, heads, run):
     if not run or layer is None:

@@ -10,106 +10,194 @@ dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4,
 
 EXAMPLE = "a [[gripping]] , [[funny]] and [[deeply moving]] film , though the ending drags ."
 DEFAULT_EXPLAINERS = ["attention", "rollout", "attn_grad", "integrated_gradients", "random"]
-TABLE_STYLE = {"style_table": {"overflowX": "auto"},
-               "style_cell": {"fontFamily": "system-ui", "fontSize": 13, "padding": "4px 8px"},
-               "style_header": {"fontWeight": "600", "background": "#eef1f5"}}
+TABLE_STYLE = {
+    "style_table": {"overflowX": "auto"},
+    "style_cell": {"fontFamily": "system-ui", "fontSize": 13, "padding": "4px 8px"},
+    "style_header": {"fontWeight": "600", "background": "#eef1f5"},
+}
 
 
 def _controls() -> html.Div:
-    return html.Div(className="controls", children=[
-        html.Div(className="control", children=[
-            html.Label("Classifier", htmlFor="faith-model"),
-            dcc.Dropdown(id="faith-model", clearable=False, placeholder="loading models…"),
-        ]),
-        html.Div(className="control grow", children=[
-            html.Label("Text (mark the human rationale with [[double brackets]])", htmlFor="faith-text"),
-            dcc.Textarea(id="faith-text", value=EXAMPLE, rows=3, className="text-input"),
-        ]),
-        html.Div(className="control", children=[
-            html.Label("Convention"),
-            dcc.RadioItems(id="faith-convention", value="eraser", inline=True,
-                           options=[{"label": c, "value": c} for c in ("eraser", "eraser-paper", "ferret")]),
-            html.Label("k (hard rationale, fraction of tokens)", htmlFor="faith-k"),
-            dcc.Input(id="faith-k", type="number", min=0.01, max=1, step=0.01, value=0.2),
-        ]),
-        html.Div(className="control grow", children=[
-            html.Label("Explainers"),
-            dcc.Checklist(id="faith-explainers", value=DEFAULT_EXPLAINERS, inline=True, className="head-checklist",
-                          options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS]),
-        ]),
-        html.Div(className="control grow", children=[
-            html.Label("Raw attention explainer"),
-            html.Div(className="inline", children=[
-                html.Label("layer (−1 = last)", htmlFor="faith-attn-layer", className="hint"),
-                dcc.Input(id="faith-attn-layer", type="number", step=1, value=-1, style={"width": "60px"}),
-                html.Label("heads", htmlFor="faith-attn-heads", className="hint"),
-                dcc.Input(id="faith-attn-heads", type="text", placeholder="all, or e.g. 0,3,7", debounce=True,
-                          style={"width": "130px"}),
-                dcc.RadioItems(id="faith-attn-row", value="cls", inline=True, className="head-checklist",
-                               options=[{"label": "[CLS] row", "value": "cls"},
-                                        {"label": "mean of rows", "value": "mean"}]),
-            ]),
-        ]),
-        html.Button("Explain", id="faith-run", n_clicks=0, className="run-button"),
-        html.Div(id="faith-error", className="error", role="alert"),
-    ])
+    return html.Div(
+        className="controls",
+        children=[
+            html.Div(
+                className="control",
+                children=[
+                    html.Label("Classifier", htmlFor="faith-model"),
+                    dcc.Dropdown(id="faith-model", clearable=False, placeholder="loading models…"),
+                ],
+            ),
+            html.Div(
+                className="control grow",
+                children=[
+                    html.Label("Text (mark the human rationale with [[double brackets]])", htmlFor="faith-text"),
+                    dcc.Textarea(id="faith-text", value=EXAMPLE, rows=3, className="text-input"),
+                ],
+            ),
+            html.Div(
+                className="control",
+                children=[
+                    html.Label("Convention"),
+                    dcc.RadioItems(
+                        id="faith-convention",
+                        value="eraser",
+                        inline=True,
+                        options=[{"label": c, "value": c} for c in ("eraser", "eraser-paper", "ferret")],
+                    ),
+                    html.Label("k (hard rationale, fraction of tokens)", htmlFor="faith-k"),
+                    dcc.Input(id="faith-k", type="number", min=0.01, max=1, step=0.01, value=0.2),
+                ],
+            ),
+            html.Div(
+                className="control grow",
+                children=[
+                    html.Label("Explainers"),
+                    dcc.Checklist(
+                        id="faith-explainers",
+                        value=DEFAULT_EXPLAINERS,
+                        inline=True,
+                        className="head-checklist",
+                        options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],
+                    ),
+                ],
+            ),
+            html.Div(
+                className="control grow",
+                children=[
+                    html.Label("Raw attention explainer"),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("layer (−1 = last)", htmlFor="faith-attn-layer", className="hint"),
+                            dcc.Input(id="faith-attn-layer", type="number", step=1, value=-1, style={"width": "60px"}),
+                            html.Label("heads", htmlFor="faith-attn-heads", className="hint"),
+                            dcc.Input(
+                                id="faith-attn-heads",
+                                type="text",
+                                placeholder="all, or e.g. 0,3,7",
+                                debounce=True,
+                                style={"width": "130px"},
+                            ),
+                            dcc.RadioItems(
+                                id="faith-attn-row",
+                                value="cls",
+                                inline=True,
+                                className="head-checklist",
+                                options=[
+                                    {"label": "[CLS] row", "value": "cls"},
+                                    {"label": "mean of rows", "value": "mean"},
+                                ],
+                            ),
+                        ],
+                    ),
+                ],
+            ),
+            html.Button("Explain", id="faith-run", n_clicks=0, className="run-button"),
+            html.Div(id="faith-error", className="error", role="alert"),
+        ],
+    )
 
 
 def _example_panels() -> list:
     return [
-        html.Section(className="panel", children=[
-            html.H2("Token scores"),
-            html.P("Red: evidence for the explained class, blue: against; each row scaled to its own maximum. "
-                   "Underlined: the human rationale. Outlined: the top-k hard rationale.", className="hint"),
-            dcc.Loading(html.Div(id="faith-highlights", className="faith-highlights"), type="dot"),
-        ]),
-        html.Div(className="row", children=[
-            html.Section(className="panel half", children=[
-                html.H2("Comprehensiveness and sufficiency over the bins"),
-                dcc.Graph(id="faith-curves", config={"displaylogo": False}),
-            ]),
-            html.Section(className="panel half", children=[
-                html.H2("Metrics"),
-                html.Div(id="faith-summary", className="hint"),
-                dash_table.DataTable(id="faith-table", **TABLE_STYLE),
-            ]),
-        ]),
+        html.Section(
+            className="panel",
+            children=[
+                html.H2("Token scores"),
+                html.P(
+                    "Red: evidence for the explained class, blue: against; each row scaled to its own maximum. "
+                    "Underlined: the human rationale. Outlined: the top-k hard rationale.",
+                    className="hint",
+                ),
+                dcc.Loading(html.Div(id="faith-highlights", className="faith-highlights"), type="dot"),
+            ],
+        ),
+        html.Div(
+            className="row",
+            children=[
+                html.Section(
+                    className="panel half",
+                    children=[
+                        html.H2("Comprehensiveness and sufficiency over the bins"),
+                        dcc.Graph(id="faith-curves", config={"displaylogo": False}),
+                    ],
+                ),
+                html.Section(
+                    className="panel half",
+                    children=[
+                        html.H2("Metrics"),
+                        html.Div(id="faith-summary", className="hint"),
+                        dash_table.DataTable(id="faith-table", **TABLE_STYLE),
+                    ],
+                ),
+            ],
+        ),
     ]
 
 
 def _dataset_panel() -> html.Section:
-    return html.Section(className="panel", children=[
-        html.H2("Data set: explainer x metric"),
-        html.P("Runs as a background job on the API (POST /jobs, kind faithfulness), with progress. Movie "
-               "reviews (Zaidan) carry human rationales; they are truncated to the model's 512 tokens. "
-               "HateXplain (3 classes, annotator rationales) needs the opt-in below.",
-               className="hint"),
-        html.Div(className="inline", children=[
-            html.Label("Data set", htmlFor="faith-dataset"),
-            dcc.Dropdown(id="faith-dataset", value="sst2", clearable=False, className="small-dropdown",
-                         options=[{"label": "SST-2 dev", "value": "sst2"},
-                                  {"label": "movie reviews", "value": "movies"},
-                                  {"label": "HateXplain test", "value": "hatexplain"}]),
-            html.Label("n", htmlFor="faith-n"),
-            dcc.Input(id="faith-n", type="number", min=1, max=2000, value=10, style={"width": "80px"}),
-            html.Button("Start", id="faith-job-start", n_clicks=0, className="run-button"),
-            html.Progress(id="faith-progress", value="0", max="1", style={"width": "220px"}),
-            html.Span(id="faith-job-status", className="hint"),
-        ]),
-        dcc.Checklist(id="faith-allow-offensive", value=[], className="hint",
-                      options=[{"label": " HateXplain holds hate speech: I opt in (the table shows metrics only, "
-                                "never the posts; use the minilm-hatexplain classifier)", "value": "yes"}]),
-        html.Div(id="faith-job-error", className="error", role="alert"),
-        html.Div(id="faith-dataset-summary", className="hint"),
-        dash_table.DataTable(id="faith-dataset-table", **TABLE_STYLE),
-        html.Button("Export CSV", id="faith-export", n_clicks=0, disabled=True),
-        dcc.Download(id="faith-download"),
-    ])
+    return html.Section(
+        className="panel",
+        children=[
+            html.H2("Data set: explainer x metric"),
+            html.P(
+                "Runs as a background job on the API (POST /jobs, kind faithfulness), with progress. Movie "
+                "reviews (Zaidan) carry human rationales; they are truncated to the model's 512 tokens. "
+                "HateXplain (3 classes, annotator rationales) needs the opt-in below.",
+                className="hint",
+            ),
+            html.Div(
+                className="inline",
+                children=[
+                    html.Label("Data set", htmlFor="faith-dataset"),
+                    dcc.Dropdown(
+                        id="faith-dataset",
+                        value="sst2",
+                        clearable=False,
+                        className="small-dropdown",
+                        options=[
+                            {"label": "SST-2 dev", "value": "sst2"},
+                            {"label": "movie reviews", "value": "movies"},
+                            {"label": "HateXplain test", "value": "hatexplain"},
+                        ],
+                    ),
+                    html.Label("n", htmlFor="faith-n"),
+                    dcc.Input(id="faith-n", type="number", min=1, max=2000, value=10, style={"width": "80px"}),
+                    html.Button("Start", id="faith-job-start", n_clicks=0, className="run-button"),
+                    html.Progress(id="faith-progress", value="0", max="1", style={"width": "220px"}),
+                    html.Span(id="faith-job-status", className="hint"),
+                ],
+            ),
+            dcc.Checklist(
+                id="faith-allow-offensive",
+                value=[],
+                className="hint",
+                options=[
+                    {
+                        "label": " HateXplain holds hate speech: I opt in (the table shows metrics only, "
+                        "never the posts; use the minilm-hatexplain classifier)",
+                        "value": "yes",
+                    }
+                ],
+            ),
+            html.Div(id="faith-job-error", className="error", role="alert"),
+            html.Div(id="faith-dataset-summary", className="hint"),
+            dash_table.DataTable(id="faith-dataset-table", **TABLE_STYLE),
+            html.Button("Export CSV", id="faith-export", n_clicks=0, disabled=True),
+            dcc.Download(id="faith-download"),
+        ],
+    )
 
 
 def layout(**_query):
-    return html.Div(children=[
-        dcc.Store(id="faith-result"), dcc.Store(id="faith-job"),
-        dcc.Interval(id="faith-poll", interval=1000, disabled=True),
-        _controls(), *_example_panels(), _dataset_panel(),
-    ])
+    return html.Div(
+        children=[
+            dcc.Store(id="faith-result"),
+            dcc.Store(id="faith-job"),
+            dcc.Interval(id="faith-poll", interval=1000, disabled=True),
+            _controls(),
+            *_example_panels(),
+            _dataset_panel(),
+        ]
+    )

@@ -9,8 +9,15 @@ from flask import current_app
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 
-EXAMPLE_METRICS = ["comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency",
-                   "token_f1", "iou_f1", "auprc"]
+EXAMPLE_METRICS = [
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "token_f1",
+    "iou_f1",
+    "auprc",
+]
 
 
 def client() -> ApiClient:
@@ -19,34 +26,53 @@ def client() -> ApiClient:
 
 def _empty(message: str) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=300, plot_bgcolor="white",
-                      annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}])
+    fig.update_layout(
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=300,
+        plot_bgcolor="white",
+        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
+    )
     return fig
 
 
 @callback(
-    Output("faith-model", "options"), Output("faith-model", "value"), Output("faith-explainers", "options"),
+    Output("faith-model", "options"),
+    Output("faith-model", "value"),
+    Output("faith-explainers", "options"),
     Input("url", "pathname"),
 )
 def load_choices(_pathname):
     try:
         listing = client().models()
         explainers = client().explainers()
-    except ApiError as exc:
+    except ApiError:
         return [], None, no_update
     classifiers = [m for m in listing.models if m.task == "classification" and m.modality == "text"]
-    options = [{"label": f"{m.name}" + (f" · acc {m.accuracy:.3f}" if m.accuracy else ""), "value": m.name}
-               for m in classifiers]
-    value = "minilm-sst2" if any(m.name == "minilm-sst2" for m in classifiers) else (options[0]["value"] if options else None)
+    options = [
+        {"label": f"{m.name}" + (f" · acc {m.accuracy:.3f}" if m.accuracy else ""), "value": m.name}
+        for m in classifiers
+    ]
+    value = (
+        "minilm-sst2"
+        if any(m.name == "minilm-sst2" for m in classifiers)
+        else (options[0]["value"] if options else None)
+    )
     return options, value, [{"label": e.name, "value": e.name, "title": e.description} for e in explainers]
 
 
 @callback(
-    Output("faith-result", "data"), Output("faith-error", "children"),
+    Output("faith-result", "data"),
+    Output("faith-error", "children"),
     Input("faith-run", "n_clicks"),
-    State("faith-model", "value"), State("faith-text", "value"), State("faith-explainers", "value"),
-    State("faith-convention", "value"), State("faith-k", "value"),
-    State("faith-attn-layer", "value"), State("faith-attn-heads", "value"), State("faith-attn-row", "value"),
+    State("faith-model", "value"),
+    State("faith-text", "value"),
+    State("faith-explainers", "value"),
+    State("faith-convention", "value"),
+    State("faith-k", "value"),
+    State("faith-attn-layer", "value"),
+    State("faith-attn-heads", "value"),
+    State("faith-attn-row", "value"),
     prevent_initial_call=True,
 )
 def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
@@ -61,8 +87,13 @@ def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
     text, spans = parse_marked_text(marked or "")
     try:
         run = client().create_run(model, text)
-        body = {"explainers": explainers, "convention": convention, "k": k or 0.2, "metrics": EXAMPLE_METRICS,
-                "options": options}
+        body = {
+            "explainers": explainers,
+            "convention": convention,
+            "k": k or 0.2,
+            "metrics": EXAMPLE_METRICS,
+            "options": options,
+        }
         if spans:
             body["human_spans"] = spans
         result = client().faithfulness(run.id, body)
@@ -81,7 +112,9 @@ def attention_options(layer, heads: str | None, row: str | None) -> dict:
         try:
             opts["heads"] = sorted({int(v) for v in text.replace(" ", "").split(",") if v != ""})
         except ValueError:
-            raise ValueError(f"heads must be blank (all) or comma-separated head numbers such as 0,3,7; got {heads!r}") from None
+            raise ValueError(
+                f"heads must be blank (all) or comma-separated head numbers such as 0,3,7; got {heads!r}"
+            ) from None
     return {"attention": opts}
 
 
@@ -95,33 +128,50 @@ def _highlight_row(name: str, tokens, scores, special, human, rationale) -> html
 
 
 @callback(
-    Output("faith-highlights", "children"), Output("faith-curves", "figure"),
-    Output("faith-table", "columns"), Output("faith-table", "data"), Output("faith-summary", "children"),
+    Output("faith-highlights", "children"),
+    Output("faith-curves", "figure"),
+    Output("faith-table", "columns"),
+    Output("faith-table", "data"),
+    Output("faith-summary", "children"),
     Input("faith-result", "data"),
 )
 def render_example(result):
     if not result:
         return [], _empty("Explain a text to see the curves."), [], [], ""
     tokens, special, human = result["tokens"], result["special"], result.get("human_rationale")
-    rows = [_highlight_row(e["name"], tokens, e["scores"], special, human, set(e.get("rationale") or []))
-            for e in result["explainers"]]
-    fig = curves_figure(result["bins"], {e["name"]: e.get("comp_curve") or [] for e in result["explainers"]},
-                        {e["name"]: e.get("suff_curve") or [] for e in result["explainers"]},
-                        title=f"{result['convention']} convention, {result['removal']}")
+    rows = [
+        _highlight_row(e["name"], tokens, e["scores"], special, human, set(e.get("rationale") or []))
+        for e in result["explainers"]
+    ]
+    fig = curves_figure(
+        result["bins"],
+        {e["name"]: e.get("comp_curve") or [] for e in result["explainers"]},
+        {e["name"]: e.get("suff_curve") or [] for e in result["explainers"]},
+        title=f"{result['convention']} convention, {result['removal']}",
+    )
     shown = [m for m in result["metrics"] if human or m not in ("token_f1", "iou_f1", "auprc")]
     columns, data = metric_table(result["explainers"], shown)
     label = result["labels"][result["target"]]
-    summary = (f"explaining '{label}' (p = {result['probs'][result['target']]:.3f}); k = {result['k']}; "
-               f"{len(tokens)} tokens" + ("" if human else "; mark words with [[...]] for plausibility"))
+    summary = (
+        f"explaining '{label}' (p = {result['probs'][result['target']]:.3f}); k = {result['k']}; "
+        f"{len(tokens)} tokens" + ("" if human else "; mark words with [[...]] for plausibility")
+    )
     return rows, fig, columns, data, summary
 
 
 @callback(
-    Output("faith-job", "data"), Output("faith-poll", "disabled"), Output("faith-job-error", "children"),
+    Output("faith-job", "data"),
+    Output("faith-poll", "disabled"),
+    Output("faith-job-error", "children"),
     Input("faith-job-start", "n_clicks"),
-    State("faith-model", "value"), State("faith-dataset", "value"), State("faith-n", "value"),
-    State("faith-explainers", "value"), State("faith-convention", "value"),
-    State("faith-attn-layer", "value"), State("faith-attn-heads", "value"), State("faith-attn-row", "value"),
+    State("faith-model", "value"),
+    State("faith-dataset", "value"),
+    State("faith-n", "value"),
+    State("faith-explainers", "value"),
+    State("faith-convention", "value"),
+    State("faith-attn-layer", "value"),
+    State("faith-attn-heads", "value"),
+    State("faith-attn-row", "value"),
     State("faith-allow-offensive", "value"),
     prevent_initial_call=True,
 )
@@ -130,9 +180,15 @@ def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row, 
         options = attention_options(layer, heads, row)
     except ValueError as exc:
         return no_update, True, str(exc)
-    params = {"model": model or "minilm-sst2", "dataset": dataset, "n": n or 10,
-              "explainers": [e for e in explainers or [] if e != "flow"] or ["random"], "convention": convention,
-              "options": options, "allow_offensive": "yes" in (allow_offensive or [])}
+    params = {
+        "model": model or "minilm-sst2",
+        "dataset": dataset,
+        "n": n or 10,
+        "explainers": [e for e in explainers or [] if e != "flow"] or ["random"],
+        "convention": convention,
+        "options": options,
+        "allow_offensive": "yes" in (allow_offensive or []),
+    }
     try:
         job = client().create_job("faithfulness", params)
     except ApiError as exc:
@@ -141,11 +197,15 @@ def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row, 
 
 
 @callback(
-    Output("faith-progress", "value"), Output("faith-job-status", "children"),
+    Output("faith-progress", "value"),
+    Output("faith-job-status", "children"),
     Output("faith-poll", "disabled", allow_duplicate=True),
-    Output("faith-dataset-table", "columns"), Output("faith-dataset-table", "data"),
-    Output("faith-dataset-summary", "children"), Output("faith-export", "disabled"),
-    Input("faith-poll", "n_intervals"), State("faith-job", "data"),
+    Output("faith-dataset-table", "columns"),
+    Output("faith-dataset-table", "data"),
+    Output("faith-dataset-summary", "children"),
+    Output("faith-export", "disabled"),
+    Input("faith-poll", "n_intervals"),
+    State("faith-job", "data"),
     prevent_initial_call=True,
 )
 def poll_job(_n, job):
@@ -163,16 +223,23 @@ def poll_job(_n, job):
     result = client().job_result(job.id, "json")
     columns, data = metric_table(result["rows"], result["metrics"])
     trunc = result.get("truncation", {})
-    summary = (f"{result['model']} on {result['dataset']} (n = {result['n']}, {result['convention']}, "
-               f"k = {result['k']}): accuracy {result['accuracy']:.3f}; {trunc.get('examples_truncated', 0)} "
-               f"inputs truncated to {trunc.get('max_tokens')} tokens"
-               + (f", {100 * trunc['human_fraction_lost']:.1f}% of human-rationale tokens cut"
-                  if trunc.get("human_fraction_lost") is not None else ""))
+    summary = (
+        f"{result['model']} on {result['dataset']} (n = {result['n']}, {result['convention']}, "
+        f"k = {result['k']}): accuracy {result['accuracy']:.3f}; {trunc.get('examples_truncated', 0)} "
+        f"inputs truncated to {trunc.get('max_tokens')} tokens"
+        + (
+            f", {100 * trunc['human_fraction_lost']:.1f}% of human-rationale tokens cut"
+            if trunc.get("human_fraction_lost") is not None
+            else ""
+        )
+    )
     return "1", status, True, columns, data, summary, False
 
 
 @callback(
-    Output("faith-download", "data"), Input("faith-export", "n_clicks"), State("faith-job", "data"),
+    Output("faith-download", "data"),
+    Input("faith-export", "n_clicks"),
+    State("faith-job", "data"),
     prevent_initial_call=True,
 )
 def export_csv(_n, job):

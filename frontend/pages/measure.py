@@ -19,71 +19,113 @@ BOUND_NOTE = (
 
 
 def _controls() -> html.Div:
-    return html.Div(className="controls", children=[
-        dcc.Store(id="measure-init", data=0),
-        html.Div(className="control", children=[
-            html.Label("Model", htmlFor="measure-model"),
-            dcc.Dropdown(id="measure-model", clearable=False, placeholder="loading models…"),
-        ]),
-        html.Div(className="control grow", children=[
-            html.Label("Text", htmlFor="measure-text"),
-            dcc.Textarea(id="measure-text", value=EXAMPLE, rows=2, className="text-input"),
-        ]),
-        html.Button("Run", id="measure-run-button", n_clicks=0, className="run-button"),
-        html.Div(id="measure-error", className="error", role="alert"),
-        html.Div(id="measure-status", className="api-status"),
-    ])
+    return html.Div(
+        className="controls",
+        children=[
+            dcc.Store(id="measure-init", data=0),
+            html.Div(
+                className="control",
+                children=[
+                    html.Label("Model", htmlFor="measure-model"),
+                    dcc.Dropdown(id="measure-model", clearable=False, placeholder="loading models…"),
+                ],
+            ),
+            html.Div(
+                className="control grow",
+                children=[
+                    html.Label("Text", htmlFor="measure-text"),
+                    dcc.Textarea(id="measure-text", value=EXAMPLE, rows=2, className="text-input"),
+                ],
+            ),
+            html.Button("Run", id="measure-run-button", n_clicks=0, className="run-button"),
+            html.Div(id="measure-error", className="error", role="alert"),
+            html.Div(id="measure-status", className="api-status"),
+        ],
+    )
 
 
 def _particles() -> html.Div:
-    return html.Div(className="row", children=[
-        html.Section(className="panel half", children=[
-            html.H2("Particle view"),
-            html.P("Each token is a point; the slider (or ▶ play) moves through the depths. One PCA is "
-                   "fitted on every depth together, so motion in the picture is motion of the token.",
-                   className="hint"),
-            dcc.RadioItems(id="particle-dims", options=[{"label": "2D", "value": 2}, {"label": "3D", "value": 3}],
-                           value=2, inline=True),
-            dcc.Loading(dcc.Graph(id="particle-view", config={"displaylogo": False}), type="dot"),
-        ]),
-        html.Section(className="panel half", children=[
-            html.H2("W1 per layer"),
-            html.P("How far each layer moves the token measure: W1(μ_l, μ_l+1), exact (assignment).",
-                   className="hint"),
-            dcc.Loading(dcc.Graph(id="w1-profile", config={"displaylogo": False}), type="dot"),
-            html.Div(id="maxent-summary", className="hint"),
-        ]),
-    ])
+    return html.Div(
+        className="row",
+        children=[
+            html.Section(
+                className="panel half",
+                children=[
+                    html.H2("Particle view"),
+                    html.P(
+                        "Each token is a point; the slider (or ▶ play) moves through the depths. One PCA is "
+                        "fitted on every depth together, so motion in the picture is motion of the token.",
+                        className="hint",
+                    ),
+                    dcc.RadioItems(
+                        id="particle-dims",
+                        options=[{"label": "2D", "value": 2}, {"label": "3D", "value": 3}],
+                        value=2,
+                        inline=True,
+                    ),
+                    dcc.Loading(dcc.Graph(id="particle-view", config={"displaylogo": False}), type="dot"),
+                ],
+            ),
+            html.Section(
+                className="panel half",
+                children=[
+                    html.H2("W1 per layer"),
+                    html.P(
+                        "How far each layer moves the token measure: W1(μ_l, μ_l+1), exact (assignment).",
+                        className="hint",
+                    ),
+                    dcc.Loading(dcc.Graph(id="w1-profile", config={"displaylogo": False}), type="dot"),
+                    html.Div(id="maxent-summary", className="hint"),
+                ],
+            ),
+        ],
+    )
 
 
 def _lipschitz_and_fixed_point() -> html.Div:
-    return html.Div(className="row", children=[
-        html.Section(className="panel half", children=[
-            html.H2("Lipschitz constant per layer"),
-            html.P(BOUND_NOTE, className="hint"),
-            html.Button("Compute for every layer", id="lipschitz-button", n_clicks=0, className="run-button"),
-            dcc.Loading(dcc.Graph(id="lipschitz-panel", config={"displaylogo": False}), type="dot"),
-        ]),
-        html.Section(className="panel half", children=[
-            html.H2("Infinite depth with shared weights"),
-            html.P("Iterate a block past its trained depth and watch W1 between successive iterates. "
-                   "HA models iterate their shared block; for other models pick a layer: its block is "
-                   "iterated with its own weights (a demonstration, not a weight-sharing model). For HA "
-                   "blocks, the lower panel sets the DERIVED fixed-key bound along the orbit (max-token "
-                   "metric, which dominates W1) against the observed step ratios; L < 1 is the contraction "
-                   "condition.",
-                   className="hint"),
-            html.Div(className="inline", children=[
-                html.Label("Block", htmlFor="fixed-point-block"),
-                dcc.Dropdown(id="fixed-point-block", clearable=False, className="small-dropdown"),
-                html.Label("Steps", htmlFor="fixed-point-steps"),
-                dcc.Input(id="fixed-point-steps", type="number", min=1, max=500, value=30, style={"width": "70px"}),
-                html.Button("Iterate", id="fixed-point-button", n_clicks=0, className="run-button"),
-            ]),
-            dcc.Loading(dcc.Graph(id="fixed-point-view", config={"displaylogo": False}), type="dot"),
-            html.Div(id="fixed-point-summary", className="hint"),
-        ]),
-    ])
+    return html.Div(
+        className="row",
+        children=[
+            html.Section(
+                className="panel half",
+                children=[
+                    html.H2("Lipschitz constant per layer"),
+                    html.P(BOUND_NOTE, className="hint"),
+                    html.Button("Compute for every layer", id="lipschitz-button", n_clicks=0, className="run-button"),
+                    dcc.Loading(dcc.Graph(id="lipschitz-panel", config={"displaylogo": False}), type="dot"),
+                ],
+            ),
+            html.Section(
+                className="panel half",
+                children=[
+                    html.H2("Infinite depth with shared weights"),
+                    html.P(
+                        "Iterate a block past its trained depth and watch W1 between successive iterates. "
+                        "HA models iterate their shared block; for other models pick a layer: its block is "
+                        "iterated with its own weights (a demonstration, not a weight-sharing model). For HA "
+                        "blocks, the lower panel sets the DERIVED fixed-key bound along the orbit (max-token "
+                        "metric, which dominates W1) against the observed step ratios; L < 1 is the contraction "
+                        "condition.",
+                        className="hint",
+                    ),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("Block", htmlFor="fixed-point-block"),
+                            dcc.Dropdown(id="fixed-point-block", clearable=False, className="small-dropdown"),
+                            html.Label("Steps", htmlFor="fixed-point-steps"),
+                            dcc.Input(
+                                id="fixed-point-steps", type="number", min=1, max=500, value=30, style={"width": "70px"}
+                            ),
+                            html.Button("Iterate", id="fixed-point-button", n_clicks=0, className="run-button"),
+                        ],
+                    ),
+                    dcc.Loading(dcc.Graph(id="fixed-point-view", config={"displaylogo": False}), type="dot"),
+                    html.Div(id="fixed-point-summary", className="hint"),
+                ],
+            ),
+        ],
+    )
 
 
 def layout(**_query) -> html.Div:

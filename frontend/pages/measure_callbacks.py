@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
-from dash import Input, Output, State, callback, no_update
+from dash import Input, Output, State, callback
 
 from attnscope.frontend.api_client import ApiError
-from attnscope.frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure as _empty, particle_figure,
-                                      w1_profile_figure)
+from attnscope.frontend.measure_figures import (
+    fixed_point_figure,
+    fixed_point_summary,
+    lipschitz_figure,
+    particle_figure,
+    w1_profile_figure,
+)
+from attnscope.frontend.measure_figures import (
+    message_figure as _empty,
+)
 from attnscope.frontend.pages.explore_callbacks import client, run_text
 
 SHARED = "shared"
 DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU
 
 
-@callback(Output("measure-model", "options"), Output("measure-model", "value"), Output("measure-status", "children"),
-          Input("measure-init", "data"), State("run-store", "data"))
+@callback(
+    Output("measure-model", "options"),
+    Output("measure-model", "value"),
+    Output("measure-status", "children"),
+    Input("measure-init", "data"),
+    State("run-store", "data"),
+)
 def load_models(_init, run):
     try:
         listing = client().models()
@@ -28,9 +40,14 @@ def load_models(_init, run):
     return options, value, f"API {client().base_url}"
 
 
-@callback(Output("run-store", "data", allow_duplicate=True), Output("measure-error", "children"),
-          Input("measure-run-button", "n_clicks"), State("measure-text", "value"), State("measure-model", "value"),
-          prevent_initial_call=True)
+@callback(
+    Output("run-store", "data", allow_duplicate=True),
+    Output("measure-error", "children"),
+    Input("measure-run-button", "n_clicks"),
+    State("measure-text", "value"),
+    State("measure-model", "value"),
+    prevent_initial_call=True,
+)
 def create_run(n_clicks, text, model):
     return run_text(n_clicks, model, text)
 
@@ -46,9 +63,13 @@ def render_particles(run, dims):
     return particle_figure(np.asarray(p.coords), p.tokens, p.depth_labels, explained=p.explained_variance)
 
 
-@callback(Output("w1-profile", "figure"), Output("maxent-summary", "children"),
-          Output("fixed-point-block", "options"), Output("fixed-point-block", "value"),
-          Input("run-store", "data"))
+@callback(
+    Output("w1-profile", "figure"),
+    Output("maxent-summary", "children"),
+    Output("fixed-point-block", "options"),
+    Output("fixed-point-block", "value"),
+    Input("run-store", "data"),
+)
 def render_profile(run):
     if not run:
         return _empty("W1 per layer appears after a run."), "", [], None
@@ -57,13 +78,16 @@ def render_profile(run):
     except ApiError as exc:
         return _empty(str(exc)), "", [], None
     if m.max_entropy_deviation is not None:
-        summary = ("Maximum-entropy check: every attention row re-solved as argmax H(p) + ⟨p, s⟩; largest "
-                   "deviation per layer: " + ", ".join(f"L{l} {d:.1e}" for l, d in enumerate(m.max_entropy_deviation)))
+        summary = (
+            "Maximum-entropy check: every attention row re-solved as argmax H(p) + ⟨p, s⟩; largest "
+            "deviation per layer: " + ", ".join(f"L{l} {d:.1e}" for l, d in enumerate(m.max_entropy_deviation))
+        )
     else:
         summary = m.max_entropy_note
     n_layers = run["shape"][0]
     options = [{"label": "shared block (HA)", "value": SHARED}] + [
-        {"label": f"layer {l} (demo)", "value": l} for l in range(n_layers)]
+        {"label": f"layer {l} (demo)", "value": l} for l in range(n_layers)
+    ]
     return w1_profile_figure(m.w1_successive, m.max_entropy_deviation), summary, options, _default_block(run["model"])
 
 
@@ -92,9 +116,14 @@ def render_lipschitz(n_clicks, run):
     return lipschitz_figure(rows)
 
 
-@callback(Output("fixed-point-view", "figure"), Output("fixed-point-summary", "children"),
-          Input("fixed-point-button", "n_clicks"),
-          State("fixed-point-block", "value"), State("fixed-point-steps", "value"), State("run-store", "data"))
+@callback(
+    Output("fixed-point-view", "figure"),
+    Output("fixed-point-summary", "children"),
+    Input("fixed-point-button", "n_clicks"),
+    State("fixed-point-block", "value"),
+    State("fixed-point-steps", "value"),
+    State("run-store", "data"),
+)
 def render_fixed_point(n_clicks, block, steps, run):
     if not run or not n_clicks:
         return _empty("Pick a block and press Iterate."), ""
@@ -103,7 +132,13 @@ def render_fixed_point(n_clicks, block, steps, run):
     except ApiError as exc:
         return _empty(str(exc)), ""
     bound = fp.block_bound
-    fig = fixed_point_figure(fp.w1_steps, fp.block, fp.trained_depth, fp.rate, normalised=fp.w1_normalised_steps,
-                             orbit_bound=None if bound is None else bound.log10_orbit_bound,
-                             orbit_ratio=None if bound is None else bound.orbit_step_ratio)
+    fig = fixed_point_figure(
+        fp.w1_steps,
+        fp.block,
+        fp.trained_depth,
+        fp.rate,
+        normalised=fp.w1_normalised_steps,
+        orbit_bound=None if bound is None else bound.log10_orbit_bound,
+        orbit_ratio=None if bound is None else bound.orbit_step_ratio,
+    )
     return fig, fixed_point_summary(fp)

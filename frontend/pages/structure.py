@@ -10,52 +10,102 @@ dash.register_page(__name__, path="/structure", name="Structure", order=2, title
 
 def layout():
     graph = lambda i: dcc.Loading(dcc.Graph(id=i, config={"displaylogo": False}), type="dot")  # noqa: E731
-    return html.Div(children=[
-        dcc.Store(id="shift-data"),
-        html.Div(id="structure-run", className="panel hint"),
-        html.Div(className="row", children=[
-            html.Section(className="panel half", children=[
-                html.H2("Shift heads"),
-                html.P("Each cell: the head's best offset (key − query) and, as colour, how much it beats the "
-                       "runner-up. [CLS]/[SEP] rows and columns are left out. Click a cell for its kernel.",
-                       className="hint"),
-                html.Div(className="inline", children=[
-                    html.Label("offsets ±", htmlFor="shift-k"),
-                    dcc.Input(id="shift-k", type="number", min=1, max=64, step=1, value=8, debounce=True,
-                              className="small-input"),
-                    html.Label("threshold", htmlFor="shift-threshold"),
-                    dcc.Input(id="shift-threshold", type="number", min=0, max=1, step=0.05, value=0.5,
-                              debounce=True, className="small-input"),
-                ]),
-                graph("shift-grid"),
-            ]),
-            html.Section(className="panel half", children=[
-                html.H2("Implied convolution"),
-                graph("kernel-figure"),
-                graph("kernel-head-map"),
-            ]),
-        ]),
-        html.Section(className="panel", children=[
-            html.H2("Evolution across layers"),
-            html.Div(className="inline", children=[
-                html.Label("compare with", htmlFor="compare-model"),
-                dcc.Dropdown(id="compare-model", placeholder="another model on the same text",
-                             className="wide-dropdown"),
-            ]),
-            html.Div(id="evolution-error", className="error", role="alert"),
-            html.Div(className="row", children=[
-                html.Div(graph("evolution-figure"), className="half"),
-                html.Div(graph("entropy-heatmap"), className="half"),
-            ]),
-        ]),
-        html.Section(className="panel", children=[
-            html.H2("Rollout and flow"),
-            html.Div(className="inline", children=[
-                html.Label("through layer", htmlFor="importance-layer"),
-                dcc.Dropdown(id="importance-layer", clearable=False, className="small-dropdown"),
-            ]),
-            html.Div(id="importance-note", className="hint"),
-            graph("importance-figure"),
-            html.Div(id="importance-grid"),
-        ]),
-    ])
+    return html.Div(
+        children=[
+            dcc.Store(id="shift-data"),
+            html.Div(id="structure-run", className="panel hint"),
+            html.Div(
+                className="row",
+                children=[
+                    html.Section(
+                        className="panel half",
+                        children=[
+                            html.H2("Shift heads"),
+                            html.P(
+                                "Each cell: the head's best offset (key − query) and, as colour, how much it beats the "
+                                "runner-up. [CLS]/[SEP] rows and columns are left out. Click a cell for its kernel.",
+                                className="hint",
+                            ),
+                            html.Div(
+                                className="inline",
+                                children=[
+                                    html.Label("offsets ±", htmlFor="shift-k"),
+                                    dcc.Input(
+                                        id="shift-k",
+                                        type="number",
+                                        min=1,
+                                        max=64,
+                                        step=1,
+                                        value=8,
+                                        debounce=True,
+                                        className="small-input",
+                                    ),
+                                    html.Label("threshold", htmlFor="shift-threshold"),
+                                    dcc.Input(
+                                        id="shift-threshold",
+                                        type="number",
+                                        min=0,
+                                        max=1,
+                                        step=0.05,
+                                        value=0.5,
+                                        debounce=True,
+                                        className="small-input",
+                                    ),
+                                ],
+                            ),
+                            graph("shift-grid"),
+                        ],
+                    ),
+                    html.Section(
+                        className="panel half",
+                        children=[
+                            html.H2("Implied convolution"),
+                            graph("kernel-figure"),
+                            graph("kernel-head-map"),
+                        ],
+                    ),
+                ],
+            ),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2("Evolution across layers"),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("compare with", htmlFor="compare-model"),
+                            dcc.Dropdown(
+                                id="compare-model",
+                                placeholder="another model on the same text",
+                                className="wide-dropdown",
+                            ),
+                        ],
+                    ),
+                    html.Div(id="evolution-error", className="error", role="alert"),
+                    html.Div(
+                        className="row",
+                        children=[
+                            html.Div(graph("evolution-figure"), className="half"),
+                            html.Div(graph("entropy-heatmap"), className="half"),
+                        ],
+                    ),
+                ],
+            ),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2("Rollout and flow"),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("through layer", htmlFor="importance-layer"),
+                            dcc.Dropdown(id="importance-layer", clearable=False, className="small-dropdown"),
+                        ],
+                    ),
+                    html.Div(id="importance-note", className="hint"),
+                    graph("importance-figure"),
+                    html.Div(id="importance-grid"),
+                ],
+            ),
+        ]
+    )

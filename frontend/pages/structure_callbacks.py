@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
-from dash import Input, Output, State, callback, dcc, no_update
+from dash import Input, Output, State, callback, dcc
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import head_detail_figure
 from attnscope.frontend.pages.explore_callbacks import _empty, client
 from attnscope.frontend.structure_figures import (
-    evolution_figure, grid_importance_figure, head_entropy_figure, importance_figure, kernel_figure,
+    evolution_figure,
+    grid_importance_figure,
+    head_entropy_figure,
+    importance_figure,
+    kernel_figure,
     shift_grid_figure,
 )
 
@@ -25,8 +29,11 @@ def describe_run(run):
 
 
 @callback(
-    Output("shift-grid", "figure"), Output("shift-data", "data"),
-    Input("run-store", "data"), Input("shift-k", "value"), Input("shift-threshold", "value"),
+    Output("shift-grid", "figure"),
+    Output("shift-data", "data"),
+    Input("run-store", "data"),
+    Input("shift-k", "value"),
+    Input("shift-threshold", "value"),
 )
 def render_shift(run, k, threshold):
     if not run:
@@ -41,8 +48,11 @@ def render_shift(run, k, threshold):
 
 
 @callback(
-    Output("kernel-figure", "figure"), Output("kernel-head-map", "figure"),
-    Input("shift-grid", "clickData"), Input("shift-data", "data"), State("run-store", "data"),
+    Output("kernel-figure", "figure"),
+    Output("kernel-head-map", "figure"),
+    Input("shift-grid", "clickData"),
+    Input("shift-data", "data"),
+    State("run-store", "data"),
 )
 def render_kernel(click, shift, run):
     if not run or not shift:
@@ -54,8 +64,9 @@ def render_kernel(click, shift, run):
         score = np.asarray(shift["shift_score"])
         layer, head = (int(i) for i in np.unravel_index(score.argmax(), score.shape))
     label = f"L{layer}H{head}"
-    kfig = kernel_figure(shift["kernel"][layer][head], shift["offsets"], shift["kernel_shape"], label,
-                         shift["r2"][layer][head])
+    kfig = kernel_figure(
+        shift["kernel"][layer][head], shift["offsets"], shift["kernel_shape"], label, shift["r2"][layer][head]
+    )
     try:
         weights = client().attention(run["id"], layer, head, encoding="json")
     except ApiError as exc:
@@ -74,8 +85,11 @@ def compare_options(run):
 
 
 @callback(
-    Output("evolution-figure", "figure"), Output("entropy-heatmap", "figure"), Output("evolution-error", "children"),
-    Input("run-store", "data"), Input("compare-model", "value"),
+    Output("evolution-figure", "figure"),
+    Output("entropy-heatmap", "figure"),
+    Output("evolution-error", "children"),
+    Input("run-store", "data"),
+    Input("compare-model", "value"),
 )
 def render_evolution(run, other_model):
     if not run:
@@ -105,8 +119,11 @@ def importance_layers(run):
 
 
 @callback(
-    Output("importance-figure", "figure"), Output("importance-note", "children"), Output("importance-grid", "children"),
-    Input("run-store", "data"), Input("importance-layer", "value"),
+    Output("importance-figure", "figure"),
+    Output("importance-note", "children"),
+    Output("importance-grid", "children"),
+    Input("run-store", "data"),
+    Input("importance-layer", "value"),
 )
 def render_importance(run, layer):
     if not run:
@@ -116,14 +133,17 @@ def render_importance(run, layer):
     except ApiError as exc:
         return _empty(str(exc)), "", None
     series = {"rollout": roll["values"]}
-    note = (f"Output position: {'[CLS]-like row ' + str(roll['row']) if roll['row'] is not None else 'mean over rows'}"
-            f", through layer {roll['through_layer']}.")
+    note = (
+        f"Output position: {'[CLS]-like row ' + str(roll['row']) if roll['row'] is not None else 'mean over rows'}"
+        f", through layer {roll['through_layer']}."
+    )
     try:
         series["flow"] = client().importance(run["id"], "flow", layer=layer)["values"]
     except ApiError as exc:
         note += f" Flow not shown: {exc}"
     grid = None
     if roll.get("grid"):
-        grid = dcc.Graph(figure=grid_importance_figure(roll["grid"], "Rollout over the image grid"),
-                         config={"displaylogo": False})
+        grid = dcc.Graph(
+            figure=grid_importance_figure(roll["grid"], "Rollout over the image grid"), config={"displaylogo": False}
+        )
     return importance_figure(run["tokens"], series), note, grid

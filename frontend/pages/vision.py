@@ -9,65 +9,122 @@ dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attn
 
 
 def layout(**_query) -> html.Div:
-    return html.Div(children=[
-        dcc.Store(id="vision-run"),
-        dcc.Store(id="vision-cell", data={"row": 7, "col": 7}),
-        html.Div(className="controls", children=[
-            html.Div(className="control", children=[
-                html.Label("Vision model", htmlFor="vision-model"),
-                dcc.Dropdown(id="vision-model", clearable=False, placeholder="loading models…"),
-            ]),
-            html.Div(className="control", children=[
-                html.Label("Sample (held-out MNIST digit, or a photo for DINOv2)", htmlFor="vision-sample"),
-                dcc.Dropdown(id="vision-sample", clearable=False, placeholder="loading samples…"),
-            ]),
-            html.Button("Run", id="vision-run-button", n_clicks=0, className="run-button"),
-            dcc.Upload(id="vision-upload", className="upload", accept="image/png,image/jpeg",
-                       children=html.Div(["or drop / ", html.A("choose an image"), " (PNG or JPEG)"])),
-            html.Div(id="vision-error", className="error", role="alert"),
-            html.Div(id="vision-status", className="api-status"),
-        ]),
-        html.Div(className="row", children=[
-            html.Section(className="panel", children=[
-                html.H2("Image"),
-                html.P("Click a pixel: it becomes the query.", className="hint"),
-                dcc.Loading(dcc.Graph(id="vision-image", config={"displaylogo": False}), type="dot"),
-                html.Div(id="vision-prediction", className="prediction"),
-                html.Div(className="inline", children=[
-                    html.Label("Layer", htmlFor="vision-layer"),
-                    dcc.Dropdown(id="vision-layer", clearable=False, className="small-dropdown"),
-                ]),
-            ]),
-            html.Section(className="panel grow", children=[
-                html.H2("Query-pixel view"),
-                html.P("Each head's attention from the query pixel, over the image (brighter = more weight). "
-                       "Gaussian heads also show their learned centre (x) and 1σ/2σ spread.", className="hint"),
-                dcc.Loading(dcc.Graph(id="query-pixel-view", config={"displaylogo": False}), type="dot"),
-            ]),
-        ]),
-        html.Section(className="panel", children=[
-            html.H2("Model view"),
-            html.P("Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
-                   "scaled to its own maximum. Click one to show its layer above.", className="hint"),
-            dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
-        ]),
-        html.Section(id="conv-panel", className="panel", hidden=True, children=[
-            html.H2("Convolution vs attention"),
-            html.P("conv-attention serves its first 3x3 convolution as the 9-head attention layer built from the "
-                   "kernel (each head hard-attends to one tap's shift). The same output channel, both ways:",
-                   className="hint"),
-            html.Div(className="inline", children=[
-                html.Label("Channel", htmlFor="conv-channel"),
-                dcc.Dropdown(id="conv-channel", clearable=False, value=0, className="small-dropdown",
-                             options=[{"label": f"channel {c}", "value": c} for c in range(16)]),
-            ]),
-            dcc.Graph(id="conv-vs-attention", config={"displaylogo": False}),
-        ]),
-        html.Section(className="panel", children=[
-            html.H2("Rollout over the image"),
-            html.P("Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
-                   "layers) from the CLS token, or averaged over every position for models without one, drawn "
-                   "over the image. The Structure page analyses this run too.", className="hint"),
-            dcc.Loading(dcc.Graph(id="vision-rollout", config={"displaylogo": False}), type="dot"),
-        ]),
-    ])
+    return html.Div(
+        children=[
+            dcc.Store(id="vision-run"),
+            dcc.Store(id="vision-cell", data={"row": 7, "col": 7}),
+            html.Div(
+                className="controls",
+                children=[
+                    html.Div(
+                        className="control",
+                        children=[
+                            html.Label("Vision model", htmlFor="vision-model"),
+                            dcc.Dropdown(id="vision-model", clearable=False, placeholder="loading models…"),
+                        ],
+                    ),
+                    html.Div(
+                        className="control",
+                        children=[
+                            html.Label("Sample (held-out MNIST digit, or a photo for DINOv2)", htmlFor="vision-sample"),
+                            dcc.Dropdown(id="vision-sample", clearable=False, placeholder="loading samples…"),
+                        ],
+                    ),
+                    html.Button("Run", id="vision-run-button", n_clicks=0, className="run-button"),
+                    dcc.Upload(
+                        id="vision-upload",
+                        className="upload",
+                        accept="image/png,image/jpeg",
+                        children=html.Div(["or drop / ", html.A("choose an image"), " (PNG or JPEG)"]),
+                    ),
+                    html.Div(id="vision-error", className="error", role="alert"),
+                    html.Div(id="vision-status", className="api-status"),
+                ],
+            ),
+            html.Div(
+                className="row",
+                children=[
+                    html.Section(
+                        className="panel",
+                        children=[
+                            html.H2("Image"),
+                            html.P("Click a pixel: it becomes the query.", className="hint"),
+                            dcc.Loading(dcc.Graph(id="vision-image", config={"displaylogo": False}), type="dot"),
+                            html.Div(id="vision-prediction", className="prediction"),
+                            html.Div(
+                                className="inline",
+                                children=[
+                                    html.Label("Layer", htmlFor="vision-layer"),
+                                    dcc.Dropdown(id="vision-layer", clearable=False, className="small-dropdown"),
+                                ],
+                            ),
+                        ],
+                    ),
+                    html.Section(
+                        className="panel grow",
+                        children=[
+                            html.H2("Query-pixel view"),
+                            html.P(
+                                "Each head's attention from the query pixel, over the image (brighter = more weight). "
+                                "Gaussian heads also show their learned centre (x) and 1σ/2σ spread.",
+                                className="hint",
+                            ),
+                            dcc.Loading(dcc.Graph(id="query-pixel-view", config={"displaylogo": False}), type="dot"),
+                        ],
+                    ),
+                ],
+            ),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2("Model view"),
+                    html.P(
+                        "Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
+                        "scaled to its own maximum. Click one to show its layer above.",
+                        className="hint",
+                    ),
+                    dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
+                ],
+            ),
+            html.Section(
+                id="conv-panel",
+                className="panel",
+                hidden=True,
+                children=[
+                    html.H2("Convolution vs attention"),
+                    html.P(
+                        "conv-attention serves its first 3x3 convolution as the 9-head attention layer built from the "
+                        "kernel (each head hard-attends to one tap's shift). The same output channel, both ways:",
+                        className="hint",
+                    ),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            html.Label("Channel", htmlFor="conv-channel"),
+                            dcc.Dropdown(
+                                id="conv-channel",
+                                clearable=False,
+                                value=0,
+                                className="small-dropdown",
+                                options=[{"label": f"channel {c}", "value": c} for c in range(16)],
+                            ),
+                        ],
+                    ),
+                    dcc.Graph(id="conv-vs-attention", config={"displaylogo": False}),
+                ],
+            ),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2("Rollout over the image"),
+                    html.P(
+                        "Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
+                        "layers) from the CLS token, or averaged over every position for models without one, drawn "
+                        "over the image. The Structure page analyses this run too.",
+                        className="hint",
+                    ),
+                    dcc.Loading(dcc.Graph(id="vision-rollout", config={"displaylogo": False}), type="dot"),
+                ],
+            ),
+        ]
+    )

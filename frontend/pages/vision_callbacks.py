@@ -13,7 +13,11 @@ from flask import current_app
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.figures import thumbnail_src
 from attnscope.frontend.vision_figures import (
-    conv_vs_attention_figure, grid_cell, image_figure, query_pixel_figure, rollout_overlay_figure,
+    conv_vs_attention_figure,
+    grid_cell,
+    image_figure,
+    query_pixel_figure,
+    rollout_overlay_figure,
 )
 
 
@@ -23,8 +27,13 @@ def client() -> ApiClient:
 
 def _empty(message: str, height: int = 320) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=height, plot_bgcolor="white",
-                      annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}])
+    fig.update_layout(
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=height,
+        plot_bgcolor="white",
+        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
+    )
     return fig
 
 
@@ -40,7 +49,9 @@ def dataset_for(model: str | None) -> str:
 
 
 @callback(
-    Output("vision-model", "options"), Output("vision-model", "value"), Output("vision-status", "children"),
+    Output("vision-model", "options"),
+    Output("vision-model", "value"),
+    Output("vision-status", "children"),
     Input("url", "pathname"),
 )
 def load_models(_pathname):
@@ -48,8 +59,10 @@ def load_models(_pathname):
         models = [m for m in client().models().models if m.modality == "vision"]
     except ApiError as exc:
         return [], None, f"API unavailable: {exc}"
-    options = [{"label": f"{m.name} · {m.family}" + (f" · {m.accuracy:.1%}" if m.accuracy else ""), "value": m.name}
-               for m in models]
+    options = [
+        {"label": f"{m.name} · {m.family}" + (f" · {m.accuracy:.1%}" if m.accuracy else ""), "value": m.name}
+        for m in models
+    ]
     return options, (options[0]["value"] if options else None), f"API {client().base_url}"
 
 
@@ -65,9 +78,13 @@ def load_samples(model):
 
 
 @callback(
-    Output("vision-run", "data"), Output("vision-error", "children"),
-    Input("vision-run-button", "n_clicks"), Input("vision-upload", "contents"),
-    State("vision-model", "value"), State("vision-sample", "value"), State("vision-upload", "filename"),
+    Output("vision-run", "data"),
+    Output("vision-error", "children"),
+    Input("vision-run-button", "n_clicks"),
+    Input("vision-upload", "contents"),
+    State("vision-model", "value"),
+    State("vision-sample", "value"),
+    State("vision-upload", "filename"),
     prevent_initial_call=True,
 )
 def create_run(_n, contents, model, index, filename):
@@ -84,8 +101,12 @@ def create_run(_n, contents, model, index, filename):
     return run.model_dump(), ""
 
 
-@callback(Output("vision-cell", "data"), Input("vision-image", "clickData"), State("vision-run", "data"),
-          prevent_initial_call=True)
+@callback(
+    Output("vision-cell", "data"),
+    Input("vision-image", "clickData"),
+    State("vision-run", "data"),
+    prevent_initial_call=True,
+)
 def pick_cell(click, run):
     if not click or not run or not run.get("grid"):
         return no_update
@@ -95,9 +116,13 @@ def pick_cell(click, run):
 
 
 @callback(
-    Output("vision-image", "figure"), Output("vision-prediction", "children"),
-    Output("vision-layer", "options"), Output("vision-layer", "value"),
-    Input("vision-run", "data"), Input("vision-cell", "data"), State("vision-layer", "value"),
+    Output("vision-image", "figure"),
+    Output("vision-prediction", "children"),
+    Output("vision-layer", "options"),
+    Output("vision-layer", "value"),
+    Input("vision-run", "data"),
+    Input("vision-cell", "data"),
+    State("vision-layer", "value"),
 )
 def render_image(run, cell, layer):
     if not run:
@@ -122,7 +147,9 @@ def render_image(run, cell, layer):
 
 @callback(
     Output("query-pixel-view", "figure"),
-    Input("vision-run", "data"), Input("vision-cell", "data"), Input("vision-layer", "value"),
+    Input("vision-run", "data"),
+    Input("vision-cell", "data"),
+    Input("vision-layer", "value"),
 )
 def render_query_pixel_view(run, cell, layer):
     if not run or layer is None:
@@ -143,8 +170,10 @@ def render_query_pixel_view(run, cell, layer):
 
 
 @callback(
-    Output("conv-panel", "hidden"), Output("conv-vs-attention", "figure"),
-    Input("vision-run", "data"), Input("conv-channel", "value"),
+    Output("conv-panel", "hidden"),
+    Output("conv-vs-attention", "figure"),
+    Input("vision-run", "data"),
+    Input("conv-channel", "value"),
 )
 def render_conv_vs_attention(run, channel):
     if not run or not run["model"].startswith("conv-attention"):
@@ -165,18 +194,36 @@ def render_model_view(run):
         layers = [client().attention(run["id"], layer, encoding="uint8") for layer in range(n_layers)]
     except ApiError as exc:
         return html.Div(str(exc), className="error")
-    header = html.Div(className="grid-row grid-header", children=[html.Span("", className="row-label")] + [
-        html.Span(f"H{h}", className="col-label") for h in range(n_heads)])
-    rows = [html.Div(className="grid-row", children=[html.Span(f"L{l}", className="row-label")] + [
-        html.Button(html.Img(src=thumbnail_src(layers[l][h]), alt=f"L{l}H{h}"), n_clicks=0,
-                    id={"type": "vision-thumb", "layer": l, "head": h}, className="head-thumb",
-                    title=f"L{l}H{h}: click to show layer {l}")
-        for h in range(n_heads)]) for l in range(n_layers)]
+    header = html.Div(
+        className="grid-row grid-header",
+        children=[html.Span("", className="row-label")]
+        + [html.Span(f"H{h}", className="col-label") for h in range(n_heads)],
+    )
+    rows = [
+        html.Div(
+            className="grid-row",
+            children=[html.Span(f"L{l}", className="row-label")]
+            + [
+                html.Button(
+                    html.Img(src=thumbnail_src(layers[l][h]), alt=f"L{l}H{h}"),
+                    n_clicks=0,
+                    id={"type": "vision-thumb", "layer": l, "head": h},
+                    className="head-thumb",
+                    title=f"L{l}H{h}: click to show layer {l}",
+                )
+                for h in range(n_heads)
+            ],
+        )
+        for l in range(n_layers)
+    ]
     return [header] + rows
 
 
-@callback(Output("vision-layer", "value", allow_duplicate=True),
-          Input({"type": "vision-thumb", "layer": ALL, "head": ALL}, "n_clicks"), prevent_initial_call=True)
+@callback(
+    Output("vision-layer", "value", allow_duplicate=True),
+    Input({"type": "vision-thumb", "layer": ALL, "head": ALL}, "n_clicks"),
+    prevent_initial_call=True,
+)
 def pick_layer_from_thumbnail(clicks):
     if not ctx.triggered_id or not any(clicks or []):
         return no_update
@@ -201,4 +248,6 @@ def render_rollout(run):
     if not roll.get("grid"):
         return _empty("This run has no image grid.", 380)
     source = "CLS token" if roll["row"] is not None else "mean over positions"
-    return rollout_overlay_figure(image, np.asarray(roll["grid"]), tuple(run["grid"]), f"Rollout from the {source} · {run['model']}")
+    return rollout_overlay_figure(
+        image, np.asarray(roll["grid"]), tuple(run["grid"]), f"Rollout from the {source} · {run['model']}"
+    )

@@ -1,25 +1,50 @@
 """Explainers of a classifier's prediction, one verb: ``explain(example) -> scores[token]``.
 
-    from attnscope.models.explainers import make_explainer, encode_text
-    ex = encode_text(loaded, "a gripping, funny film")
-    scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
+from attnscope.models.explainers import make_explainer, encode_text
+ex = encode_text(loaded, "a gripping, funny film")
+scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
 """
 
 from __future__ import annotations
 
 from attnscope.models.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
 from attnscope.models.explainers.base import (
-    Encoded, Explainer, NotAClassifierError, char_spans_to_tokens, encode_text, encode_words, make_predict, require_classifier,
+    Encoded,
+    Explainer,
+    NotAClassifierError,
+    char_spans_to_tokens,
+    encode_text,
+    encode_words,
+    make_predict,
+    require_classifier,
 )
 from attnscope.models.explainers.gradient import DeepLift, InputXGradient, IntegratedGradients, Occlusion, Saliency
 
 EXPLAINERS: dict[str, type[Explainer]] = {
     cls.name: cls
-    for cls in (RawAttention, Rollout, Flow, AttentionGradient, IntegratedGradients, Saliency,
-                InputXGradient, DeepLift, Occlusion, RandomScores)
+    for cls in (
+        RawAttention,
+        Rollout,
+        Flow,
+        AttentionGradient,
+        IntegratedGradients,
+        Saliency,
+        InputXGradient,
+        DeepLift,
+        Occlusion,
+        RandomScores,
+    )
 }
-DEFAULT_EXPLAINERS = ("attention", "rollout", "attn_grad", "integrated_gradients", "saliency",
-                      "input_x_gradient", "deeplift", "random")
+DEFAULT_EXPLAINERS = (
+    "attention",
+    "rollout",
+    "attn_grad",
+    "integrated_gradients",
+    "saliency",
+    "input_x_gradient",
+    "deeplift",
+    "random",
+)
 
 
 class UnknownExplainerError(KeyError):
@@ -35,6 +60,16 @@ def make_explainer(name: str, loaded, **options) -> Explainer:
 
 
 __all__ = [
-    "EXPLAINERS", "DEFAULT_EXPLAINERS", "Encoded", "char_spans_to_tokens", "Explainer", "NotAClassifierError", "UnknownExplainerError",
-    "encode_text", "encode_words", "make_explainer", "make_predict", "require_classifier",
+    "EXPLAINERS",
+    "DEFAULT_EXPLAINERS",
+    "Encoded",
+    "char_spans_to_tokens",
+    "Explainer",
+    "NotAClassifierError",
+    "UnknownExplainerError",
+    "encode_text",
+    "encode_words",
+    "make_explainer",
+    "make_predict",
+    "require_classifier",
 ]

@@ -32,7 +32,9 @@ class RawAttention(Explainer):
         heads = self.options.get("heads") or list(range(maps.n_heads))
         bad = [h for h in heads if not 0 <= int(h) < maps.n_heads]
         if bad:
-            raise ValueError(f"heads {bad} are out of range: this model has {maps.n_heads} heads (0..{maps.n_heads - 1})")
+            raise ValueError(
+                f"heads {bad} are out of range: this model has {maps.n_heads} heads (0..{maps.n_heads - 1})"
+            )
         w = maps.weights[layer][list(heads)].mean(axis=0)  # [query, key]
         row = self.options.get("row", "cls")
         if row not in ("cls", "mean"):

@@ -4,8 +4,8 @@ and the one verb ``explain(example) -> scores[token]``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -43,11 +43,13 @@ def require_classifier(loaded: LoadedModel) -> None:
     if loaded.spec.task != "classification":
         raise NotAClassifierError(
             f"model {loaded.spec.name!r} is a {loaded.spec.task} model; faithfulness explains class "
-            "probabilities, so pick a classifier such as 'minilm-sst2' (see GET /api/v1/models)")
+            "probabilities, so pick a classifier such as 'minilm-sst2' (see GET /api/v1/models)"
+        )
     if loaded.spec.modality != "text":
         raise NotAClassifierError(
             f"model {loaded.spec.name!r} classifies images; the explainers and ERASER metrics work on token "
-            "ids of text classifiers (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)")
+            "ids of text classifiers (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)"
+        )
 
 
 def text_tokenizer(loaded: LoadedModel):
@@ -63,8 +65,14 @@ def classifier_module(loaded: LoadedModel) -> torch.nn.Module:
     return getattr(loaded.tokenizer, "text_classifier", None) or loaded.model
 
 
-def _finish(loaded: LoadedModel, ids: list[int], word_ids: list[int | None] | None,
-            rationale: Sequence[int] | None, max_tokens: int | None, target: int | None) -> Encoded:
+def _finish(
+    loaded: LoadedModel,
+    ids: list[int],
+    word_ids: list[int | None] | None,
+    rationale: Sequence[int] | None,
+    max_tokens: int | None,
+    target: int | None,
+) -> Encoded:
     tok = text_tokenizer(loaded)
     limit = min(max_tokens or loaded.max_tokens, loaded.max_tokens)
     human_full = None
@@ -73,8 +81,8 @@ def _finish(loaded: LoadedModel, ids: list[int], word_ids: list[int | None] | No
     truncated = max(0, len(ids) - limit)
     special_ids = set(tok.all_special_ids)
     if truncated and ids[-1] in special_ids:  # keep the head of the text and the closing special token
-        ids = ids[:limit - 1] + ids[-1:]
-        human = None if human_full is None else np.r_[human_full[:limit - 1], human_full[-1:]]
+        ids = ids[: limit - 1] + ids[-1:]
+        human = None if human_full is None else np.r_[human_full[: limit - 1], human_full[-1:]]
     elif truncated:  # no closing token (zoo models: [CLS] + words): keep the head
         ids = ids[:limit]
         human = None if human_full is None else human_full[:limit]
@@ -85,7 +93,10 @@ def _finish(loaded: LoadedModel, ids: list[int], word_ids: list[int | None] | No
         input_ids=np.asarray(ids, dtype=np.int64),
         tokens=tuple(tok.convert_ids_to_tokens(ids)),
         special=tuple(i for i, t in enumerate(ids) if t in special_ids),
-        target=target, human=human, truncated=truncated, human_lost=lost,
+        target=target,
+        human=human,
+        truncated=truncated,
+        human_lost=lost,
         meta={"human_total": None if human_full is None else int(human_full.sum())},
     )
 
@@ -96,8 +107,13 @@ def encode_text(loaded: LoadedModel, text: str, max_tokens: int | None = None, t
     return _finish(loaded, ids, None, None, max_tokens, target)
 
 
-def encode_words(loaded: LoadedModel, words: Sequence[str], rationale: Sequence[int] | None = None,
-                 max_tokens: int | None = None, target: int | None = None) -> Encoded:
+def encode_words(
+    loaded: LoadedModel,
+    words: Sequence[str],
+    rationale: Sequence[int] | None = None,
+    max_tokens: int | None = None,
+    target: int | None = None,
+) -> Encoded:
     """Tokenise pre-split words; word-level human marks become token-level (subwords inherit)."""
     enc = text_tokenizer(loaded)(list(words), is_split_into_words=True, truncation=False, verbose=False)
     return _finish(loaded, enc["input_ids"], enc.word_ids(), rationale, max_tokens, target)
@@ -145,8 +161,8 @@ def make_predict(loaded: LoadedModel, max_batch_tokens: int | None = None, max_b
             mask = torch.zeros((len(chunk), n), dtype=torch.long)
             for row, i in enumerate(chunk):
                 seq = torch.as_tensor(np.asarray(batch[i]), dtype=torch.long)
-                ids[row, :len(seq)] = seq
-                mask[row, :len(seq)] = 1
+                ids[row, : len(seq)] = seq
+                mask[row, : len(seq)] = 1
             logits = model(input_ids=ids.to(loaded.device), attention_mask=mask.to(loaded.device)).logits
             out[chunk] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
             start = end

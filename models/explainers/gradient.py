@@ -57,9 +57,15 @@ class IntegratedGradients(Explainer):
         steps = int(self.options.get("n_steps", 32))
         batch = max(1, int(self.options.get("internal_batch_size", max(1, 4096 // len(ex)))))
         with torch.enable_grad():
-            attr, delta = lig.attribute(ids, baselines=_reference_ids(self, ex), target=target,
-                                        additional_forward_args=(mask,), n_steps=steps,
-                                        internal_batch_size=batch, return_convergence_delta=True)
+            attr, delta = lig.attribute(
+                ids,
+                baselines=_reference_ids(self, ex),
+                target=target,
+                additional_forward_args=(mask,),
+                n_steps=steps,
+                internal_batch_size=batch,
+                return_convergence_delta=True,
+            )
         self.last_delta = float(delta.abs().max())
         return attr.sum(dim=-1)[0].detach().cpu().double().numpy()
 
@@ -78,8 +84,7 @@ class DeepLift(Explainer):
         model = classifier_module(self.loaded)
         dl = LayerDeepLift(_ProbModel(model), _word_embeddings(model))
         with torch.enable_grad():
-            attr = dl.attribute(ids, baselines=_reference_ids(self, ex), target=target,
-                                additional_forward_args=(mask,))
+            attr = dl.attribute(ids, baselines=_reference_ids(self, ex), target=target, additional_forward_args=(mask,))
         return attr.sum(dim=-1)[0].detach().cpu().double().numpy()
 
 
@@ -143,7 +148,12 @@ class Occlusion(Explainer):
         per_eval = max(1, int(self.options.get("perturbations_per_eval", max(1, 4096 // len(ex)))))
         fa = FeatureAblation(_ProbModel(classifier_module(self.loaded)))
         with torch.no_grad():
-            attr = fa.attribute(ids, baselines=base, target=target, additional_forward_args=(mask,),
-                                feature_mask=torch.arange(len(ex), device=ids.device)[None],
-                                perturbations_per_eval=per_eval)
+            attr = fa.attribute(
+                ids,
+                baselines=base,
+                target=target,
+                additional_forward_args=(mask,),
+                feature_mask=torch.arange(len(ex), device=ids.device)[None],
+                perturbations_per_eval=per_eval,
+            )
         return attr[0].cpu().double().numpy()

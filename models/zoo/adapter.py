@@ -32,7 +32,12 @@ class Encoded:
 
 def classification(logits: torch.Tensor, labels: list[str]) -> dict:
     probs = torch.softmax(logits.float(), dim=-1)[0].cpu().numpy()
-    return {"kind": "classification", "labels": labels, "probs": probs.tolist(), "predicted": labels[int(probs.argmax())]}
+    return {
+        "kind": "classification",
+        "labels": labels,
+        "probs": probs.tolist(),
+        "predicted": labels[int(probs.argmax())],
+    }
 
 
 class ZooAdapter:
@@ -109,10 +114,12 @@ class ZooAdapter:
         """``image``: ``[28, 28]`` grayscale, uint8 (0..255) or float in ``[0, 1]``, white digit on black."""
         img = np.asarray(image)
         if self.pad and img.shape == (28 + 2 * self.pad,) * 2:
-            img = img[self.pad:-self.pad, self.pad:-self.pad]
+            img = img[self.pad : -self.pad, self.pad : -self.pad]
         if img.shape != (28, 28):
-            raise ValueError(f"zoo vision models take a 28x28 grayscale image, got shape {img.shape}; "
-                             "use models.inputs.prepare_digit first")
+            raise ValueError(
+                f"zoo vision models take a 28x28 grayscale image, got shape {img.shape}; "
+                "use models.inputs.prepare_digit first"
+            )
         u8 = img if img.dtype == np.uint8 else np.clip(np.round(img * 255), 0, 255).astype(np.uint8)
         x = torch.from_numpy(data.images_to_tensor_input(u8[None])).to(self.device)
         rows, cols = self.grid
@@ -127,8 +134,9 @@ class ZooAdapter:
         logits, maps = self.model(enc.tensor)
         w = maps[0].float().cpu().numpy()
         w = w / w.sum(axis=-1, keepdims=True)
-        out = AttentionMaps(weights=np.ascontiguousarray(w), tokens=enc.tokens, grid=enc.grid,
-                            special=enc.special, model=self.name)
+        out = AttentionMaps(
+            weights=np.ascontiguousarray(w), tokens=enc.tokens, grid=enc.grid, special=enc.special, model=self.name
+        )
         return out, classification(logits, self.labels)
 
     def hidden(self) -> np.ndarray | None:

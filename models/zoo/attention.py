@@ -66,9 +66,18 @@ class MultiHeadAttention(nn.Module):
         hierarchical: keep the keys of the first pass in ``state`` (HA).
     """
 
-    def __init__(self, dim: int, heads: int, head_dim: int | None = None, content: bool = True,
-                 bias: nn.Module | None = None, ea: EAConfig | None = None, hierarchical: bool = False,
-                 dropout: float = 0.0, first: bool = False):
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        head_dim: int | None = None,
+        content: bool = True,
+        bias: nn.Module | None = None,
+        ea: EAConfig | None = None,
+        hierarchical: bool = False,
+        dropout: float = 0.0,
+        first: bool = False,
+    ):
         super().__init__()
         if not content and bias is None:
             raise ValueError("an attention layer needs content scores, a positional bias, or both")

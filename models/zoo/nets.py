@@ -55,18 +55,25 @@ def make_attention(cfg: dict, layer: int, grid: tuple[int, int] | None) -> Multi
         return MultiHeadAttention(dim, heads, cfg.get("head_dim", dim), False, bias, ea, hier, drop, first)
     if kind == "learned2d":
         bias = Learned2DBias(heads, grid, cfg.get("pos_dim", dim))
-        return MultiHeadAttention(dim, heads, cfg.get("head_dim", dim), bool(cfg.get("content")), bias, ea, hier, drop, first)
+        return MultiHeadAttention(
+            dim, heads, cfg.get("head_dim", dim), bool(cfg.get("content")), bias, ea, hier, drop, first
+        )
     if kind == "shift":
         tap = cfg.get("tap_init") if not cfg.get("content", True) else None
         bias = ShiftBias(heads, cfg.get("radius", 2), tap_init=tap)
-        return MultiHeadAttention(dim, heads, cfg.get("head_dim"), bool(cfg.get("content", True)), bias, ea, hier, drop, first)
+        return MultiHeadAttention(
+            dim, heads, cfg.get("head_dim"), bool(cfg.get("content", True)), bias, ea, hier, drop, first
+        )
     raise ValueError(f"unknown attention kind {kind!r}")
 
 
 def make_encoder(cfg: dict, grid: tuple[int, int] | None) -> Encoder:
     dim, mlp, drop = cfg["dim"], cfg["mlp"], cfg.get("dropout", 0.0)
-    return Encoder(lambda i: Block(dim, make_attention(cfg, i, grid), mlp, drop),
-                   cfg["depth"], shared=bool(cfg.get("hierarchical")))
+    return Encoder(
+        lambda i: Block(dim, make_attention(cfg, i, grid), mlp, drop),
+        cfg["depth"],
+        shared=bool(cfg.get("hierarchical")),
+    )
 
 
 class SharedBlockMixin:

@@ -24,8 +24,9 @@ def grid_offsets(rows: int, cols: int) -> torch.Tensor:
 class GaussianBias(nn.Module):
     """Content-free Gaussian heads on a ``rows x cols`` grid (isotropic or full covariance)."""
 
-    def __init__(self, heads: int, grid: tuple[int, int], full: bool = False,
-                 mu_std: float = 2.0, sigma_std: float = 0.01):
+    def __init__(
+        self, heads: int, grid: tuple[int, int], full: bool = False, mu_std: float = 2.0, sigma_std: float = 0.01
+    ):
         super().__init__()
         self.full = full
         self.register_buffer("delta", grid_offsets(*grid), persistent=False)
@@ -40,7 +41,7 @@ class GaussianBias(nn.Module):
         if self.full:
             return self.spreads.transpose(-1, -2) @ self.spreads
         eye = torch.eye(2, device=self.spreads.device)
-        return (self.spreads ** 2)[:, None, None] * eye
+        return (self.spreads**2)[:, None, None] * eye
 
     def covariance(self) -> torch.Tensor:
         """``Sigma_h = P_h^{-1}`` (H, 2, 2), for drawing each head's spread."""
@@ -75,7 +76,11 @@ class Learned2DBias(nn.Module):
 
 def shift_matrix(n: int, delta: int) -> torch.Tensor:
     """``S_delta[m, n] = 1`` iff ``m = n + delta`` (key m feeds query n), zero-padded: ``[key, query]``."""
-    return torch.eye(n).roll(delta, dims=0) * (torch.arange(n)[None, :] + delta < n) * (torch.arange(n)[None, :] + delta >= 0)
+    return (
+        torch.eye(n).roll(delta, dims=0)
+        * (torch.arange(n)[None, :] + delta < n)
+        * (torch.arange(n)[None, :] + delta >= 0)
+    )
 
 
 class ShiftBias(nn.Module):
@@ -96,5 +101,5 @@ class ShiftBias(nn.Module):
         k = torch.arange(n_key, device=self.lam.device)[None, :]
         delta = k - q  # (N, M)
         inside = delta.abs() <= self.radius
-        idx = (delta.clamp(-self.radius, self.radius) + self.radius)
+        idx = delta.clamp(-self.radius, self.radius) + self.radius
         return self.lam[:, idx] * inside  # (H, N, M)

@@ -36,8 +36,16 @@ def window_index(rows: int, cols: int, k: int) -> torch.Tensor:
 
 
 class LocalAttention(nn.Module):
-    def __init__(self, dim: int, heads: int, grid: tuple[int, int], kernel: int = 3,
-                 mode: str = "pairwise", rel_dim: int = 16, hierarchical: bool = False):
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        grid: tuple[int, int],
+        kernel: int = 3,
+        mode: str = "pairwise",
+        rel_dim: int = 16,
+        hierarchical: bool = False,
+    ):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim {dim} must be divisible by heads {heads}")
@@ -47,13 +55,15 @@ class LocalAttention(nn.Module):
         self.phi, self.psi, self.beta = nn.Linear(dim, rel_dim), nn.Linear(dim, rel_dim), nn.Linear(dim, dim)
         r = kernel // 2
         dr, dc = torch.meshgrid(torch.arange(-r, r + 1), torch.arange(-r, r + 1), indexing="ij")
-        self.register_buffer("offsets", torch.stack([dr.flatten(), dc.flatten()], -1).float() / max(r, 1),
-                             persistent=False)  # (K, 2)
+        self.register_buffer(
+            "offsets", torch.stack([dr.flatten(), dc.flatten()], -1).float() / max(r, 1), persistent=False
+        )  # (K, 2)
         if mode == "pairwise":
             self.gamma = nn.Sequential(nn.Linear(rel_dim + 2, rel_dim), nn.ReLU(), nn.Linear(rel_dim, heads))
         elif mode == "patchwise":
-            self.gamma = nn.Sequential(nn.Linear(rel_dim * (self.k2 + 1), rel_dim * 2), nn.ReLU(),
-                                       nn.Linear(rel_dim * 2, heads * self.k2))
+            self.gamma = nn.Sequential(
+                nn.Linear(rel_dim * (self.k2 + 1), rel_dim * 2), nn.ReLU(), nn.Linear(rel_dim * 2, heads * self.k2)
+            )
         else:
             raise ValueError(f"SAN mode must be pairwise or patchwise, not {mode!r}")
         self.out = nn.Linear(dim, dim)
@@ -106,9 +116,15 @@ class SAN(SharedBlockMixin, nn.Module):
         hier = bool(cfg.get("hierarchical"))
         self.embed = nn.Linear(p * p, dim)
         self.encoder = Encoder(
-            lambda i: Block(dim, LocalAttention(dim, cfg["heads"], self.grid, cfg.get("kernel", 3), mode,
-                                                cfg.get("rel_dim", 16), hier), cfg["mlp"], cfg.get("dropout", 0.0)),
-            cfg["depth"], shared=hier)
+            lambda i: Block(
+                dim,
+                LocalAttention(dim, cfg["heads"], self.grid, cfg.get("kernel", 3), mode, cfg.get("rel_dim", 16), hier),
+                cfg["mlp"],
+                cfg.get("dropout", 0.0),
+            ),
+            cfg["depth"],
+            shared=hier,
+        )
         self.norm = nn.LayerNorm(dim)
         self.pool = cfg.get("pool", "mean")
         n = self.grid[0] * self.grid[1]

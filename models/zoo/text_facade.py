@@ -14,9 +14,9 @@ pooling; the vocabulary has no ``[MASK]`` (``mask_token_id`` is None).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Sequence
 
 import torch
 
@@ -50,8 +50,13 @@ class WordTokenizer:
         self.mask_token_id = None
         self.all_special_ids = [self.pad_token_id, self.cls_token_id]
 
-    def __call__(self, text: str | Sequence[str], is_split_into_words: bool = False,
-                 return_offsets_mapping: bool = False, **_ignored) -> _Encoding:
+    def __call__(
+        self,
+        text: str | Sequence[str],
+        is_split_into_words: bool = False,
+        return_offsets_mapping: bool = False,
+        **_ignored,
+    ) -> _Encoding:
         if is_split_into_words:
             words, spans = [w.lower() for w in text], None
         else:
@@ -84,15 +89,23 @@ class TextClassifier(torch.nn.Module):
     def get_input_embeddings(self) -> torch.nn.Module:
         return self.net.embed
 
-    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
-                inputs_embeds: torch.Tensor | None = None, output_attentions: bool = False) -> ClassifierOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ) -> ClassifierOutput:
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
         if inputs_embeds is None:
             inputs_embeds = self.net.embed(input_ids)
         if attention_mask is None:
-            mask = input_ids != self.net.embed.padding_idx if input_ids is not None else \
-                torch.ones(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
+            mask = (
+                input_ids != self.net.embed.padding_idx
+                if input_ids is not None
+                else torch.ones(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
+            )
         else:
             mask = attention_mask.bool()
         logits, _ = self.net.forward_embeddings(inputs_embeds, mask, return_maps=output_attentions)

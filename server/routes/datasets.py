@@ -19,16 +19,20 @@ def read_datasets() -> dict[str, int]:
 
 
 @router.get("/{dataset}/samples", response_model=SampleList, summary="Sample indices and labels")
-def read_samples(dataset: str, offset: Annotated[int, Query(ge=0)] = 0,
-                 limit: Annotated[int, Query(ge=1, le=500)] = 50) -> SampleList:
+def read_samples(
+    dataset: str, offset: Annotated[int, Query(ge=0)] = 0, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> SampleList:
     labels = samples.labels(dataset)
     rows = [DatasetSample(index=i, label=labels[i]) for i in range(offset, min(offset + limit, len(labels)))]
-    split = "eval (held out, 2,000 of MNIST's 10,000 test digits)" if dataset == "mnist" else "bundled with scikit-image"
+    split = (
+        "eval (held out, 2,000 of MNIST's 10,000 test digits)" if dataset == "mnist" else "bundled with scikit-image"
+    )
     return SampleList(dataset=dataset, split=split, total=len(labels), samples=rows)
 
 
-@router.get("/{dataset}/samples/{index}/image", responses={200: {"content": {"image/png": {}}}},
-            summary="One sample as PNG")
+@router.get(
+    "/{dataset}/samples/{index}/image", responses={200: {"content": {"image/png": {}}}}, summary="One sample as PNG"
+)
 def read_sample_image(dataset: str, index: int) -> Response:
     image, _ = samples.sample(dataset, index)
     return Response(encode_png(image), media_type="image/png")

@@ -12,15 +12,26 @@ from dataclasses import replace
 from typing import Literal
 
 import numpy as np
-
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from attnscope.analysis.faithfulness import get_convention
 from attnscope.analysis.rollout import TooLongForFlowError
-from attnscope.models.explainers import EXPLAINERS, NotAClassifierError, char_spans_to_tokens, encode_text, require_classifier
-from attnscope.models.faithfulness_eval import FAITHFULNESS_METRICS, METRICS, UnknownMetricError, explain_example, token_cap
 from attnscope.models.datasets import check_split
+from attnscope.models.explainers import (
+    EXPLAINERS,
+    NotAClassifierError,
+    char_spans_to_tokens,
+    encode_text,
+    require_classifier,
+)
+from attnscope.models.faithfulness_eval import (
+    FAITHFULNESS_METRICS,
+    METRICS,
+    UnknownMetricError,
+    explain_example,
+    token_cap,
+)
 from attnscope.models.registry import require_text_model
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.jobs import register_job_kind
@@ -44,9 +55,12 @@ def read_explainers() -> list[ExplainerInfo]:
     return [ExplainerInfo(name=n, description=c.description) for n, c in EXPLAINERS.items()]
 
 
-@router.post("/runs/{run_id}/faithfulness", response_model=FaithfulnessPublic,
-             responses={404: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
-             summary="Explain a run's prediction and score the explanations (ERASER metrics)")
+@router.post(
+    "/runs/{run_id}/faithfulness",
+    response_model=FaithfulnessPublic,
+    responses={404: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
+    summary="Explain a run's prediction and score the explanations (ERASER metrics)",
+)
 def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceDep) -> FaithfulnessPublic:
     # plain def: model work runs in the threadpool, never on the event loop
     try:
@@ -55,36 +69,54 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         raise HTTPException(UNPROCESSABLE, str(exc)) from None
     loaded = service.models.get(run.model)
     if loaded.spec.task != "classification":
-        raise HTTPException(UNPROCESSABLE, f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}; "
-                            "faithfulness explains class probabilities: create a run with a classifier "
-                            "such as 'minilm-sst2' (POST /api/v1/runs)")
+        raise HTTPException(
+            UNPROCESSABLE,
+            f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}; "
+            "faithfulness explains class probabilities: create a run with a classifier "
+            "such as 'minilm-sst2' (POST /api/v1/runs)",
+        )
     try:
         require_classifier(loaded)
     except NotAClassifierError as exc:
         raise HTTPException(UNPROCESSABLE, f"run {run.id}: {exc}") from None
     n_classes = len(loaded.labels or [])
     if body.target is not None and body.target >= n_classes:
-        raise HTTPException(UNPROCESSABLE, f"target={body.target} is out of range: model {run.model!r} "
-                            f"has {n_classes} classes (0..{n_classes - 1})")
+        raise HTTPException(
+            UNPROCESSABLE,
+            f"target={body.target} is out of range: model {run.model!r} has {n_classes} classes (0..{n_classes - 1})",
+        )
     ex = encode_text(loaded, run.text, target=body.target)
     if body.human_rationale is not None:
         if len(body.human_rationale) != len(ex) or any(v not in (0, 1) for v in body.human_rationale):
-            raise HTTPException(UNPROCESSABLE, f"human_rationale must be 0/1 for each of the run's {len(ex)} "
-                                "tokens (special tokens included)")
+            raise HTTPException(
+                UNPROCESSABLE,
+                f"human_rationale must be 0/1 for each of the run's {len(ex)} tokens (special tokens included)",
+            )
         ex = replace(ex, human=np.asarray(body.human_rationale, dtype=np.int8))
     if body.human_spans is not None:
         if body.human_rationale is not None:
             raise HTTPException(UNPROCESSABLE, "send human_rationale or human_spans, not both")
         bad = [sp for sp in body.human_spans if not 0 <= sp[0] < sp[1] <= len(run.text)]
         if bad:
-            raise HTTPException(UNPROCESSABLE, f"human_spans {bad[:3]} are not [start, end) character ranges "
-                                f"inside the run's text (0..{len(run.text)})")
-        human = char_spans_to_tokens(loaded, run.text, body.human_spans)[:len(ex)]
+            raise HTTPException(
+                UNPROCESSABLE,
+                f"human_spans {bad[:3]} are not [start, end) character ranges "
+                f"inside the run's text (0..{len(run.text)})",
+            )
+        human = char_spans_to_tokens(loaded, run.text, body.human_spans)[: len(ex)]
         ex = replace(ex, human=human)
     _check_token_caps(body, len(ex))
     try:
-        res = explain_example(loaded, ex, body.explainers, k=body.k, convention=body.convention,
-                              removal=body.removal, metrics=body.metrics, options=body.options)
+        res = explain_example(
+            loaded,
+            ex,
+            body.explainers,
+            k=body.k,
+            convention=body.convention,
+            removal=body.removal,
+            metrics=body.metrics,
+            options=body.options,
+        )
     except (UnknownMetricError, NotAClassifierError, TooLongForFlowError, TypeError, ValueError) as exc:
         raise HTTPException(UNPROCESSABLE, f"{exc}") from None
     conv = get_convention(body.convention, body.removal)
@@ -93,18 +125,38 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         item = {"name": name, "scores": res["scores"][name].tolist(), "seconds": round(res["seconds"][name], 4)}
         f = res["faithfulness"].get(name)
         if f is not None:
-            item.update(rationale=f.rationale, comp_curve=f.comp_curve, suff_curve=f.suff_curve,
-                        **{m: getattr(f, m) for m in FAITHFULNESS_METRICS if m in body.metrics})
+            item.update(
+                rationale=f.rationale,
+                comp_curve=f.comp_curve,
+                suff_curve=f.suff_curve,
+                **{m: getattr(f, m) for m in FAITHFULNESS_METRICS if m in body.metrics},
+            )
         p = res["plausibility"].get(name)
         if p is not None:
-            item.update({m: v for m, v in (("token_f1", p.token.f1), ("iou_f1", p.iou.f1), ("auprc", p.auprc))
-                         if m in body.metrics})
+            item.update(
+                {
+                    m: v
+                    for m, v in (("token_f1", p.token.f1), ("iou_f1", p.iou.f1), ("auprc", p.auprc))
+                    if m in body.metrics
+                }
+            )
         results.append(ExplainerResult(**item))
     return FaithfulnessPublic(
-        run_id=run.id, model=run.model, tokens=list(ex.tokens), special=list(ex.special),
-        labels=list(loaded.labels or []), probs=res["probs"], target=res["target"], convention=conv.name,
-        removal=conv.removal, k=body.k, bins=list(conv.bins), metrics=body.metrics,
-        human_rationale=None if ex.human is None else [int(v) for v in ex.human], explainers=results)
+        run_id=run.id,
+        model=run.model,
+        tokens=list(ex.tokens),
+        special=list(ex.special),
+        labels=list(loaded.labels or []),
+        probs=res["probs"],
+        target=res["target"],
+        convention=conv.name,
+        removal=conv.removal,
+        k=body.k,
+        bins=list(conv.bins),
+        metrics=body.metrics,
+        human_rationale=None if ex.human is None else [int(v) for v in ex.human],
+        explainers=results,
+    )
 
 
 def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
@@ -116,9 +168,11 @@ def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
         if name == "flow":
             detail = str(TooLongForFlowError(n_tokens, cap))
         else:
-            detail = (f"{name} runs one forward pass per token: this input has {n_tokens} tokens, over the "
-                      f"interactive limit of {cap}. Shorten the text, raise options.{name}.max_tokens, or run "
-                      "the faithfulness job (POST /api/v1/jobs), which reports progress")
+            detail = (
+                f"{name} runs one forward pass per token: this input has {n_tokens} tokens, over the "
+                f"interactive limit of {cap}. Shorten the text, raise options.{name}.max_tokens, or run "
+                "the faithfulness job (POST /api/v1/jobs), which reports progress"
+            )
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail)
 
 
@@ -127,9 +181,12 @@ class FaithfulnessJobParams(BaseModel):
 
     model: str = "minilm-sst2"
     dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
-    split: str | None = Field(None, description="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation")
-    explainers: list[str] = Field(default_factory=lambda: ["attention", "rollout", "attn_grad",
-                                                           "integrated_gradients", "random"], min_length=1)
+    split: str | None = Field(
+        None, description="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation"
+    )
+    explainers: list[str] = Field(
+        default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"], min_length=1
+    )
     metrics: list[str] = Field(default_factory=lambda: list(METRICS), min_length=1)
     n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
@@ -174,11 +231,26 @@ def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> di
     from attnscope.models.faithfulness_eval import evaluate_dataset
 
     loaded = service.models.get(params.model)
-    return evaluate_dataset(loaded, params.dataset, params.explainers, n=params.n, convention=params.convention,
-                            removal=params.removal, k=params.k, metrics=params.metrics,
-                            max_tokens=params.max_tokens, split=params.split,
-                            allow_offensive=params.allow_offensive, options=params.options, progress=progress)
+    return evaluate_dataset(
+        loaded,
+        params.dataset,
+        params.explainers,
+        n=params.n,
+        convention=params.convention,
+        removal=params.removal,
+        k=params.k,
+        metrics=params.metrics,
+        max_tokens=params.max_tokens,
+        split=params.split,
+        allow_offensive=params.allow_offensive,
+        options=params.options,
+        progress=progress,
+    )
 
 
-register_job_kind("faithfulness", FaithfulnessJobParams, run_faithfulness_job,
-                  "ERASER faithfulness + plausibility table (explainer x metric) over a data set")
+register_job_kind(
+    "faithfulness",
+    FaithfulnessJobParams,
+    run_faithfulness_job,
+    "ERASER faithfulness + plausibility table (explainer x metric) over a data set",
+)

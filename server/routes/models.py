@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
-from fastapi import HTTPException, status
+from fastapi import APIRouter, HTTPException, status
 
 from attnscope.models.registry import get_spec, list_specs
 from attnscope.server.deps import ServiceDep, SettingsDep
@@ -17,23 +15,35 @@ router = APIRouter(tags=["models"])
 def read_models(settings: SettingsDep) -> ModelList:
     models = [
         ModelPublic(
-            name=s.name, family=s.family, modality=s.modality, source=s.source, task=s.task,
-            description=s.description, paper=s.paper, max_tokens=s.max_tokens,
+            name=s.name,
+            family=s.family,
+            modality=s.modality,
+            source=s.source,
+            task=s.task,
+            description=s.description,
+            paper=s.paper,
+            max_tokens=s.max_tokens,
             default=s.name == settings.default_model,
-            accuracy=s.extra.get("accuracy"), params=s.extra.get("params"),
+            accuracy=s.extra.get("accuracy"),
+            params=s.extra.get("params"),
         )
         for s in list_specs()
     ]
     return ModelList(default=settings.default_model, models=models)
 
 
-@router.get("/models/{name}/structure", response_model=ModelStructure,
-            summary="Learned per-head geometry (Gaussian heads: centre and covariance per layer and head)")
+@router.get(
+    "/models/{name}/structure",
+    response_model=ModelStructure,
+    summary="Learned per-head geometry (Gaussian heads: centre and covariance per layer and head)",
+)
 def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
     get_spec(name)  # 404 for unknown models before loading anything
     adapter = service.models.get(name).tokenizer
     structure = adapter.structure() if hasattr(adapter, "structure") else None
     if structure is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND,
-                            f"model {name!r} has no closed-form head geometry (only Gaussian-attention models do)")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"model {name!r} has no closed-form head geometry (only Gaussian-attention models do)",
+        )
     return ModelStructure(model=name, **structure)

@@ -9,7 +9,15 @@ from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Respon
 from attnscope.analysis.codec import MEDIA_TYPE, pack
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
-from attnscope.server.schemas import AttentionSlice, ConvAttentionPair, ErrorBody, ImageSource, Prediction, RunCreate, RunPublic
+from attnscope.server.schemas import (
+    AttentionSlice,
+    ConvAttentionPair,
+    ErrorBody,
+    ImageSource,
+    Prediction,
+    RunCreate,
+    RunPublic,
+)
 from attnscope.server.store import Run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -25,15 +33,26 @@ ERRORS = {
 def to_public(run: Run) -> RunPublic:
     maps = run.capture.maps
     return RunPublic(
-        id=run.id, model=run.model, text=run.text, tokens=list(maps.tokens),
-        special=list(maps.special), grid=list(maps.grid) if maps.grid else None,
-        shape=list(maps.shape), prediction=Prediction(**run.capture.output), created=run.created,
+        id=run.id,
+        model=run.model,
+        text=run.text,
+        tokens=list(maps.tokens),
+        special=list(maps.special),
+        grid=list(maps.grid) if maps.grid else None,
+        shape=list(maps.shape),
+        prediction=Prediction(**run.capture.output),
+        created=run.created,
         image=ImageSource(**run.source) if run.source else None,
     )
 
 
-@router.post("", response_model=RunPublic, status_code=status.HTTP_201_CREATED, responses=ERRORS,
-             summary="Run a text (text models) or a dataset sample (vision models) and keep its attention")
+@router.post(
+    "",
+    response_model=RunPublic,
+    status_code=status.HTTP_201_CREATED,
+    responses=ERRORS,
+    summary="Run a text (text models) or a dataset sample (vision models) and keep its attention",
+)
 def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
     if body.sample is not None:
@@ -41,17 +60,28 @@ def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     return to_public(service.create_run(body.model, body.text))
 
 
-@router.post("/image", response_model=RunPublic, status_code=status.HTTP_201_CREATED, responses=ERRORS,
-             summary=f"Upload a PNG/JPEG (at most {MAX_IMAGE_BYTES // 2**20} MB, 4096x4096 pixels, 1 or 3 "
-                     "channels) and run it through a vision model")
-def create_image_run(service: ServiceDep, file: Annotated[UploadFile, File(description="PNG or JPEG image")],
-                     model: Annotated[str, Form(description="a vision model from GET /models")]) -> RunPublic:
+@router.post(
+    "/image",
+    response_model=RunPublic,
+    status_code=status.HTTP_201_CREATED,
+    responses=ERRORS,
+    summary=f"Upload a PNG/JPEG (at most {MAX_IMAGE_BYTES // 2**20} MB, 4096x4096 pixels, 1 or 3 "
+    "channels) and run it through a vision model",
+)
+def create_image_run(
+    service: ServiceDep,
+    file: Annotated[UploadFile, File(description="PNG or JPEG image")],
+    model: Annotated[str, Form(description="a vision model from GET /models")],
+) -> RunPublic:
     blob = file.file.read(MAX_IMAGE_BYTES + 1)
     return to_public(service.create_upload_run(model, blob))
 
 
-@router.get("/{run_id}/image", responses={**ERRORS, 200: {"content": {"image/png": {}}}},
-            summary="The image a vision run's model saw (after preparation), as PNG")
+@router.get(
+    "/{run_id}/image",
+    responses={**ERRORS, 200: {"content": {"image/png": {}}}},
+    summary="The image a vision run's model saw (after preparation), as PNG",
+)
 def read_run_image(run: RunDep) -> Response:
     if run.image is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is a text run and has no image")
@@ -63,22 +93,34 @@ def read_run(run: RunDep) -> RunPublic:
     return to_public(run)
 
 
-@router.get("/{run_id}/conv-vs-attention", response_model=ConvAttentionPair, responses=ERRORS,
-            summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
-                    "layer built from it, side by side")
+@router.get(
+    "/{run_id}/conv-vs-attention",
+    response_model=ConvAttentionPair,
+    responses=ERRORS,
+    summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
+    "layer built from it, side by side",
+)
 def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
     from attnscope.models.registry import get_spec
 
     feats = run.capture.extras.get("conv_vs_attention")
     if get_spec(run.model).family != "conv-as-attention" or feats is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is not a conv-as-attention run; "
-                            "create one with model conv-attention")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"run {run.id} is not a conv-as-attention run; create one with model conv-attention",
+        )
     _check_range("channel", channel, feats.shape[-1])
     side = int(round(feats.shape[1] ** 0.5))
     conv, attn = feats[0, :, channel].reshape(side, side), feats[1, :, channel].reshape(side, side)
-    return ConvAttentionPair(run_id=run.id, channel=channel, n_channels=int(feats.shape[-1]), grid=[side, side],
-                             conv=conv.tolist(), attention=attn.tolist(),
-                             max_abs_diff=float(abs(feats[0] - feats[1]).max()))
+    return ConvAttentionPair(
+        run_id=run.id,
+        channel=channel,
+        n_channels=int(feats.shape[-1]),
+        grid=[side, side],
+        conv=conv.tolist(),
+        attention=attn.tolist(),
+        max_abs_diff=float(abs(feats[0] - feats[1]).max()),
+    )
 
 
 def _check_range(name: str, value: int | None, size: int) -> None:
@@ -92,9 +134,14 @@ def _check_range(name: str, value: int | None, size: int) -> None:
 @router.get(
     "/{run_id}/attention",
     response_model=AttentionSlice,
-    responses={**ERRORS, 200: {"content": {MEDIA_TYPE: {}},
-               "description": "JSON, or with format=float16|uint8 (or Accept: "
-               f"{MEDIA_TYPE}) a compact binary blob: b'ATNS' + uint32 header length + JSON header + payload"}},
+    responses={
+        **ERRORS,
+        200: {
+            "content": {MEDIA_TYPE: {}},
+            "description": "JSON, or with format=float16|uint8 (or Accept: "
+            f"{MEDIA_TYPE}) a compact binary blob: b'ATNS' + uint32 header length + JSON header + payload",
+        },
+    },
     summary="One layer [head, query, key] or one head [query, key] of a run's attention",
 )
 def read_attention(
@@ -102,8 +149,10 @@ def read_attention(
     request: Request,
     layer: Annotated[int, Query(description="zero-based layer")],
     head: Annotated[int | None, Query(description="zero-based head; omit for the whole layer")] = None,
-    format: Annotated[Literal["json", "float16", "uint8"] | None, Query(
-        description="json (default), or a compact binary encoding; overrides Accept")] = None,
+    format: Annotated[
+        Literal["json", "float16", "uint8"] | None,
+        Query(description="json (default), or a compact binary encoding; overrides Accept"),
+    ] = None,
 ):
     maps = run.capture.maps
     _check_range("layer", layer, maps.n_layers)
@@ -114,5 +163,11 @@ def read_attention(
     if format != "json":
         blob = pack(weights, format, run_id=run.id, layer=layer, head=head, tokens=list(maps.tokens))
         return Response(blob, media_type=MEDIA_TYPE)
-    return AttentionSlice(run_id=run.id, layer=layer, head=head, shape=list(weights.shape),
-                          tokens=list(maps.tokens), weights=weights.tolist())
+    return AttentionSlice(
+        run_id=run.id,
+        layer=layer,
+        head=head,
+        shape=list(weights.shape),
+        tokens=list(maps.tokens),
+        weights=weights.tolist(),
+    )

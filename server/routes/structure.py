@@ -29,27 +29,46 @@ def _offset(o):
 
 
 @router.get("/{run_id}/shift", response_model=ShiftResult, summary="Shift scan and implied convolution per head")
-def read_shift(run: RunDep, k: K = DEFAULT_K, radius: RADIUS = DEFAULT_RADIUS, threshold: THRESHOLD = DEFAULT_THRESHOLD,
-               include_special: bool = False) -> ShiftResult:
+def read_shift(
+    run: RunDep,
+    k: K = DEFAULT_K,
+    radius: RADIUS = DEFAULT_RADIUS,
+    threshold: THRESHOLD = DEFAULT_THRESHOLD,
+    include_special: bool = False,
+) -> ShiftResult:
     maps = run.capture.maps
     scan = scan_shifts(maps, k=k, radius=radius, threshold=threshold, include_special=include_special)
     conv = implied_convolution(maps, k=k, radius=radius, include_special=include_special)
     offs = [_offset(o) for o in scan.offsets]
     pick = lambda idx: [[offs[int(i)] for i in row] for row in idx]  # noqa: E731
     return ShiftResult(
-        run_id=run.id, offsets=offs, kernel_shape=list(conv.index.kernel_shape), threshold=threshold,
-        mass=scan.mass.tolist(), best_offset=pick(scan.best), best_mass=scan.best_mass.tolist(),
-        runner_up_offset=pick(scan.runner_up), runner_up_mass=scan.runner_up_mass.tolist(),
-        shift_score=scan.shift_score.tolist(), is_shift=scan.is_shift.tolist(),
-        kernel=conv.kernel.tolist(), r2=conv.r2.tolist(),
-        shift_heads=[{**r.__dict__, "offset": _offset(r.offset), "runner_up": _offset(r.runner_up)}
-                     for r in scan.shift_heads()],
+        run_id=run.id,
+        offsets=offs,
+        kernel_shape=list(conv.index.kernel_shape),
+        threshold=threshold,
+        mass=scan.mass.tolist(),
+        best_offset=pick(scan.best),
+        best_mass=scan.best_mass.tolist(),
+        runner_up_offset=pick(scan.runner_up),
+        runner_up_mass=scan.runner_up_mass.tolist(),
+        shift_score=scan.shift_score.tolist(),
+        is_shift=scan.is_shift.tolist(),
+        kernel=conv.kernel.tolist(),
+        r2=conv.r2.tolist(),
+        shift_heads=[
+            {**r.__dict__, "offset": _offset(r.offset), "runner_up": _offset(r.runner_up)} for r in scan.shift_heads()
+        ],
     )
 
 
 @router.get("/{run_id}/heads", response_model=HeadsResult, summary="Head types with scores, and attention distance")
-def read_heads(run: RunDep, service: ServiceDep, probe: Annotated[bool, Query(
-        description="also run the repeated-random-token probe for duplicate-token and induction scores")] = True) -> HeadsResult:
+def read_heads(
+    run: RunDep,
+    service: ServiceDep,
+    probe: Annotated[
+        bool, Query(description="also run the repeated-random-token probe for duplicate-token and induction scores")
+    ] = True,
+) -> HeadsResult:
     maps = run.capture.maps
     probe_data, note = None, None
     if probe and maps.grid is None:
@@ -64,34 +83,55 @@ def read_heads(run: RunDep, service: ServiceDep, probe: Annotated[bool, Query(
     flat = dist.per_head.reshape(-1)
     for rec, d, (li, hi) in zip(table, flat, np.ndindex(dist.per_head.shape)):
         rec.update(layer=int(maps.layer_ids[li]), head_index=int(maps.head_ids[hi]), distance=float(d))
-    return HeadsResult(run_id=run.id, heads=table, distance_per_layer=dist.per_layer.tolist(),
-                       distance_unit=dist.unit, probe=note)
+    return HeadsResult(
+        run_id=run.id, heads=table, distance_per_layer=dist.per_layer.tolist(), distance_unit=dist.unit, probe=note
+    )
 
 
 def _profile(model: str, ev: Evolution) -> EvolutionProfile:
     return EvolutionProfile(
-        model=model, layer_entropy=ev.layer_entropy.tolist(), layer_norm_entropy=ev.layer_norm_entropy.tolist(),
-        layer_top1=ev.layer_top1.tolist(), head_entropy=ev.head_entropy.tolist(),
-        head_norm_entropy=ev.head_norm_entropy.tolist(), head_effective_keys=ev.head_effective_keys.tolist(),
-        head_top1=ev.head_top1.tolist(), slope=float(ev.slope), js_next=ev.js_next.tolist(),
+        model=model,
+        layer_entropy=ev.layer_entropy.tolist(),
+        layer_norm_entropy=ev.layer_norm_entropy.tolist(),
+        layer_top1=ev.layer_top1.tolist(),
+        head_entropy=ev.head_entropy.tolist(),
+        head_norm_entropy=ev.head_norm_entropy.tolist(),
+        head_effective_keys=ev.head_effective_keys.tolist(),
+        head_top1=ev.head_top1.tolist(),
+        slope=float(ev.slope),
+        js_next=ev.js_next.tolist(),
         cosine_next=ev.cosine_next.tolist(),
     )
 
 
-@router.get("/{run_id}/evolution", response_model=EvolutionResult,
-            summary="Entropy, sharpening and layer-to-layer similarity; optionally beside another run")
-def read_evolution(run: RunDep, service: ServiceDep, compare_to: Annotated[str | None, Query(
-        description="id of another run (e.g. the same text on another model) to show side by side")] = None) -> EvolutionResult:
+@router.get(
+    "/{run_id}/evolution",
+    response_model=EvolutionResult,
+    summary="Entropy, sharpening and layer-to-layer similarity; optionally beside another run",
+)
+def read_evolution(
+    run: RunDep,
+    service: ServiceDep,
+    compare_to: Annotated[
+        str | None, Query(description="id of another run (e.g. the same text on another model) to show side by side")
+    ] = None,
+) -> EvolutionResult:
     if compare_to is None:
         return EvolutionResult(run_id=run.id, profile=_profile(run.model, evolution(run.capture.maps)))
     other = service.store.get(compare_to)
     if other is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run with id {compare_to!r} to compare with; create it first")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no run with id {compare_to!r} to compare with; create it first"
+        )
     cmp = compare(run.capture.maps, other.capture.maps)
     tolist = lambda a: None if a is None else a.tolist()  # noqa: E731
     return EvolutionResult(
-        run_id=run.id, profile=_profile(run.model, cmp.a), compare=_profile(other.model, cmp.b),
-        compare_run_id=other.id, match_layer=cmp.match_b.tolist(), js_between=tolist(cmp.js_ab),
+        run_id=run.id,
+        profile=_profile(run.model, cmp.a),
+        compare=_profile(other.model, cmp.b),
+        compare_run_id=other.id,
+        match_layer=cmp.match_b.tolist(),
+        js_between=tolist(cmp.js_ab),
         cosine_between=tolist(cmp.cosine_ab),
     )
 
@@ -104,21 +144,31 @@ def _row(row: str, n: int) -> int | None:
     try:
         value = int(row)
     except ValueError:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"row={row!r}: use 'cls', 'mean' or a position 0..{n - 1}") from None
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"row={row!r}: use 'cls', 'mean' or a position 0..{n - 1}"
+        ) from None
     if not 0 <= value < n:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"row={value} is out of range: use 0..{n - 1}")
     return value
 
 
 def _importance(run, imp, method: str, maps, cap: int | None = None) -> ImportanceResult:
-    return ImportanceResult(run_id=run.id, method=method, row=imp.row, tokens=list(run.capture.maps.tokens),
-                            values=imp.values.tolist(), grid=None if imp.grid is None else imp.grid.tolist(),
-                            max_tokens=cap, through_layer=int(maps.layer_ids[-1]))
+    return ImportanceResult(
+        run_id=run.id,
+        method=method,
+        row=imp.row,
+        tokens=list(run.capture.maps.tokens),
+        values=imp.values.tolist(),
+        grid=None if imp.grid is None else imp.grid.tolist(),
+        max_tokens=cap,
+        through_layer=int(maps.layer_ids[-1]),
+    )
 
 
-LAYER = Annotated[int | None, Query(description="through this layer (0-based): what that layer's output "
-                                    "draws on; default: the last layer")]
+LAYER = Annotated[
+    int | None,
+    Query(description="through this layer (0-based): what that layer's output draws on; default: the last layer"),
+]
 
 
 def _through(maps, layer: int | None):
@@ -126,25 +176,34 @@ def _through(maps, layer: int | None):
     if layer is None:
         return maps
     if not 0 <= layer < maps.n_layers:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"layer={layer} is out of range: this run has {maps.n_layers} layers, use 0..{maps.n_layers - 1}")
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"layer={layer} is out of range: this run has {maps.n_layers} layers, use 0..{maps.n_layers - 1}",
+        )
     return maps.select(layers=range(layer + 1))
 
 
-@router.get("/{run_id}/rollout", response_model=ImportanceResult, summary="Attention rollout as token (and pixel) importance")
+@router.get(
+    "/{run_id}/rollout", response_model=ImportanceResult, summary="Attention rollout as token (and pixel) importance"
+)
 def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
     maps = _through(run.capture.maps, layer)
     return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens)), "rollout", maps)
 
 
-@router.get("/{run_id}/flow", response_model=ImportanceResult,
-            summary=f"Attention flow (max-flow; inputs up to {MAX_FLOW_TOKENS} tokens)")
+@router.get(
+    "/{run_id}/flow",
+    response_model=ImportanceResult,
+    summary=f"Attention flow (max-flow; inputs up to {MAX_FLOW_TOKENS} tokens)",
+)
 def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
     maps = _through(run.capture.maps, layer)
     if maps.n_tokens > MAX_FLOW_TOKENS:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            f"attention flow is limited to {MAX_FLOW_TOKENS} tokens (one max-flow per token pair); "
-                            f"this run has {maps.n_tokens}. Use /rollout or a shorter text.")
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"attention flow is limited to {MAX_FLOW_TOKENS} tokens (one max-flow per token pair); "
+            f"this run has {maps.n_tokens}. Use /rollout or a shorter text.",
+        )
     r = _row(row, maps.n_tokens)
     from attnscope.analysis.rollout import default_row
 

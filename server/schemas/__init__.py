@@ -2,19 +2,48 @@
 one module per resource, all re-exported here."""
 
 from attnscope.server.schemas.core import (  # noqa: F401
-    MAX_TEXT_CHARS, Health, ModelPublic, ModelList, SampleRef, RunCreate, Prediction, ImageSource,
-    RunPublic, DatasetSample, SampleList, HeadGeometry, ModelStructure, AttentionSlice, ErrorBody,
+    MAX_TEXT_CHARS,
+    AttentionSlice,
     ConvAttentionPair,
-)
-from attnscope.server.schemas.jobs import (  # noqa: F401
-    JobCreate, JobPublic, JobKindPublic,
-)
-from attnscope.server.schemas.structure import (  # noqa: F401
-    ShiftResult, HeadsResult, EvolutionProfile, EvolutionResult, ImportanceResult,
-)
-from attnscope.server.schemas.measure import (  # noqa: F401
-    BOUND_STATUS, BLOCK_BOUND_STATUS, BlockBoundPublic, MeasurePublic, LipschitzPublic, ParticlesPublic, FixedPointPublic,
+    DatasetSample,
+    ErrorBody,
+    HeadGeometry,
+    Health,
+    ImageSource,
+    ModelList,
+    ModelPublic,
+    ModelStructure,
+    Prediction,
+    RunCreate,
+    RunPublic,
+    SampleList,
+    SampleRef,
 )
 from attnscope.server.schemas.faithfulness import (  # noqa: F401
-    FAITHFULNESS_CONVENTIONS, FaithfulnessCreate, ExplainerResult, FaithfulnessPublic, ExplainerInfo,
+    FAITHFULNESS_CONVENTIONS,
+    ExplainerInfo,
+    ExplainerResult,
+    FaithfulnessCreate,
+    FaithfulnessPublic,
+)
+from attnscope.server.schemas.jobs import (  # noqa: F401
+    JobCreate,
+    JobKindPublic,
+    JobPublic,
+)
+from attnscope.server.schemas.measure import (  # noqa: F401
+    BLOCK_BOUND_STATUS,
+    BOUND_STATUS,
+    BlockBoundPublic,
+    FixedPointPublic,
+    LipschitzPublic,
+    MeasurePublic,
+    ParticlesPublic,
+)
+from attnscope.server.schemas.structure import (  # noqa: F401
+    EvolutionProfile,
+    EvolutionResult,
+    HeadsResult,
+    ImportanceResult,
+    ShiftResult,
 )

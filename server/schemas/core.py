@@ -48,8 +48,12 @@ class RunCreate(BaseModel):
     models). Images can also be uploaded with ``POST /runs/image``."""
 
     model: str = Field("minilm", description="registry name from GET /models", examples=["minilm"])
-    text: str | None = Field(None, max_length=MAX_TEXT_CHARS, description="the text to analyse",
-                             examples=["The cat sat on the mat because it was tired."])
+    text: str | None = Field(
+        None,
+        max_length=MAX_TEXT_CHARS,
+        description="the text to analyse",
+        examples=["The cat sat on the mat because it was tired."],
+    )
     sample: SampleRef | None = Field(None, description="a dataset sample, for vision models")
 
     @field_validator("text")
@@ -60,10 +64,12 @@ class RunCreate(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _one_input(self) -> "RunCreate":
+    def _one_input(self) -> RunCreate:
         if (self.text is None) == (self.sample is None):
-            raise ValueError("send exactly one input: 'text' (text models) or 'sample' "
-                             "({\"dataset\": \"mnist\", \"index\": 17}, vision models)")
+            raise ValueError(
+                "send exactly one input: 'text' (text models) or 'sample' "
+                '({"dataset": "mnist", "index": 17}, vision models)'
+            )
         return self
 
 
@@ -142,8 +148,6 @@ class AttentionSlice(BaseModel):
 
 class ErrorBody(BaseModel):
     detail: str
-
-
 
 
 class ConvAttentionPair(BaseModel):

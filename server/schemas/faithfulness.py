@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
 
@@ -14,22 +14,41 @@ class FaithfulnessCreate(BaseModel):
 
     explainers: list[str] = Field(
         default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"],
-        min_length=1, description="explainer names (GET /faithfulness/explainers)")
+        min_length=1,
+        description="explainer names (GET /faithfulness/explainers)",
+    )
     metrics: list[str] = Field(
-        default_factory=lambda: ["comprehensiveness", "sufficiency", "aopc_comprehensiveness",
-                                 "aopc_sufficiency", "token_f1", "iou_f1", "auprc"], min_length=1)
+        default_factory=lambda: [
+            "comprehensiveness",
+            "sufficiency",
+            "aopc_comprehensiveness",
+            "aopc_sufficiency",
+            "token_f1",
+            "iou_f1",
+            "auprc",
+        ],
+        min_length=1,
+    )
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
     k: float = Field(0.2, gt=0, le=1, description="hard-rationale size, fraction of non-special tokens")
-    target: int | None = Field(None, ge=0, description="class to explain and score under the ferret "
-                               "convention; the ERASER conventions always use the predicted class")
+    target: int | None = Field(
+        None,
+        ge=0,
+        description="class to explain and score under the ferret "
+        "convention; the ERASER conventions always use the predicted class",
+    )
     human_rationale: list[int] | None = Field(
-        None, description="0/1 per token of the run (same length as its tokens) for plausibility")
+        None, description="0/1 per token of the run (same length as its tokens) for plausibility"
+    )
     human_spans: list[tuple[int, int]] | None = Field(
-        None, description="human rationale as [start, end) character spans of the run's text "
-        "(alternative to human_rationale; a token is marked when it overlaps a span)")
-    options: dict[str, dict] = Field(default_factory=dict,
-                                     description='per-explainer options, e.g. {"attention": {"layer": 5, "row": "mean"}}')
+        None,
+        description="human rationale as [start, end) character spans of the run's text "
+        "(alternative to human_rationale; a token is marked when it overlaps a span)",
+    )
+    options: dict[str, dict] = Field(
+        default_factory=dict, description='per-explainer options, e.g. {"attention": {"layer": 5, "row": "mean"}}'
+    )
 
 
 class ExplainerResult(BaseModel):

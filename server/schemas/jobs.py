@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
+
 
 class JobCreate(BaseModel):
     """Body of ``POST /jobs``: a registered job kind and its parameters."""

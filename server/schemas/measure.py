@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 
 BOUND_STATUS = (
     "DERIVED (our own derivation, not the paper's theorem; methods.md 3.3 corrected for biases). "
@@ -22,11 +22,13 @@ class MeasurePublic(BaseModel):
     n_tokens: int
     w1_successive: list[float] = Field(..., description="[layer]: W1(mu_l, mu_{l+1}) between successive hidden states")
     max_entropy_deviation: list[float] | None = Field(
-        None, description="[layer]: max |p - attention| with p the maximum-entropy row solved anew from the scores")
+        None, description="[layer]: max |p - attention| with p the maximum-entropy row solved anew from the scores"
+    )
     max_entropy_note: str = ""
     compare_run_id: str | None = None
     w1_between: list[float] | None = Field(
-        None, description="[layer + 1]: W1 between this run's and the compared run's token measures at each depth")
+        None, description="[layer + 1]: W1 between this run's and the compared run's token measures at each depth"
+    )
 
 
 class LipschitzPublic(BaseModel):
@@ -40,7 +42,8 @@ class LipschitzPublic(BaseModel):
     log10_bound: float = Field(..., description="log10 L (L itself overflows float64 for real layers)")
     log10_bound_per_head: list[float]
     log10_bound_without_bias: float = Field(
-        ..., description="methods.md 3.3 as written (query bias ignored): not valid when the layer has one")
+        ..., description="methods.md 3.3 as written (query bias ignored): not valid when the layer has one"
+    )
     estimate: float = Field(..., description="L_hat: the largest W1 ratio found (a lower bound on the true L)")
     log10_estimate: float
     log10_ratio: float = Field(..., description="log10(L_hat / L); must be <= 0")
@@ -85,15 +88,23 @@ class BlockBoundPublic(BaseModel):
     ffn_factor: float = Field(..., description="F = ||W2|| max|act'| ||W1||")
     contraction: bool = Field(..., description="the global L < 1 (Banach): a unique fixed cloud")
     log10_orbit_bound: list[float] = Field(
-        ..., description="[step]: log10 L(x_t, x_{t+1}) with the pair's own LayerNorm floors")
+        ..., description="[step]: log10 L(x_t, x_{t+1}) with the pair's own LayerNorm floors"
+    )
     orbit_step_ratio: list[float | None] = Field(
-        ..., description="[step]: observed d_inf(x_{t+2}, x_{t+1}) / d_inf(x_{t+1}, x_t); must stay below the bound")
+        ..., description="[step]: observed d_inf(x_{t+2}, x_{t+1}) / d_inf(x_{t+1}, x_t); must stay below the bound"
+    )
     orbit_worst_slack: float | None = Field(
-        None, description="max over steps of log10(observed / bound); must be <= 0 (None: too few steps)")
-    estimate: float = Field(..., description="L_hat around x_0: the largest d_inf ratio over random and "
-                            "gradient-ascent perturbations (a lower bound on the true constant there)")
+        None, description="max over steps of log10(observed / bound); must be <= 0 (None: too few steps)"
+    )
+    estimate: float = Field(
+        ...,
+        description="L_hat around x_0: the largest d_inf ratio over random and "
+        "gradient-ascent perturbations (a lower bound on the true constant there)",
+    )
     log10_bound_at_estimate: float = Field(..., description="the pairwise bound of the pair that gave L_hat")
-    estimate_worst_slack: float = Field(..., description="max over the perturbed pairs of log10(ratio / pair bound); <= 0")
+    estimate_worst_slack: float = Field(
+        ..., description="max over the perturbed pairs of log10(ratio / pair bound); <= 0"
+    )
     status: str = BLOCK_BOUND_STATUS
 
 
@@ -108,22 +119,33 @@ class FixedPointPublic(BaseModel):
     start_depth: int
     n_steps: int
     w1_steps: list[float] = Field(..., description="[step]: W1(mu_{t+1}, mu_t)")
-    rate: float | None = Field(None, description="median ratio of successive W1 over the second half (None if undefined)")
+    rate: float | None = Field(
+        None, description="median ratio of successive W1 over the second half (None if undefined)"
+    )
     converged: bool
     orbit_radius: float
     log10_bound_attention: float | None = Field(
-        None, description="DERIVED bound of the block's attention sublayer with residual on the orbit's ball")
+        None, description="DERIVED bound of the block's attention sublayer with residual on the orbit's ball"
+    )
     attention_contraction: bool | None = Field(
-        None, description="log10_bound_attention < 0: the contraction condition for the attention sublayer; "
-        "the block's FFN and LayerNorms are not bounded")
+        None,
+        description="log10_bound_attention < 0: the contraction condition for the attention sublayer; "
+        "the block's FFN and LayerNorms are not bounded",
+    )
     behaviour: Literal["converges", "drifts", "diverges", "undecided"] = Field(
-        ..., description="from the W1 steps: converges (to a fixed point), drifts (constant step: no fixed point), "
-        "diverges, undecided")
+        ...,
+        description="from the W1 steps: converges (to a fixed point), drifts (constant step: no fixed point), "
+        "diverges, undecided",
+    )
     drift: float | None = Field(None, description="the constant W1 step of a drifting orbit")
     w1_normalised_steps: list[float] = Field(
-        ..., description="[step]: W1 between successive STANDARDISED clouds (each token centred, unit variance: "
-        "what a LayerNorm sees)")
+        ...,
+        description="[step]: W1 between successive STANDARDISED clouds (each token centred, unit variance: "
+        "what a LayerNorm sees)",
+    )
     normalised_order: float | None = Field(
-        None, description="p in w1_normalised_steps[t] ~ t^-p, fitted on the second half")
+        None, description="p in w1_normalised_steps[t] ~ t^-p, fitted on the second half"
+    )
     block_bound: BlockBoundPublic | None = Field(
-        None, description="the DERIVED fixed-key bound and contraction condition of a shared (HA) block")
+        None, description="the DERIVED fixed-key bound and contraction condition of a shared (HA) block"
+    )

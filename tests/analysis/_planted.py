@@ -13,7 +13,7 @@ def random_rows(rng: np.random.Generator, shape, sparsity: float = 0.0) -> np.nd
     w = rng.random(shape).astype(np.float32) + np.float32(1e-3)
     if sparsity:
         w[rng.random(shape) < sparsity] = 0.0
-        w[..., 0] += (w.sum(-1) == 0)  # keep every row non-empty
+        w[..., 0] += w.sum(-1) == 0  # keep every row non-empty
     return (w / w.sum(-1, keepdims=True, dtype=np.float64)).astype(np.float32)
 
 
@@ -66,14 +66,14 @@ def planted_2d(plants, grid, radius=3, noise=0.0, seed=0) -> AttentionMaps:
                 share = rng.random(far.size)
                 w[0, h, q, far] += noise * share / share.sum()
             w[0, h, q, 0] += 1.0 - w[0, h, q].sum()
-    return AttentionMaps(w.astype(np.float32), tokens=["[CLS]"] + [f"p{i}" for i in range(n - 1)],
-                         grid=grid, special=(0,))
+    return AttentionMaps(
+        w.astype(np.float32), tokens=["[CLS]"] + [f"p{i}" for i in range(n - 1)], grid=grid, special=(0,)
+    )
 
 
 def maps_from(w, special=(), grid=None, causal=False) -> AttentionMaps:
     w = np.asarray(w, dtype=np.float32)
-    return AttentionMaps(w, tokens=[f"t{i}" for i in range(w.shape[-1])], special=special,
-                         grid=grid, causal=causal)
+    return AttentionMaps(w, tokens=[f"t{i}" for i in range(w.shape[-1])], special=special, grid=grid, causal=causal)
 
 
 def probe_dataset(count=40, n=10, seed=0):

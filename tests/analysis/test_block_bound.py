@@ -5,8 +5,17 @@ import pytest
 import torch
 from scipy.special import softmax
 
-from attnscope.analysis.block_bound import (GELU_LIPSCHITZ, FixedKeyBlock, block_bound, content_score_radius, d_inf,
-                                  global_bound, mlp_score_radius, orbit_check, token_sigma)
+from attnscope.analysis.block_bound import (
+    GELU_LIPSCHITZ,
+    FixedKeyBlock,
+    block_bound,
+    content_score_radius,
+    d_inf,
+    global_bound,
+    mlp_score_radius,
+    orbit_check,
+    token_sigma,
+)
 from attnscope.analysis.measure import orbit_behaviour, power_order, standardise
 from attnscope.analysis.wasserstein import w1_uniform
 
@@ -15,7 +24,7 @@ EPS = 1e-5
 
 def layer_norm(x, gamma, beta, eps=EPS):
     c = x - x.mean(-1, keepdims=True)
-    return gamma * c / np.sqrt((c ** 2).mean(-1, keepdims=True) + eps) + beta
+    return gamma * c / np.sqrt((c**2).mean(-1, keepdims=True) + eps) + beta
 
 
 def fixed_key_attention(u, w_q, b_q, keys, w_v, b_v, w_o, bias):
@@ -81,7 +90,10 @@ def test_fixed_key_attention_lemma_holds_on_random_layers():
         norms = np.array([np.linalg.norm(w_o[h] @ w_v[h], 2) for h in range(H)])
         block = FixedKeyBlock(gamma, EPS, gamma, EPS, norms, radius, 0.0)
         lip = block.attention_factor
-        attn = lambda u: fixed_key_attention(u, w_q, b_q, keys, w_v, b_v, w_o, bias)  # noqa: E731
+
+        def attn(u, w_q=w_q, b_q=b_q, keys=keys, w_v=w_v, b_v=b_v, w_o=w_o, bias=bias):
+            return fixed_key_attention(u, w_q, b_q, keys, w_v, b_v, w_o, bias)
+
         for size in (1e-4, 1e-2, 1.0):
             for single in (False, True):
                 x = rng.standard_normal((N, D)) * 2
@@ -103,8 +115,19 @@ def test_fixed_key_attention_bound_is_attained_without_score_gradients():
     block = FixedKeyBlock(np.ones(D), EPS, np.ones(D), EPS, np.array([norm]), radius, 0.0)
     top = np.linalg.svd(w_v[0])[2][0]
     u = rng.standard_normal((N, D))
-    attn = lambda u: fixed_key_attention(u, np.zeros((1, D, D)), np.zeros((1, D)), keys, w_v,  # noqa: E731
-                                         np.zeros((1, D)), w_o, np.zeros((1, N, N)))
+
+    def attn(u):
+        return fixed_key_attention(
+            u,
+            np.zeros((1, D, D)),
+            np.zeros((1, D)),
+            keys,
+            w_v,
+            np.zeros((1, D)),
+            w_o,
+            np.zeros((1, N, N)),
+        )
+
     ratio = d_inf(attn(u), attn(u + 0.1 * top)) / 0.1
     assert ratio == pytest.approx(block.attention_factor, rel=1e-9)
 
@@ -120,8 +143,9 @@ def test_score_radii_in_closed_form():
 
 def test_block_bound_is_at_least_one_and_refuses_floors_below_eps():
     rng = np.random.default_rng(4)
-    block = FixedKeyBlock(rng.uniform(0.5, 1, 8), EPS, rng.uniform(0.5, 1, 8), EPS, rng.uniform(0, 2, 3),
-                          rng.uniform(0, 1, 3), 2.0)
+    block = FixedKeyBlock(
+        rng.uniform(0.5, 1, 8), EPS, rng.uniform(0.5, 1, 8), EPS, rng.uniform(0, 2, 3), rng.uniform(0, 1, 3), 2.0
+    )
     g = global_bound(block)
     assert g.sigma1 == pytest.approx(np.sqrt(EPS)) and not g.contraction
     expected = np.log10((1 + g.ln1_factor * block.attention_factor) * (1 + g.ln2_factor * 2.0))
@@ -158,12 +182,12 @@ def test_d_inf_dominates_w1():
 
 def test_orbit_behaviour_and_power_order():
     t = np.arange(1, 41)
-    assert orbit_behaviour(0.5 ** t) == ("converges", None)
+    assert orbit_behaviour(0.5**t) == ("converges", None)
     label, drift = orbit_behaviour(3.0 + 0.01 * np.sin(t))
     assert label == "drifts" and drift == pytest.approx(3.0, abs=0.02)
-    assert orbit_behaviour(1.2 ** t)[0] == "diverges"
+    assert orbit_behaviour(1.2**t)[0] == "diverges"
     assert orbit_behaviour(np.array([1.0, 2.0, 1.0]))[0] == "undecided"
-    assert power_order(5.0 * t ** -1.5) == pytest.approx(1.5, abs=1e-9)
+    assert power_order(5.0 * t**-1.5) == pytest.approx(1.5, abs=1e-9)
     assert power_order(np.zeros(10)) is None
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from _planted import maps_from, random_rows
+
 from attnscope.analysis.census import census
 from attnscope.analysis.shift import scan_shifts
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from _planted import maps_from, planted_1d, planted_2d, random_rows
+
 from attnscope.analysis.distance import attention_distance
 
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from _planted import maps_from, random_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _planted import maps_from, random_rows
 from attnscope.analysis.evolution import compare, evolution, js_divergence, normalised_entropy
 
 

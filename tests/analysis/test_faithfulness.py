@@ -4,8 +4,19 @@ import numpy as np
 import pytest
 
 from attnscope.analysis.faithfulness import (
-    ERASER, ERASER_PAPER, FERRET, aggregate, aopc, comprehensiveness, evaluate, get_convention,
-    keep_tokens, remove_tokens, select_rationale, sufficiency, token_count,
+    ERASER,
+    ERASER_PAPER,
+    FERRET,
+    aggregate,
+    aopc,
+    comprehensiveness,
+    evaluate,
+    get_convention,
+    keep_tokens,
+    remove_tokens,
+    select_rationale,
+    sufficiency,
+    token_count,
 )
 
 CLS, SEP, MASK = 101, 102, 103

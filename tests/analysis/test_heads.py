@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from _planted import maps_from, planted_1d, planted_2d, random_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _planted import maps_from, planted_1d, planted_2d, random_rows
 from attnscope.analysis.heads import (
     classify_heads,
     duplicate_token_scores,
@@ -131,5 +131,6 @@ def test_scores_are_in_unit_interval_and_follow_head_permutations(n, seed):
     for name, score in a.scores.items():
         assert np.all((score >= 0) & (score <= 1)), name
         np.testing.assert_allclose(b.scores[name], score[:, perm], atol=1e-6, err_msg=name)
-    assert [[b.labels_of(li, h) for h in range(4)] for li in range(2)] == \
-           [[a.labels_of(li, p) for p in perm] for li in range(2)]
+    assert [[b.labels_of(li, h) for h in range(4)] for li in range(2)] == [
+        [a.labels_of(li, p) for p in perm] for li in range(2)
+    ]

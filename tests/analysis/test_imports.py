@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import attnscope.analysis.maps
+
 ALLOWED_THIRD_PARTY = {"numpy", "scipy", "sklearn", "tqdm", "ot"}  # ot: POT, optimal transport
 
 

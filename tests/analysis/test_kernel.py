@@ -4,16 +4,30 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from attnscope.analysis.kernel import (AttentionParams, field, markov_kernel, maxent_objective, maxent_rows, scores,
-                             softmax_rows)
+from attnscope.analysis.kernel import (
+    AttentionParams,
+    field,
+    markov_kernel,
+    maxent_objective,
+    maxent_rows,
+    scores,
+    softmax_rows,
+)
 
 
 def random_params(H=2, d=3, D=5, scale=1.0, seed=0, bias=True):
     r = np.random.default_rng(seed)
     b = (lambda *s: r.standard_normal(s) * scale) if bias else (lambda *s: np.zeros(s))
     return AttentionParams(
-        w_q=r.standard_normal((H, d, D)) * scale, b_q=b(H, d), w_k=r.standard_normal((H, d, D)) * scale,
-        b_k=b(H, d), w_v=r.standard_normal((H, d, D)), b_v=b(H, d), w_o=r.standard_normal((H, D, d)), b_o=b(D))
+        w_q=r.standard_normal((H, d, D)) * scale,
+        b_q=b(H, d),
+        w_k=r.standard_normal((H, d, D)) * scale,
+        b_k=b(H, d),
+        w_v=r.standard_normal((H, d, D)),
+        b_v=b(H, d),
+        w_o=r.standard_normal((H, D, d)),
+        b_o=b(D),
+    )
 
 
 def test_scores_match_a_direct_loop_with_every_bias():
@@ -39,15 +53,23 @@ def test_kernel_rows_are_distributions_and_weights_equal_repeated_atoms():
     x = np.random.default_rng(5).standard_normal((3, 5))
     k = markov_kernel(p, x)
     np.testing.assert_allclose(k.sum(-1), 1.0, atol=1e-12)
-    doubled = np.concatenate([x, x[:1]])              # atom 0 twice: weight 2/4
+    doubled = np.concatenate([x, x[:1]])  # atom 0 twice: weight 2/4
     weighted = field(p, x, x, weights=np.array([0.5, 0.25, 0.25]))
     np.testing.assert_allclose(field(p, x, doubled), weighted, atol=1e-12)
 
 
 def test_without_query_and_key_the_field_is_the_value_of_the_mean():
     p = random_params(seed=6)
-    p0 = AttentionParams(np.zeros_like(p.w_q), np.zeros_like(p.b_q), np.zeros_like(p.w_k), np.zeros_like(p.b_k),
-                         p.w_v, p.b_v, p.w_o, p.b_o)
+    p0 = AttentionParams(
+        np.zeros_like(p.w_q),
+        np.zeros_like(p.b_q),
+        np.zeros_like(p.w_k),
+        np.zeros_like(p.b_k),
+        p.w_v,
+        p.b_v,
+        p.w_o,
+        p.b_o,
+    )
     x = np.random.default_rng(7).standard_normal((5, 5))
     expected = sum(p.w_o[h] @ (p.w_v[h] @ x.mean(0) + p.b_v[h]) for h in range(2)) + p.b_o
     np.testing.assert_allclose(field(p0, x), np.tile(expected, (5, 1)), atol=1e-12)
@@ -63,10 +85,15 @@ def test_bad_shapes_are_refused():
 def _slsqp_row(s):
     """A generic constrained solver that knows nothing of softmax."""
     n = len(s)
-    res = minimize(lambda p: -maxent_objective(np.clip(p, 0, None), s), np.full(n, 1 / n),
-                   jac=lambda p: -(s - np.log(np.clip(p, 1e-300, None)) - 1),
-                   bounds=[(1e-15, 1)] * n, constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1}],
-                   method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000})
+    res = minimize(
+        lambda p: -maxent_objective(np.clip(p, 0, None), s),
+        np.full(n, 1 / n),
+        jac=lambda p: -(s - np.log(np.clip(p, 1e-300, None)) - 1),
+        bounds=[(1e-15, 1)] * n,
+        constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1}],
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
     return res.x
 
 

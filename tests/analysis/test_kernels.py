@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from _planted import maps_from, planted_1d, planted_2d, random_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _planted import maps_from, planted_1d, planted_2d, random_rows
 from attnscope.analysis.kernels import grid_shift_matrix, implied_convolution, shift_matrix
 
 

@@ -4,16 +4,28 @@ import numpy as np
 import pytest
 
 from attnscope.analysis.kernel import AttentionParams, push_forward
-from attnscope.analysis.lipschitz import lipschitz_bound, product_norm, log_head_term, project_to_ball, random_ratios, w1_ratio
+from attnscope.analysis.lipschitz import (
+    lipschitz_bound,
+    log_head_term,
+    product_norm,
+    project_to_ball,
+    random_ratios,
+    w1_ratio,
+)
 
 
 def params(H=1, d=3, D=4, qk=1.0, seed=0, bias=1.0):
     r = np.random.default_rng(seed)
     return AttentionParams(
-        w_q=r.standard_normal((H, d, D)) * qk, b_q=r.standard_normal((H, d)) * bias,
-        w_k=r.standard_normal((H, d, D)) * qk, b_k=r.standard_normal((H, d)) * bias,
-        w_v=r.standard_normal((H, d, D)), b_v=r.standard_normal((H, d)) * bias,
-        w_o=r.standard_normal((H, D, d)), b_o=r.standard_normal(D) * bias)
+        w_q=r.standard_normal((H, d, D)) * qk,
+        b_q=r.standard_normal((H, d)) * bias,
+        w_k=r.standard_normal((H, d, D)) * qk,
+        b_k=r.standard_normal((H, d)) * bias,
+        w_v=r.standard_normal((H, d, D)),
+        b_v=r.standard_normal((H, d)) * bias,
+        w_o=r.standard_normal((H, D, d)),
+        b_o=r.standard_normal(D) * bias,
+    )
 
 
 def test_bias_free_bound_is_the_methods_formula():
@@ -47,8 +59,15 @@ def test_a_query_bias_breaks_the_bias_free_formula_but_not_the_derived_one():
     D, n, R = 2, 8, 1.0
     e = np.array([1.0, 0.0])
     p = AttentionParams(
-        w_q=np.zeros((1, 2, D)), b_q=np.array([[3.0, 0.0]]), w_k=np.array([[[1.0, 0.0], [0.0, 0.0]]]) * np.sqrt(2),
-        b_k=np.zeros((1, 2)), w_v=np.eye(2)[None], b_v=np.zeros((1, 2)), w_o=np.eye(2)[None], b_o=np.zeros(D))
+        w_q=np.zeros((1, 2, D)),
+        b_q=np.array([[3.0, 0.0]]),
+        w_k=np.array([[[1.0, 0.0], [0.0, 0.0]]]) * np.sqrt(2),
+        b_k=np.zeros((1, 2)),
+        w_v=np.eye(2)[None],
+        b_v=np.zeros((1, 2)),
+        w_o=np.eye(2)[None],
+        b_o=np.zeros(D),
+    )
     assert np.allclose(p.bilinear, 0) and np.allclose(p.key_bias, [[3.0, 0.0]])
     x = np.vstack([-R * e] * n)
     y = x.copy()

@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from attnscope.analysis.measure import (fixed_point_iteration, joint_pca, max_entropy_check, w1, w1_between_inputs,
-                              w1_successive, w1_uniform)
+from attnscope.analysis.measure import (
+    fixed_point_iteration,
+    joint_pca,
+    max_entropy_check,
+    w1,
+    w1_between_inputs,
+    w1_successive,
+    w1_uniform,
+)
 
 rng = np.random.default_rng(0)
 
@@ -63,8 +70,8 @@ def test_profile_of_shifted_layers_is_the_list_of_shifts():
 
 
 def test_between_inputs_of_different_lengths():
-    a = np.stack([cloud(6), cloud(6) + 1.0])             # [2, 6, 5]
-    b = np.stack([np.concatenate([a[0], a[0]])] * 2)    # [2, 12, 5]: a[0]'s measure at both depths
+    a = np.stack([cloud(6), cloud(6) + 1.0])  # [2, 6, 5]
+    b = np.stack([np.concatenate([a[0], a[0]])] * 2)  # [2, 12, 5]: a[0]'s measure at both depths
     out = w1_between_inputs(a, b)
     assert out.shape == (2,)
     assert out[0] == pytest.approx(0.0, abs=1e-12)
@@ -97,7 +104,7 @@ def test_max_entropy_check_is_tiny_for_softmax_and_sees_a_wrong_row():
 
 def test_joint_pca_of_points_on_a_line():
     direction = np.array([1.0, 2.0, -2.0]) / 3.0
-    t = np.arange(8.0).reshape(2, 4)                     # [layer + 1, token]
+    t = np.arange(8.0).reshape(2, 4)  # [layer + 1, token]
     hs = t[..., None] * direction + np.array([5.0, 0.0, 1.0])
     coords, ratio = joint_pca(hs, k=2)
     assert coords.shape == (2, 4, 2)

@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
-
 from _planted import maps_from
+
 from attnscope.analysis.offsets import distance_matrix, offset_index, offset_index_1d, offset_index_2d
 
 
 def _pairs(idx, i):
-    flat = idx.flat[idx.starts[i]: idx.starts[i] + idx.count[i]]
+    flat = idx.flat[idx.starts[i] : idx.starts[i] + idx.count[i]]
     return sorted(zip((flat // idx.n).tolist(), (flat % idx.n).tolist(), strict=True))
 
 

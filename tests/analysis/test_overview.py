@@ -1,6 +1,6 @@
 import numpy as np
-
 from _planted import maps_from, random_rows
+
 from attnscope.analysis.distance import attention_distance
 from attnscope.analysis.evolution import evolution
 from attnscope.analysis.heads import classify_heads

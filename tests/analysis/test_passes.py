@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from _planted import maps_from, random_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnscope.analysis.passes as passes
-from _planted import maps_from, random_rows
 from attnscope.analysis.offsets import distance_matrix
 from attnscope.analysis.passes import PARTS, reduce_maps, row_entropy
 
@@ -16,7 +16,7 @@ def _reference(maps, index):
         ent = -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1)
     flat = w.reshape(*w.shape[:2], -1)
     groups = zip(index.starts, index.count, strict=True)
-    band = np.stack([flat[..., index.flat[s:s + c]].sum(-1) for s, c in groups], -1)
+    band = np.stack([flat[..., index.flat[s : s + c]].sum(-1) for s, c in groups], -1)
     block = np.ix_(index.rows, index.cols)
     return {
         "entropy": ent,

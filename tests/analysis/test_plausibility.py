@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from attnscope.analysis.plausibility import (
-    aggregate_plausibility, auprc, iou_counts, iou_prf, plausibility, precision_recall_curve, spans,
-    token_prf, word_mask_to_tokens,
+    aggregate_plausibility,
+    auprc,
+    iou_counts,
+    iou_prf,
+    plausibility,
+    precision_recall_curve,
+    spans,
+    token_prf,
+    word_mask_to_tokens,
 )
 
 

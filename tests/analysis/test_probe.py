@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
+from _planted import maps_from, random_rows
+from _planted import probe_dataset as _dataset
 
-from _planted import maps_from, probe_dataset as _dataset, random_rows
 from attnscope.analysis.probe import adaptive_pool, crop_pad, map_features, probe_layers
 
 

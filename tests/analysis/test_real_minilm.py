@@ -54,6 +54,5 @@ def test_sink_heads_are_labelled_sinks_not_shifts(minilm_maps):
             labels = ov.types.labels_of(li, hi)
             assert {"cls-sink", "sep-sink"} & set(labels), (li, hi, labels)
             assert not ov.scan.is_shift[li, hi], (li, hi, labels)
-            shift_labels = [lab for lab in labels
-                            if lab in ("previous", "next", "self") or lab.startswith("shift")]
+            shift_labels = [lab for lab in labels if lab in ("previous", "next", "self") or lab.startswith("shift")]
             assert not shift_labels, (li, hi, labels)

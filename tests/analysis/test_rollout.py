@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from _planted import maps_from, random_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _planted import maps_from, random_rows
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, augmented, rollout, rollout_importance
 
 
@@ -21,17 +21,17 @@ def _three_token_two_layer():
 def test_rollout_by_hand():
     maps = _three_token_two_layer()
     r = rollout(maps)
-    np.testing.assert_allclose(r.joint[0], [[.5, .5, 0], [0, .5, .5], [.25, 0, .75]])
-    np.testing.assert_allclose(r.joint[1], [[.5, .5, 0], [.25, .5, .25], [.375, .25, .375]])
-    np.testing.assert_allclose(r.importance().values, [.5, .5, 0])  # CLS row (special 0)
-    np.testing.assert_allclose(r.importance(2).values, [.375, .25, .375])
-    np.testing.assert_allclose(r.importance(None).values, [1.125 / 3, 1.25 / 3, .625 / 3])
+    np.testing.assert_allclose(r.joint[0], [[0.5, 0.5, 0], [0, 0.5, 0.5], [0.25, 0, 0.75]])
+    np.testing.assert_allclose(r.joint[1], [[0.5, 0.5, 0], [0.25, 0.5, 0.25], [0.375, 0.25, 0.375]])
+    np.testing.assert_allclose(r.importance().values, [0.5, 0.5, 0])  # CLS row (special 0)
+    np.testing.assert_allclose(r.importance(2).values, [0.375, 0.25, 0.375])
+    np.testing.assert_allclose(r.importance(None).values, [1.125 / 3, 1.25 / 3, 0.625 / 3])
 
 
 def test_vector_rollout_equals_the_matrix_product():
     maps = _three_token_two_layer()
-    np.testing.assert_allclose(rollout_importance(maps).values, [.5, .5, 0])
-    np.testing.assert_allclose(rollout_importance(maps, 1).values, [.25, .5, .25])
+    np.testing.assert_allclose(rollout_importance(maps).values, [0.5, 0.5, 0])
+    np.testing.assert_allclose(rollout_importance(maps, 1).values, [0.25, 0.5, 0.25])
     rng = np.random.default_rng(0)
     big = maps_from(random_rows(rng, (4, 3, 9, 9)))
     full = rollout(big)
@@ -47,8 +47,8 @@ def test_flow_by_hand():
     # row 2: via (1,0) cap .5 and (1,2) cap .5: to x0 .5 + min(.5, .25), to x1 .5, to x2 min(.5, .75)
     #        -> [.75, .5, .5] / 1.75
     flow = attention_flow(_three_token_two_layer())
-    np.testing.assert_allclose(flow.flow, [[.5, .5, 0], [.25, .5, .25], [3 / 7, 2 / 7, 2 / 7]], atol=1e-6)
-    np.testing.assert_allclose(flow.importance().values, [.5, .5, 0], atol=1e-6)
+    np.testing.assert_allclose(flow.flow, [[0.5, 0.5, 0], [0.25, 0.5, 0.25], [3 / 7, 2 / 7, 2 / 7]], atol=1e-6)
+    np.testing.assert_allclose(flow.importance().values, [0.5, 0.5, 0], atol=1e-6)
     one = attention_flow(_three_token_two_layer(), rows=[2])
     np.testing.assert_allclose(one.importance(2).values, [3 / 7, 2 / 7, 2 / 7], atol=1e-6)
     with pytest.raises(KeyError):
@@ -68,8 +68,8 @@ def test_grid_importance():
     w[0, 0, :, 4] = 1
     maps = maps_from(w, special=(0,), grid=(2, 2))
     imp = rollout_importance(maps)
-    np.testing.assert_allclose(imp.values, [.5, 0, 0, 0, .5])
-    np.testing.assert_allclose(imp.grid, [[0, 0], [0, .5]])
+    np.testing.assert_allclose(imp.values, [0.5, 0, 0, 0, 0.5])
+    np.testing.assert_allclose(imp.grid, [[0, 0], [0, 0.5]])
     assert attention_flow(maps).importance().grid.shape == (2, 2)
 
 

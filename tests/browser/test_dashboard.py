@@ -6,6 +6,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+
 def test_submit_sentence_see_72_heads_open_one(dash_page, texts):
     page = dash_page
     page.fill("#text-input", "The cat sat on the mat and looked at the dog.")
@@ -14,8 +15,22 @@ def test_submit_sentence_see_72_heads_open_one(dash_page, texts):
     page.locator("#model-grid .head-thumb[title^='L0H2']").click()
     page.wait_for_selector("#head-detail .gtitle:has-text('L0H2')", timeout=30_000)
     ticks = texts(page, "#head-detail .xtick text")
-    assert ticks == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "and", "looked", "at", "the",
-                     "dog", ".", "[SEP]"]
+    assert ticks == [
+        "[CLS]",
+        "the",
+        "cat",
+        "sat",
+        "on",
+        "the",
+        "mat",
+        "and",
+        "looked",
+        "at",
+        "the",
+        "dog",
+        ".",
+        "[SEP]",
+    ]
     assert texts(page, "#head-detail .ytick text") == ticks
     page.wait_for_selector("#head-view .gtitle:has-text('layer 0')")
     assert page.console_errors == []

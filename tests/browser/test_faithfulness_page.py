@@ -23,7 +23,19 @@ def test_explain_a_marked_sentence(faith_page, texts):
     assert names == ["attention", "rollout", "attn_grad", "integrated_gradients", "random"]
     first_row = page.locator(".faith-row").first
     assert first_row.locator(".tok").evaluate_all("els => els.map(e => e.textContent)") == [
-        "[CLS]", "a", "gripping", ",", "funny", "film", "with", "a", "dull", "ending", ".", "[SEP]"]
+        "[CLS]",
+        "a",
+        "gripping",
+        ",",
+        "funny",
+        "film",
+        "with",
+        "a",
+        "dull",
+        "ending",
+        ".",
+        "[SEP]",
+    ]
     assert texts(page, ".faith-row >> nth=0 >> .tok.human") == ["gripping", "funny", "dull"]
     assert page.locator(".faith-row >> nth=0 >> .tok.hard").count() == 2  # ceil(0.2 * 10 words)
     page.wait_for_selector("#faith-curves .scatterlayer .trace", timeout=30_000)

@@ -1,6 +1,5 @@
 """Real browser: the measure page's particle view (token hover, depth slider) and Lipschitz panel."""
 
-
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -17,7 +16,8 @@ def measure_page(open_dash):
     page.click("#measure-run-button")
     page.wait_for_function(
         f"document.querySelectorAll('#particle-view .scatterlayer .trace:last-child .point').length === {len(TOKENS)}",
-        timeout=60_000)
+        timeout=60_000,
+    )
     return page
 
 
@@ -42,7 +42,10 @@ def test_particle_view_shows_every_token_with_a_hover(measure_page):
     page.wait_for_selector("#particle-view .slider-label:has-text('depth: layer 5')", timeout=10_000)
     page.wait_for_function(
         "b => document.querySelectorAll('#particle-view .scatterlayer .trace:last-child .point')[2]"
-        ".getAttribute('transform') !== b", arg=before, timeout=10_000)
+        ".getAttribute('transform') !== b",
+        arg=before,
+        timeout=10_000,
+    )
     bars = plot_data(page, "w1-profile")[0]
     assert len(bars["y"]) == 6 and min(bars["y"]) > 0
     assert "Maximum-entropy check" in page.locator("#maxent-summary").inner_text()
@@ -82,8 +85,12 @@ def test_ha_shared_block_shows_the_bound_along_its_orbit(open_dash):
     summary = page.inner_text("#fixed-point-summary")
     assert "not met" in summary and "drifts" in summary and "DERIVED" in summary
     traces = plot_data(page, "fixed-point-view")
-    assert [t["name"] for t in traces] == ["W1 between iterates", "W1, standardised tokens",
-                                           "log10 L_t (DERIVED bound)", "log10 observed step ratio"]
+    assert [t["name"] for t in traces] == [
+        "W1 between iterates",
+        "W1, standardised tokens",
+        "log10 L_t (DERIVED bound)",
+        "log10 observed step ratio",
+    ]
     bound, observed = traces[2]["y"], traces[3]["y"]
     assert len(bound) == 29 and all(o is None or o <= b for o, b in zip(observed, bound))
     assert page.console_errors == []

@@ -2,7 +2,6 @@
 
 import pytest
 
-
 pytestmark = pytest.mark.browser
 
 

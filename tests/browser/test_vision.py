@@ -9,9 +9,11 @@ from PIL import Image
 from attnscope.models.zoo import data, samples
 from attnscope.models.zoo.manifest import read_manifest
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(read_manifest("gauss9-iso") is None, reason="zoo not trained; run make zoo"),
-              pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(read_manifest("gauss9-iso") is None, reason="zoo not trained; run make zoo"),
+    pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR"),
+]
 
 PLOT = "document.querySelector('#query-pixel-view .js-plotly-plot')"
 
@@ -38,8 +40,7 @@ def test_click_a_pixel_and_see_every_heads_attention_with_gaussian_centres(page,
     assert centres == 9  # each Gaussian head's learned centre
 
     # the model view: every layer x head of the run; clicking one shows its layer
-    page.wait_for_function("document.querySelectorAll('#vision-model-grid .head-thumb').length === 18",
-                           timeout=60_000)
+    page.wait_for_function("document.querySelectorAll('#vision-model-grid .head-thumb').length === 18", timeout=60_000)
     page.locator("#vision-model-grid .head-thumb[title^='L1H4']").click()
     page.wait_for_selector("#query-pixel-view .gtitle:has-text('layer 1')", timeout=30_000)
     page.locator("#vision-model-grid .head-thumb[title^='L0H2']").click()
@@ -50,18 +51,22 @@ def test_click_a_pixel_and_see_every_heads_attention_with_gaussian_centres(page,
     box = page.locator("#vision-image .nsewdrag").bounding_box()
     page.mouse.click(box["x"] + box["width"] * 10.5 / 14, box["y"] + box["height"] * 3.5 / 14)
     page.wait_for_selector("#query-pixel-view .gtitle:has-text('row 3, col 10')", timeout=30_000)
-    z = np.array(page.evaluate(f"{PLOT}._fullData.filter(t => t.type === 'heatmap')[4].z.map(r => Array.from(r))"),
-                 dtype=float)
+    z = np.array(
+        page.evaluate(f"{PLOT}._fullData.filter(t => t.type === 'heatmap')[4].z.map(r => Array.from(r))"), dtype=float
+    )
     assert z.shape == (14, 14) and abs(z.sum() - 1) < 0.01  # head 4's weights of that query over the grid
 
     # upload a dark-on-light digit: the page runs it and shows the prediction
     digit = 255 - samples.sample("mnist", 3)[0]
     buf = io.BytesIO()
     Image.fromarray(digit).save(buf, format="PNG")
-    page.set_input_files("#vision-upload input[type=file]",
-                         files=[{"name": "digit.png", "mimeType": "image/png", "buffer": buf.getvalue()}])
-    page.wait_for_function("!document.querySelector('#vision-prediction').textContent.includes('label')",
-                           timeout=60_000)
+    page.set_input_files(
+        "#vision-upload input[type=file]",
+        files=[{"name": "digit.png", "mimeType": "image/png", "buffer": buf.getvalue()}],
+    )
+    page.wait_for_function(
+        "!document.querySelector('#vision-prediction').textContent.includes('label')", timeout=60_000
+    )
     assert "predicts" in page.inner_text("#vision-prediction")
     assert errors == []
 

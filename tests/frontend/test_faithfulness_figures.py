@@ -3,7 +3,11 @@
 import pytest
 
 from attnscope.frontend.faithfulness_figures import (
-    best_per_metric, curves_figure, metric_table, parse_marked_text, token_colors,
+    best_per_metric,
+    curves_figure,
+    metric_table,
+    parse_marked_text,
+    token_colors,
 )
 
 
@@ -23,8 +27,11 @@ def test_token_colors_scale_by_the_largest_non_special_score():
 
 
 def test_curves_figure_has_one_line_per_explainer_and_panel():
-    fig = curves_figure([0.01, 0.1, 0.5], {"rollout": [0.1, 0.2, 0.4], "random": [0.0, None, 0.1]},
-                        {"rollout": [0.3, 0.2, 0.1], "random": [0.4, 0.3, 0.2]})
+    fig = curves_figure(
+        [0.01, 0.1, 0.5],
+        {"rollout": [0.1, 0.2, 0.4], "random": [0.0, None, 0.1]},
+        {"rollout": [0.3, 0.2, 0.1], "random": [0.4, 0.3, 0.2]},
+    )
     assert len(fig.data) == 4
     assert list(fig.data[0].x) == [1.0, 10.0, 50.0]
     assert [t.showlegend for t in fig.data] == [True, True, False, False]
@@ -32,15 +39,19 @@ def test_curves_figure_has_one_line_per_explainer_and_panel():
 
 
 def test_metric_table_and_best_per_metric():
-    rows = [{"explainer": "rollout", "comprehensiveness": 0.31234, "sufficiency": 0.1},
-            {"explainer": "random", "comprehensiveness": 0.05, "sufficiency": None}]
+    rows = [
+        {"explainer": "rollout", "comprehensiveness": 0.31234, "sufficiency": 0.1},
+        {"explainer": "random", "comprehensiveness": 0.05, "sufficiency": None},
+    ]
     cols, data = metric_table(rows, ["comprehensiveness", "sufficiency"])
     assert [c["id"] for c in cols] == ["explainer", "comprehensiveness", "sufficiency"]
     assert data[0] == {"explainer": "rollout", "comprehensiveness": "0.312", "sufficiency": "0.100"}
     assert data[1]["explainer"] == "random (baseline)" and data[1]["sufficiency"] == "–"
     rows.append({"explainer": "ig", "comprehensiveness": 0.2, "sufficiency": 0.05})
     assert best_per_metric(rows, ["comprehensiveness", "sufficiency"]) == {
-        "comprehensiveness": "rollout", "sufficiency": "ig"}
+        "comprehensiveness": "rollout",
+        "sufficiency": "ig",
+    }
 
 
 @pytest.mark.parametrize("bad", ["[[unclosed", "]] only"])

@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from attnscope.frontend.measure_figures import (fixed_point_figure, fixed_point_summary, lipschitz_figure, message_figure,
-                                      particle_figure, token_colors, w1_profile_figure)
+from attnscope.frontend.measure_figures import (
+    fixed_point_figure,
+    fixed_point_summary,
+    lipschitz_figure,
+    message_figure,
+    particle_figure,
+    token_colors,
+    w1_profile_figure,
+)
 from attnscope.server.schemas import BlockBoundPublic, FixedPointPublic
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
@@ -41,8 +48,9 @@ def test_particles_3d_use_a_scene():
     np.testing.assert_allclose(fig.data[1].z, coords(3)[2, :, 2])
 
 
-@pytest.mark.parametrize("bad, tokens", [(np.zeros((3, 4)), TOKENS), (np.zeros((3, 4, 5)), TOKENS),
-                                         (np.zeros((3, 5, 2)), TOKENS)])
+@pytest.mark.parametrize(
+    "bad, tokens", [(np.zeros((3, 4)), TOKENS), (np.zeros((3, 4, 5)), TOKENS), (np.zeros((3, 5, 2)), TOKENS)]
+)
 def test_particles_refuse_bad_shapes(bad, tokens):
     with pytest.raises(ValueError, match="coords"):
         particle_figure(bad, tokens, LABELS)
@@ -56,8 +64,10 @@ def test_w1_profile_bars_and_hover():
 
 
 def test_lipschitz_panel_is_sorted_and_reports_the_ratio():
-    rows = [{"layer": 1, "log10_bound": 200.0, "log10_estimate": 1.5, "radius": 12.0},
-            {"layer": 0, "log10_bound": 750.0, "log10_estimate": 1.2, "radius": 11.0}]
+    rows = [
+        {"layer": 1, "log10_bound": 200.0, "log10_estimate": 1.5, "radius": 12.0},
+        {"layer": 0, "log10_bound": 750.0, "log10_estimate": 1.2, "radius": 11.0},
+    ]
     fig = lipschitz_figure(rows)
     bound, est = fig.data
     assert list(bound.x) == ["L0", "L1"] and list(bound.y) == [750.0, 200.0] and list(est.y) == [1.2, 1.5]
@@ -74,8 +84,15 @@ def test_fixed_point_curve_on_a_log_axis():
 
 
 def test_fixed_point_figure_with_the_bound_along_the_orbit():
-    fig = fixed_point_figure([3.0, 3.1, 3.0, 3.0], "shared block", trained_depth=2, rate=1.0,
-                             normalised=[2.0, 0.5, 0.1, 0.0], orbit_bound=[2.5, 1.5], orbit_ratio=[1.2, None])
+    fig = fixed_point_figure(
+        [3.0, 3.1, 3.0, 3.0],
+        "shared block",
+        trained_depth=2,
+        rate=1.0,
+        normalised=[2.0, 0.5, 0.1, 0.0],
+        orbit_bound=[2.5, 1.5],
+        orbit_ratio=[1.2, None],
+    )
     raw, norm, bound, observed = fig.data
     assert "standardised" in norm.name and min(norm.y) > 0
     assert "DERIVED" in bound.name and list(bound.y) == [2.5, 1.5]
@@ -85,19 +102,45 @@ def test_fixed_point_figure_with_the_bound_along_the_orbit():
 
 
 def test_fixed_point_summary_states_behaviour_and_contraction_condition():
-    base = dict(run_id="r", model="text-ha", block="shared block", demonstration=False, trained_depth=2,
-                start_depth=0, n_steps=4, w1_steps=[3.0, 3.0, 3.0, 3.0], rate=1.0, converged=False,
-                orbit_radius=10.0, behaviour="drifts", drift=3.0, w1_normalised_steps=[1, 0.5, 0.2, 0.1],
-                normalised_order=1.7)
-    bound = BlockBoundPublic(log10_global_bound=7.6, ln1_factor=367.0, attention_factor=55.0, ln2_factor=367.0,
-                             ffn_factor=5.2, contraction=False, log10_orbit_bound=[2.9, 1.1], orbit_step_ratio=[1.3, 1.0],
-                             orbit_worst_slack=-0.5, estimate=6.9, log10_bound_at_estimate=2.9,
-                             estimate_worst_slack=-2.1)
+    base = dict(
+        run_id="r",
+        model="text-ha",
+        block="shared block",
+        demonstration=False,
+        trained_depth=2,
+        start_depth=0,
+        n_steps=4,
+        w1_steps=[3.0, 3.0, 3.0, 3.0],
+        rate=1.0,
+        converged=False,
+        orbit_radius=10.0,
+        behaviour="drifts",
+        drift=3.0,
+        w1_normalised_steps=[1, 0.5, 0.2, 0.1],
+        normalised_order=1.7,
+    )
+    bound = BlockBoundPublic(
+        log10_global_bound=7.6,
+        ln1_factor=367.0,
+        attention_factor=55.0,
+        ln2_factor=367.0,
+        ffn_factor=5.2,
+        contraction=False,
+        log10_orbit_bound=[2.9, 1.1],
+        orbit_step_ratio=[1.3, 1.0],
+        orbit_worst_slack=-0.5,
+        estimate=6.9,
+        log10_bound_at_estimate=2.9,
+        estimate_worst_slack=-2.1,
+    )
     text = fixed_point_summary(FixedPointPublic(**base, block_bound=bound))
     assert "drifts by W1 ≈ 3" in text and "t^-1.70" in text
     assert "L < 1" in text and "not met" in text and "2.90 → 1.10" in text and "-0.50" in text
-    demo = fixed_point_summary(FixedPointPublic(**{**base, "behaviour": "converges", "drift": None},
-                                                log10_bound_attention=12.0, attention_contraction=False))
+    demo = fixed_point_summary(
+        FixedPointPublic(
+            **{**base, "behaviour": "converges", "drift": None}, log10_bound_attention=12.0, attention_contraction=False
+        )
+    )
     assert demo.startswith("The iterates converge") and "log10 L = 12.0" in demo and "t^-" not in demo
 
 

@@ -4,7 +4,12 @@ import numpy as np
 
 from attnscope.frontend.pages.explore_callbacks import badge_text
 from attnscope.frontend.structure_figures import (
-    census_figure, evolution_figure, grid_importance_figure, importance_figure, kernel_figure, shift_grid_figure,
+    census_figure,
+    evolution_figure,
+    grid_importance_figure,
+    importance_figure,
+    kernel_figure,
+    shift_grid_figure,
 )
 
 
@@ -20,7 +25,9 @@ def test_kernel_figure_is_bars_in_1d_and_a_patch_in_2d():
     one = kernel_figure([0.1, 0.8, 0.1], [-1, 0, 1], [3], "L0H0", 0.9)
     assert one.data[0].type == "bar" and list(one.data[0].x) == [-1, 0, 1]
     assert "R² = 0.90" in one.layout.title.text
-    two = kernel_figure(np.eye(3).ravel().tolist(), [[i, j] for i in (-1, 0, 1) for j in (-1, 0, 1)], [3, 3], "L1H1", 0.5)
+    two = kernel_figure(
+        np.eye(3).ravel().tolist(), [[i, j] for i in (-1, 0, 1) for j in (-1, 0, 1)], [3, 3], "L1H1", 0.5
+    )
     assert two.data[0].type == "heatmap" and np.asarray(two.data[0].z).shape == (3, 3)
 
 

@@ -3,8 +3,15 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from attnscope.frontend.vision_figures import (attention_on_grid, ellipse, grid_cell, image_figure, query_index,
-                                     query_pixel_figure, special_mass)
+from attnscope.frontend.vision_figures import (
+    attention_on_grid,
+    ellipse,
+    grid_cell,
+    image_figure,
+    query_index,
+    query_pixel_figure,
+    special_mass,
+)
 
 
 def test_grid_cell_rounds_and_clips_clicks():

@@ -9,8 +9,10 @@ from attnscope.models.datasets import data_dir
 from attnscope.models.loading import load_model
 from attnscope.models.zoo.manifest import read_manifest
 
-pytestmark = [pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained"),
-              pytest.mark.skipif(not (data_dir() / "sst2").is_dir(), reason="../shared/data not found")]
+pytestmark = [
+    pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained"),
+    pytest.mark.skipif(not (data_dir() / "sst2").is_dir(), reason="../shared/data not found"),
+]
 
 
 @pytest.fixture(scope="module")

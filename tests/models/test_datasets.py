@@ -3,7 +3,13 @@
 import pytest
 
 from attnscope.models.datasets import (
-    OffensiveContentError, data_dir, load_dataset, load_hatexplain, load_movies, load_sst2, parse_movie_review,
+    OffensiveContentError,
+    data_dir,
+    load_dataset,
+    load_hatexplain,
+    load_movies,
+    load_sst2,
+    parse_movie_review,
 )
 
 

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from attnscope.models.delta import CHECKPOINTS, DeltaMismatchError, apply_delta, build_minilm_classifier
-from attnscope.models.explainers import EXPLAINERS, NotAClassifierError, encode_text, encode_words, make_explainer, make_predict
+from attnscope.models.explainers import (
+    EXPLAINERS,
+    NotAClassifierError,
+    encode_text,
+    encode_words,
+    make_explainer,
+    make_predict,
+)
 
 TEXT = "a gripping , funny and deeply moving film ."
 
@@ -27,8 +34,9 @@ def example(clf):
 
 
 def test_the_classifier_gets_sentiment_right_on_clear_cases(clf):
-    probs = make_predict(clf)([encode_text(clf, t).input_ids for t in
-                               ("a wonderful , moving film .", "a dull , tedious mess .")])
+    probs = make_predict(clf)(
+        [encode_text(clf, t).input_ids for t in ("a wonderful , moving film .", "a dull , tedious mess .")]
+    )
     assert probs.argmax(axis=1).tolist() == [1, 0]
     np.testing.assert_allclose(probs.sum(axis=1), 1, atol=1e-6)
     manifest = json.loads((CHECKPOINTS / "minilm-sst2" / "manifest.json").read_text())

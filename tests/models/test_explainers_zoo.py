@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from attnscope.models.capture import capture
-from attnscope.models.explainers import EXPLAINERS, NotAClassifierError, encode_text, encode_words, make_explainer, make_predict
+from attnscope.models.explainers import (
+    EXPLAINERS,
+    NotAClassifierError,
+    encode_text,
+    encode_words,
+    make_explainer,
+    make_predict,
+)
 from attnscope.models.explainers.base import char_spans_to_tokens, classifier_module
 from attnscope.models.faithfulness_eval import evaluate_dataset, explain_example
 from attnscope.models.loading import load_model

@@ -17,8 +17,9 @@ def clf():
 
 def test_movies_table_with_truncation_accounting(clf):
     seen = []
-    out = evaluate_dataset(clf, "movies", ["rollout", "random"], n=2, max_tokens=64,
-                           progress=lambda d, t: seen.append((d, t)))
+    out = evaluate_dataset(
+        clf, "movies", ["rollout", "random"], n=2, max_tokens=64, progress=lambda d, t: seen.append((d, t))
+    )
     assert seen == [(1, 2), (2, 2)]
     assert out["k"] == 0.07 and out["n"] == 2 and out["truncation"]["max_tokens"] == 64
     trunc = out["truncation"]
@@ -27,8 +28,15 @@ def test_movies_table_with_truncation_accounting(clf):
     assert trunc["human_fraction_lost"] == pytest.approx(trunc["human_tokens_lost"] / trunc["human_tokens"], abs=1e-4)
     for row in out["rows"]:
         assert row["n"] == 2
-        for m in ("comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency",
-                  "token_f1", "iou_f1", "auprc"):
+        for m in (
+            "comprehensiveness",
+            "sufficiency",
+            "aopc_comprehensiveness",
+            "aopc_sufficiency",
+            "token_f1",
+            "iou_f1",
+            "auprc",
+        ):
             assert row[m] is not None and np.isfinite(row[m])
     assert set(out["curves"]) == {"rollout", "random"} and len(out["curves"]["rollout"]["comp_curve"]) == 5
 

@@ -9,8 +9,13 @@ import torch
 
 from attnscope.analysis.block_bound import global_bound, orbit_check
 from attnscope.models.capture import capture, capture_image
-from attnscope.models.fixed_key_block import (BlockHalves, NotFixedKeyBlockError, estimate_block_lipschitz,
-                                    extract_fixed_key_block, head_matrices)
+from attnscope.models.fixed_key_block import (
+    BlockHalves,
+    NotFixedKeyBlockError,
+    estimate_block_lipschitz,
+    extract_fixed_key_block,
+    head_matrices,
+)
 from attnscope.models.loading import load_model
 from attnscope.models.shared_block import block_step, iterate_shared_block
 from attnscope.models.zoo import data, samples
@@ -102,13 +107,48 @@ def _sharpen(model: torch.nn.Module, scale: float) -> None:
 
 
 TINY = {
-    "text": lambda: TextTransformer({"kind": "text", "attention": "content", "dim": 16, "depth": 3, "heads": 2,
-                                     "mlp": 32, "max_len": 12, "vocab_size": 50, "hierarchical": True}),
-    "learned2d": lambda: VisionTransformer({"kind": "vision", "attention": "learned2d", "content": True, "patch": 7,
-                                            "dim": 12, "depth": 2, "mlp": 24, "heads": 3, "head_dim": 4,
-                                            "pos_dim": 8, "hierarchical": True}),
-    "san": lambda: SAN({"kind": "vision", "attention": "san-pairwise", "patch": 7, "dim": 12, "depth": 2, "mlp": 24,
-                        "heads": 3, "kernel": 3, "rel_dim": 6, "hierarchical": True}),
+    "text": lambda: TextTransformer(
+        {
+            "kind": "text",
+            "attention": "content",
+            "dim": 16,
+            "depth": 3,
+            "heads": 2,
+            "mlp": 32,
+            "max_len": 12,
+            "vocab_size": 50,
+            "hierarchical": True,
+        }
+    ),
+    "learned2d": lambda: VisionTransformer(
+        {
+            "kind": "vision",
+            "attention": "learned2d",
+            "content": True,
+            "patch": 7,
+            "dim": 12,
+            "depth": 2,
+            "mlp": 24,
+            "heads": 3,
+            "head_dim": 4,
+            "pos_dim": 8,
+            "hierarchical": True,
+        }
+    ),
+    "san": lambda: SAN(
+        {
+            "kind": "vision",
+            "attention": "san-pairwise",
+            "patch": 7,
+            "dim": 12,
+            "depth": 2,
+            "mlp": 24,
+            "heads": 3,
+            "kernel": 3,
+            "rel_dim": 6,
+            "hierarchical": True,
+        }
+    ),
 }
 
 
@@ -136,12 +176,34 @@ def test_bound_holds_on_random_sharpened_ha_blocks(kind, scale):
 
 
 def test_blocks_the_bound_does_not_cover_are_refused():
-    ea = TextTransformer({"kind": "text", "attention": "content", "dim": 8, "depth": 2, "heads": 2, "mlp": 16,
-                          "max_len": 8, "vocab_size": 20, "hierarchical": True, "ea": {"alpha": 0.5, "beta": 0.3}})
+    ea = TextTransformer(
+        {
+            "kind": "text",
+            "attention": "content",
+            "dim": 8,
+            "depth": 2,
+            "heads": 2,
+            "mlp": 16,
+            "max_len": 8,
+            "vocab_size": 20,
+            "hierarchical": True,
+            "ea": {"alpha": 0.5, "beta": 0.3},
+        }
+    )
     loaded = SimpleNamespace(model=ea.double(), spec=SimpleNamespace(name="tiny-ea-ha"))
     with pytest.raises(NotFixedKeyBlockError, match="Evolving Attention"):
         extract_fixed_key_block(loaded, np.zeros((4, 8)) + np.arange(8))
-    plain = TextTransformer({"kind": "text", "attention": "content", "dim": 8, "depth": 2, "heads": 2, "mlp": 16,
-                             "max_len": 8, "vocab_size": 20})
+    plain = TextTransformer(
+        {
+            "kind": "text",
+            "attention": "content",
+            "dim": 8,
+            "depth": 2,
+            "heads": 2,
+            "mlp": 16,
+            "max_len": 8,
+            "vocab_size": 20,
+        }
+    )
     with pytest.raises(NotFixedKeyBlockError, match="no shared"):
         extract_fixed_key_block(SimpleNamespace(model=plain, spec=SimpleNamespace(name="tiny")), np.ones((4, 8)))

@@ -26,8 +26,12 @@ def test_manifest_accuracy_is_what_the_committed_delta_scores_on_the_test_split(
     assert manifest["data"].startswith("hatexplain validation") and manifest["evaluated_on"] == "HateXplain test"
     rows = load_hatexplain("test", allow_offensive=True)
     predict = make_predict(clf)
-    probs = np.concatenate([predict([encode_words(clf, r.words, max_tokens=128).input_ids for r in rows[i:i + 128]])
-                            for i in range(0, len(rows), 128)])
+    probs = np.concatenate(
+        [
+            predict([encode_words(clf, r.words, max_tokens=128).input_ids for r in rows[i : i + 128]])
+            for i in range(0, len(rows), 128)
+        ]
+    )
     acc = float((probs.argmax(1) == np.array([r.label for r in rows])).mean())
     assert acc == pytest.approx(manifest["test_accuracy"], abs=0.003)
     assert clf.spec.extra["accuracy"] == manifest["test_accuracy"]

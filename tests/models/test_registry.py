@@ -7,7 +7,11 @@ import torch
 from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache, load_model
 from attnscope.models.registry import (
-    ModelOutsideRootsError, UnknownModelError, check_under_roots, get_spec, list_specs,
+    ModelOutsideRootsError,
+    UnknownModelError,
+    check_under_roots,
+    get_spec,
+    list_specs,
 )
 
 
@@ -20,8 +24,14 @@ def tiny_checkpoint(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("roots")
     folder = root / "tiny-bert"
-    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=64, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     BertModel(cfg).save_pretrained(folder)
     AutoTokenizer.from_pretrained(_minilm_path()).save_pretrained(folder)

@@ -63,8 +63,25 @@ def test_bad_census_params_are_422(client, params, message):
 
 def test_cli_census_writes_json_and_csv(tmp_path):
     out = tmp_path / "results.json"
-    proc = subprocess.run([sys.executable, "-m", "attnscope.cli", "census", "--model", "minilm", "--dataset", "sst2",
-                           "--n", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "attnscope.cli",
+            "census",
+            "--model",
+            "minilm",
+            "--dataset",
+            "sst2",
+            "--n",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["n"] == 3 and result["kind"] == "census"

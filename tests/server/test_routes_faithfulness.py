@@ -37,8 +37,12 @@ def test_explain_and_score_a_run(client, clf_run):
 
 
 def test_entropy_and_kl_variants_on_request(client, clf_run):
-    r = post(client, clf_run["id"], explainers=["attention", "random"],
-             metrics=["comprehensiveness", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl"])
+    r = post(
+        client,
+        clf_run["id"],
+        explainers=["attention", "random"],
+        metrics=["comprehensiveness", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl"],
+    )
     assert r.status_code == 200, r.text
     for e in r.json()["explainers"]:
         assert e["comprehensiveness_kl"] >= 0 and e["sufficiency_kl"] >= 0  # KL is never negative
@@ -55,8 +59,9 @@ def test_zoo_text_classifiers_are_explained_and_vision_runs_refused(client):
     if read_manifest("text-shift") is None:
         pytest.skip("zoo not trained")
     rid = client.post(f"{API}/runs", json={"model": "text-shift", "text": "a gripping , funny film"}).json()["id"]
-    r = post(client, rid, explainers=["attention", "attn_grad", "integrated_gradients", "random"],
-             human_spans=[[2, 10]])
+    r = post(
+        client, rid, explainers=["attention", "attn_grad", "integrated_gradients", "random"], human_spans=[[2, 10]]
+    )
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["tokens"][:2] == ["[CLS]", "a"] and out["human_rationale"] == [0, 0, 1, 0, 0, 0]
@@ -68,8 +73,13 @@ def test_zoo_text_classifiers_are_explained_and_vision_runs_refused(client):
 
 def test_human_spans_give_plausibility_and_ferret_convention_has_ten_bins(client, clf_run):
     start = TEXT.index("gripping")
-    r = post(client, clf_run["id"], explainers=["rollout", "random"], convention="ferret",
-             human_spans=[[start, start + len("gripping")], [TEXT.index("funny"), TEXT.index("funny") + 5]])
+    r = post(
+        client,
+        clf_run["id"],
+        explainers=["rollout", "random"],
+        convention="ferret",
+        human_spans=[[start, start + len("gripping")], [TEXT.index("funny"), TEXT.index("funny") + 5]],
+    )
     assert r.status_code == 200, r.text
     out = r.json()
     assert len(out["bins"]) == 10 and out["human_rationale"] == [0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0]
@@ -79,8 +89,18 @@ def test_human_spans_give_plausibility_and_ferret_convention_has_ten_bins(client
 
 def test_explainers_are_listed(client):
     names = [e["name"] for e in client.get(f"{API}/faithfulness/explainers").json()]
-    assert {"attention", "rollout", "flow", "attn_grad", "integrated_gradients", "saliency",
-            "input_x_gradient", "deeplift", "occlusion", "random"} == set(names)
+    assert {
+        "attention",
+        "rollout",
+        "flow",
+        "attn_grad",
+        "integrated_gradients",
+        "saliency",
+        "input_x_gradient",
+        "deeplift",
+        "occlusion",
+        "random",
+    } == set(names)
 
 
 def test_flow_runs_on_short_inputs_and_is_refused_on_long_ones(client, clf_run):
@@ -96,26 +116,34 @@ def test_occlusion_is_capped_interactively_and_the_cap_can_be_raised(client, clf
     r = post(client, long["id"], explainers=["occlusion"], metrics=["comprehensiveness"])
     assert r.status_code == 413
     assert "one forward pass per token" in r.json()["detail"] and "options.occlusion.max_tokens" in r.json()["detail"]
-    r = post(client, long["id"], explainers=["occlusion"], metrics=["comprehensiveness"],
-             options={"occlusion": {"max_tokens": 512}})
+    r = post(
+        client,
+        long["id"],
+        explainers=["occlusion"],
+        metrics=["comprehensiveness"],
+        options={"occlusion": {"max_tokens": 512}},
+    )
     assert r.status_code == 200, r.text
     assert post(client, clf_run["id"], explainers=["occlusion"], metrics=["sufficiency"]).status_code == 200
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ({"explainers": ["lime"]}, "unknown explainer(s) ['lime']; choose from attention"),
-    ({"metrics": ["accuracy"]}, "unknown metric(s) ['accuracy']"),
-    ({"convention": "mine"}, "convention"),
-    ({"k": 0}, "k"),
-    ({"k": 1.5}, "k"),
-    ({"explainers": []}, "explainers"),
-    ({"target": 5}, "target=5 is out of range"),
-    ({"human_rationale": [1, 0]}, "0/1 for each of the run's 11 tokens"),
-    ({"human_spans": [[5, 500]]}, "not [start, end) character ranges"),
-    ({"human_spans": [[0, 2]], "human_rationale": [0] * 11}, "not both"),
-    ({"explainers": ["attention"], "options": {"attention": {"layer": 9}}}, "this model has 6 layers"),
-    ({"removal": "shred"}, "removal"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"explainers": ["lime"]}, "unknown explainer(s) ['lime']; choose from attention"),
+        ({"metrics": ["accuracy"]}, "unknown metric(s) ['accuracy']"),
+        ({"convention": "mine"}, "convention"),
+        ({"k": 0}, "k"),
+        ({"k": 1.5}, "k"),
+        ({"explainers": []}, "explainers"),
+        ({"target": 5}, "target=5 is out of range"),
+        ({"human_rationale": [1, 0]}, "0/1 for each of the run's 11 tokens"),
+        ({"human_spans": [[5, 500]]}, "not [start, end) character ranges"),
+        ({"human_spans": [[0, 2]], "human_rationale": [0] * 11}, "not both"),
+        ({"explainers": ["attention"], "options": {"attention": {"layer": 9}}}, "this model has 6 layers"),
+        ({"removal": "shred"}, "removal"),
+    ],
+)
 def test_bad_bodies_get_422_with_what_to_change(client, clf_run, body, fragment):
     r = post(client, clf_run["id"], **body)
     assert r.status_code == 422, r.text
@@ -154,16 +182,19 @@ def test_dataset_job_gives_json_and_csv(client):
     assert len(csv_text.strip().splitlines()) == 3
 
 
-@pytest.mark.parametrize("params, fragment", [
-    ({"dataset": "hatexplain"}, "params.allow_offensive: hatexplain holds hate speech"),
-    ({"explainers": ["lime"]}, "unknown explainer"),
-    ({"dataset": "imdb"}, "dataset"),
-    ({"n": 0}, "params.n"),
-    ({"model": "minilm"}, "needs a text classifier"),
-    ({"model": "vit"}, "vision classification model"),
-    ({"model": "nope"}, "unknown model"),
-    ({"dataset": "sst2", "split": "test"}, "not a sst2 split; use one of dev, train"),
-])
+@pytest.mark.parametrize(
+    "params, fragment",
+    [
+        ({"dataset": "hatexplain"}, "params.allow_offensive: hatexplain holds hate speech"),
+        ({"explainers": ["lime"]}, "unknown explainer"),
+        ({"dataset": "imdb"}, "dataset"),
+        ({"n": 0}, "params.n"),
+        ({"model": "minilm"}, "needs a text classifier"),
+        ({"model": "vit"}, "vision classification model"),
+        ({"model": "nope"}, "unknown model"),
+        ({"dataset": "sst2", "split": "test"}, "not a sst2 split; use one of dev, train"),
+    ],
+)
 def test_bad_job_params_get_422(client, params, fragment):
     r = client.post(f"{API}/jobs", json={"kind": "faithfulness", "params": params})
     assert r.status_code == 422 and fragment in r.json()["detail"]

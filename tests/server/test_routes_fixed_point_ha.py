@@ -9,7 +9,9 @@ pytestmark = pytest.mark.skipif(read_manifest("text-ha") is None, reason="zoo no
 
 
 def test_fixed_point_of_text_ha(client):
-    rid = client.post("/api/v1/runs", json={"model": "text-ha", "text": "an utterly charming and funny film"}).json()["id"]
+    rid = client.post("/api/v1/runs", json={"model": "text-ha", "text": "an utterly charming and funny film"}).json()[
+        "id"
+    ]
     body = client.get(f"/api/v1/runs/{rid}/fixed-point", params={"steps": 15}).json()
     assert body["demonstration"] is False, body
     assert len(body["w1_steps"]) == len(body["w1_normalised_steps"]) == 15 and body["trained_depth"] >= 2
@@ -27,7 +29,7 @@ def test_shared_block_reports_its_bound_and_the_contraction_condition(client):
     assert len(b["log10_orbit_bound"]) == len(b["orbit_step_ratio"]) == 39
     assert b["orbit_worst_slack"] <= 0 and b["estimate_worst_slack"] <= 0
     assert max(b["log10_orbit_bound"]) <= b["log10_global_bound"]
-    assert all(r is None or r <= 10 ** l for r, l in zip(b["orbit_step_ratio"], b["log10_orbit_bound"]))
+    assert all(r is None or r <= 10**l for r, l in zip(b["orbit_step_ratio"], b["log10_orbit_bound"]))
     assert b["log10_global_bound"] > 0 and b["ln1_factor"] > 1
 
 

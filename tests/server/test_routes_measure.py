@@ -87,27 +87,30 @@ def test_fixed_point_iteration_of_a_layer(client, run):
     assert body["w1_steps"][0] == pytest.approx(w1_uniform(mine[2], mine[3]), rel=1e-4)
 
 
-@pytest.mark.parametrize("path, params, code, message", [
-    ("/runs/nope/measure", {}, 404, "no run"),
-    ("/runs/{id}/measure", {"compare": "nope"}, 404, "compare"),
-    ("/runs/nope/particles", {}, 404, "no run"),
-    ("/runs/{id}/particles", {"dims": 4}, 422, "dims"),
-    ("/models/minilm/lipschitz", {}, 422, "layer"),
-    ("/models/minilm/lipschitz", {"layer": 6}, 422, "0..5"),
-    ("/models/minilm/lipschitz", {"layer": -1}, 422, "0..5"),
-    ("/models/minilm/lipschitz", {"layer": "x"}, 422, "layer"),
-    ("/models/nope/lipschitz", {"layer": 0}, 404, "known models"),
-    ("/models/minilm/lipschitz", {"layer": 0, "run_id": "nope"}, 404, "no run"),
-    ("/models/minilm/lipschitz", {"layer": 0, "run_id": "{id}", "text": "hi"}, 422, "not both"),
-    ("/models/minilm/lipschitz", {"layer": 0, "text": "  "}, 422, "empty"),
-    ("/models/minilm/lipschitz", {"layer": 0, "text": LONG}, 413, "at most 512"),
-    ("/models/minilm/lipschitz", {"layer": 0, "steps": 0}, 422, "steps"),
-    ("/models/minilm/lipschitz", {"layer": 0, "draws": 99}, 422, "draws"),
-    ("/runs/{id}/fixed-point", {}, 422, "no shared block"),
-    ("/runs/{id}/fixed-point", {"layer": 9}, 422, "0..5"),
-    ("/runs/{id}/fixed-point", {"layer": 0, "steps": 0}, 422, "steps"),
-    ("/runs/nope/fixed-point", {"layer": 0}, 404, "no run"),
-])
+@pytest.mark.parametrize(
+    "path, params, code, message",
+    [
+        ("/runs/nope/measure", {}, 404, "no run"),
+        ("/runs/{id}/measure", {"compare": "nope"}, 404, "compare"),
+        ("/runs/nope/particles", {}, 404, "no run"),
+        ("/runs/{id}/particles", {"dims": 4}, 422, "dims"),
+        ("/models/minilm/lipschitz", {}, 422, "layer"),
+        ("/models/minilm/lipschitz", {"layer": 6}, 422, "0..5"),
+        ("/models/minilm/lipschitz", {"layer": -1}, 422, "0..5"),
+        ("/models/minilm/lipschitz", {"layer": "x"}, 422, "layer"),
+        ("/models/nope/lipschitz", {"layer": 0}, 404, "known models"),
+        ("/models/minilm/lipschitz", {"layer": 0, "run_id": "nope"}, 404, "no run"),
+        ("/models/minilm/lipschitz", {"layer": 0, "run_id": "{id}", "text": "hi"}, 422, "not both"),
+        ("/models/minilm/lipschitz", {"layer": 0, "text": "  "}, 422, "empty"),
+        ("/models/minilm/lipschitz", {"layer": 0, "text": LONG}, 413, "at most 512"),
+        ("/models/minilm/lipschitz", {"layer": 0, "steps": 0}, 422, "steps"),
+        ("/models/minilm/lipschitz", {"layer": 0, "draws": 99}, 422, "draws"),
+        ("/runs/{id}/fixed-point", {}, 422, "no shared block"),
+        ("/runs/{id}/fixed-point", {"layer": 9}, 422, "0..5"),
+        ("/runs/{id}/fixed-point", {"layer": 0, "steps": 0}, 422, "steps"),
+        ("/runs/nope/fixed-point", {"layer": 0}, 404, "no run"),
+    ],
+)
 def test_bad_input_gets_a_clear_4xx(client, run, path, params, code, message):
     params = {k: (v.format(id=run["id"]) if isinstance(v, str) else v) for k, v in params.items()}
     r = client.get(API + path.format(id=run["id"]), params=params)
@@ -124,12 +127,20 @@ def test_a_run_of_another_model_cannot_feed_the_lipschitz_route(client, run):
 
 
 def test_routes_are_plain_def_and_documented(client):
-    for fn in (measure_routes.read_measure, measure_routes.read_lipschitz, measure_routes.read_particles,
-               measure_routes.read_fixed_point):
+    for fn in (
+        measure_routes.read_measure,
+        measure_routes.read_lipschitz,
+        measure_routes.read_particles,
+        measure_routes.read_fixed_point,
+    ):
         assert not inspect.iscoroutinefunction(fn)
     paths = client.get("/openapi.json").json()["paths"]
-    for p in ("/runs/{run_id}/measure", "/models/{name}/lipschitz", "/runs/{run_id}/particles",
-              "/runs/{run_id}/fixed-point"):
+    for p in (
+        "/runs/{run_id}/measure",
+        "/models/{name}/lipschitz",
+        "/runs/{run_id}/particles",
+        "/runs/{run_id}/fixed-point",
+    ):
         assert f"{API}{p}" in paths
 
 
@@ -144,7 +155,9 @@ def test_models_without_token_clouds_get_a_422_not_a_crash(client):
 
     if read_manifest("conv-attention") is None:
         pytest.skip("zoo not trained")
-    rid = client.post(f"{API}/runs", json={"model": "conv-attention", "sample": {"dataset": "mnist", "index": 3}}).json()["id"]
+    rid = client.post(
+        f"{API}/runs", json={"model": "conv-attention", "sample": {"dataset": "mnist", "index": 3}}
+    ).json()["id"]
     for path in ("measure", "particles", "fixed-point"):
         r = client.get(f"{API}/runs/{rid}/{path}")
         assert r.status_code == 422 and "keeps no token clouds" in r.json()["detail"], (path, r.text)

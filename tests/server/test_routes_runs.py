@@ -119,6 +119,11 @@ def test_attention_out_of_range_is_422(client, run, params, message):
 def test_openapi_documents_every_route(client):
     spec = client.get("/openapi.json").json()
     paths = set(spec["paths"])
-    assert {f"{API}/health", f"{API}/models", f"{API}/runs", f"{API}/runs/{{run_id}}",
-            f"{API}/runs/{{run_id}}/attention"} <= paths
+    assert {
+        f"{API}/health",
+        f"{API}/models",
+        f"{API}/runs",
+        f"{API}/runs/{{run_id}}",
+        f"{API}/runs/{{run_id}}/attention",
+    } <= paths
     assert client.get("/docs").status_code == 200

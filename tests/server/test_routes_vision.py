@@ -12,9 +12,12 @@ from attnscope.models.zoo.manifest import read_manifest
 API = "/api/v1"
 VISION = "gauss9-iso"
 TEXT = "text-vanilla"
-pytestmark = [pytest.mark.skipif(read_manifest(VISION) is None or read_manifest(TEXT) is None,
-                                 reason="zoo checkpoints not trained; run make zoo"),
-              pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR")]
+pytestmark = [
+    pytest.mark.skipif(
+        read_manifest(VISION) is None or read_manifest(TEXT) is None, reason="zoo checkpoints not trained; run make zoo"
+    ),
+    pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR"),
+]
 
 
 def png(array: np.ndarray, mode: str | None = None, fmt: str = "PNG") -> bytes:
@@ -37,14 +40,23 @@ def sample_run(client):
 
 def test_sample_run_has_a_grid_and_a_digit_prediction(client, sample_run):
     assert sample_run["grid"] == [14, 14] and sample_run["shape"][2:] == [196, 196]
-    assert sample_run["image"] == {"kind": "sample", "dataset": "mnist", "index": 7,
-                                   "label": samples.labels("mnist")[7], "sha256": None, "width": 28, "height": 28}
+    assert sample_run["image"] == {
+        "kind": "sample",
+        "dataset": "mnist",
+        "index": 7,
+        "label": samples.labels("mnist")[7],
+        "sha256": None,
+        "width": 28,
+        "height": 28,
+    }
     pred = sample_run["prediction"]
     assert pred["kind"] == "classification" and pred["labels"] == [str(i) for i in range(10)]
     assert abs(sum(pred["probs"]) - 1) < 1e-4
     again = client.post(f"{API}/runs", json={"model": VISION, "sample": {"dataset": "mnist", "index": 7}}).json()
     assert again["id"] == sample_run["id"]
-    head = np.array(client.get(f"{API}/runs/{sample_run['id']}/attention", params={"layer": 1, "head": 3}).json()["weights"])
+    head = np.array(
+        client.get(f"{API}/runs/{sample_run['id']}/attention", params={"layer": 1, "head": 3}).json()["weights"]
+    )
     assert head.shape == (196, 196) and np.allclose(head.sum(1), 1, atol=1e-4)
 
 
@@ -73,15 +85,19 @@ def test_a_large_photo_is_resized_to_the_models_input(client):
     assert body["image"]["width"] == 28 and body["image"]["height"] == 28
 
 
-@pytest.mark.parametrize("blob, code, words", [
-    (b"", 422, "empty"),
-    (b"this is not an image at all", 415, "not a PNG or JPEG"),
-    (png(np.zeros((8, 8, 4), np.uint8), "RGBA"), 422, "4 channels"),
-    (png(np.zeros((8, 8, 2), np.uint8), "LA"), 422, "2 channels"),
-    (png(np.random.default_rng(0).integers(0, 255, (64, 64), dtype=np.uint8))[:2000], 422, "could not be decoded"),
-    (png(np.zeros((8, 8), np.uint8), fmt="GIF"), 415, "PNG or JPEG"),
-    (png(np.zeros((4100, 4100), np.uint8)), 413, "limit"),
-], ids=["zero-bytes", "not-an-image", "rgba", "gray-alpha", "truncated", "gif", "too-many-pixels"])
+@pytest.mark.parametrize(
+    "blob, code, words",
+    [
+        (b"", 422, "empty"),
+        (b"this is not an image at all", 415, "not a PNG or JPEG"),
+        (png(np.zeros((8, 8, 4), np.uint8), "RGBA"), 422, "4 channels"),
+        (png(np.zeros((8, 8, 2), np.uint8), "LA"), 422, "2 channels"),
+        (png(np.random.default_rng(0).integers(0, 255, (64, 64), dtype=np.uint8))[:2000], 422, "could not be decoded"),
+        (png(np.zeros((8, 8), np.uint8), fmt="GIF"), 415, "PNG or JPEG"),
+        (png(np.zeros((4100, 4100), np.uint8)), 413, "limit"),
+    ],
+    ids=["zero-bytes", "not-an-image", "rgba", "gray-alpha", "truncated", "gif", "too-many-pixels"],
+)
 def test_bad_images_get_a_clear_4xx_and_the_server_keeps_serving(client, blob, code, words):
     r = upload(client, blob)
     assert r.status_code == code, r.text
@@ -141,7 +157,9 @@ def test_gaussian_structure_gives_each_heads_centre_and_spread(client):
 
 @pytest.mark.skipif(read_manifest("conv-attention") is None, reason="conv-attention not trained")
 def test_conv_attention_demo_serves_the_conv_and_its_attention_side_by_side(client, sample_run):
-    run = client.post(f"{API}/runs", json={"model": "conv-attention", "sample": {"dataset": "mnist", "index": 7}}).json()
+    run = client.post(
+        f"{API}/runs", json={"model": "conv-attention", "sample": {"dataset": "mnist", "index": 7}}
+    ).json()
     assert run["grid"] == [16, 16] and run["shape"] == [1, 9, 256, 256] and run["image"]["width"] == 32
     heads = np.array(client.get(f"{API}/runs/{run['id']}/attention", params={"layer": 0}).json()["weights"])
     q = 5 * 16 + 6  # interior query (5, 6) of the padded grid: head h attends to tap h's shift

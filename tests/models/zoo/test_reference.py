@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnscope.models.zoo.attention import EAConfig, MultiHeadAttention
+from attnscope.models.zoo.attention import MultiHeadAttention
 from attnscope.models.zoo.build import build_model, count_params
 from attnscope.models.zoo.positional import GaussianBias, Learned2DBias, ShiftBias, grid_offsets, shift_matrix
 
@@ -25,8 +25,9 @@ def _official_gaussian_logits(bias: GaussianBias, rows: int, cols: int) -> torch
             for k in range(rows * cols):
                 d1 = k // cols - q // cols
                 d2 = k % cols - q % cols
-                out[h, q, k] = torch.stack([torch.tensor(x, dtype=torch.float32) for x in
-                                            (d1, d2, d1 * d1, d2 * d2, d1 * d2)]) @ t
+                out[h, q, k] = (
+                    torch.stack([torch.tensor(x, dtype=torch.float32) for x in (d1, d2, d1 * d1, d2 * d2, d1 * d2)]) @ t
+                )
     return out
 
 
@@ -36,7 +37,9 @@ def test_gaussian_heads_match_the_official_quadratic_form(full):
     with torch.no_grad():  # move away from the init so every term matters
         bias.centers.copy_(torch.tensor([[0.5, -1.0], [1.5, 2.0], [-1.0, 0.0]]))
         if full:
-            bias.spreads.copy_(torch.tensor([[[1.2, 0.3], [0.0, 0.8]], [[0.7, -0.2], [0.1, 1.1]], [[1.0, 0.0], [0.5, 0.6]]]))
+            bias.spreads.copy_(
+                torch.tensor([[[1.2, 0.3], [0.0, 0.8]], [[0.7, -0.2], [0.1, 1.1]], [[1.0, 0.0], [0.5, 0.6]]])
+            )
     ours = torch.softmax(bias(20, 20), -1)
     ref = torch.softmax(_official_gaussian_logits(bias, 4, 5), -1)
     torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-4)
@@ -70,8 +73,10 @@ def test_learned_2d_bias_reads_row_and_column_embeddings():
         for q in range(12):
             for k in range(12):
                 dr, dc = k // 4 - q // 4, k % 4 - q % 4
-                ref = (bias.head_keys_row.weight[h] @ bias.row_emb.weight[dr + 2]
-                       + bias.head_keys_col.weight[h] @ bias.col_emb.weight[dc + 3])
+                ref = (
+                    bias.head_keys_row.weight[h] @ bias.row_emb.weight[dr + 2]
+                    + bias.head_keys_col.weight[h] @ bias.col_emb.weight[dc + 3]
+                )
                 assert torch.isclose(out[h, q, k], ref, atol=1e-5)
 
 
@@ -117,8 +122,17 @@ def test_content_attention_matches_a_per_head_loop():
     torch.testing.assert_close(out, attn.out(torch.cat(heads, -1)))
 
 
-VIT = {"kind": "vision", "attention": "content", "patch": 7, "dim": 16, "depth": 3, "heads": 2, "mlp": 32,
-       "cls": True, "abs_pos": True}
+VIT = {
+    "kind": "vision",
+    "attention": "content",
+    "patch": 7,
+    "dim": 16,
+    "depth": 3,
+    "heads": 2,
+    "mlp": 32,
+    "cls": True,
+    "abs_pos": True,
+}
 
 
 def test_ea_with_alpha_0_and_beta_0_equals_vanilla():
@@ -186,12 +200,21 @@ def test_ha_keys_come_from_the_first_pass_and_queries_values_are_recomputed():
         h = h + block.ffn(block.ln2(h))
 
 
-TEXT = {"kind": "text", "attention": "content", "dim": 16, "depth": 2, "heads": 2, "mlp": 32, "max_len": 12,
-        "vocab_size": 30}
+TEXT = {
+    "kind": "text",
+    "attention": "content",
+    "dim": 16,
+    "depth": 2,
+    "heads": 2,
+    "mlp": 32,
+    "max_len": 12,
+    "vocab_size": 30,
+}
 
 
-@pytest.mark.parametrize("extra", [{}, {"ea": {"alpha": 0.5, "beta": 0.3}}, {"hierarchical": True},
-                                   {"attention": "shift", "radius": 2}])
+@pytest.mark.parametrize(
+    "extra", [{}, {"ea": {"alpha": 0.5, "beta": 0.3}}, {"hierarchical": True}, {"attention": "shift", "radius": 2}]
+)
 def test_text_padding_changes_nothing_for_the_real_tokens(extra):
     torch.manual_seed(4)
     model = build_model({**TEXT, **extra}).eval()
@@ -267,8 +290,15 @@ def test_san_window_attention_matches_a_loop_over_each_window(mode):
         r, c = divmod(i, cols)
         keys = [(r + dr) * cols + (c + dc) if 0 <= r + dr < rows and 0 <= c + dc < cols else None for dr, dc in slots]
         if mode == "pairwise":
-            logits = torch.stack([attn.gamma(torch.cat([phi[i] - psi[k], torch.tensor([float(dr), float(dc)])]))
-                                  if k is not None else torch.full((heads,), -1e9) for k, (dr, dc) in zip(keys, slots)], 1)
+            logits = torch.stack(
+                [
+                    attn.gamma(torch.cat([phi[i] - psi[k], torch.tensor([float(dr), float(dc)])]))
+                    if k is not None
+                    else torch.full((heads,), -1e9)
+                    for k, (dr, dc) in zip(keys, slots)
+                ],
+                1,
+            )
         else:
             window = torch.cat([phi[i]] + [psi[k] if k is not None else torch.zeros(3) for k in keys])
             logits = attn.gamma(window).view(heads, 9)
