@@ -3,7 +3,7 @@
 The map (what both the bound and the estimate are about)
 --------------------------------------------------------
 ``Phi(mu) = (F_mu)_# mu`` on measures supported in ``B_R = {||x|| <= R}``, with ``F_mu`` the
-attention sublayer of ``attnscope.analysis.kernel``: all heads, the query/key/value biases, the output
+attention sublayer of ``attnscope.analysis.markov_kernel``: all heads, the query/key/value biases, the output
 projection ``W_O`` and its bias; optionally the residual ``x + F_mu(x)``; never the LayerNorm
 (its Lipschitz constant depends on the variance of each token and is not covered).
 
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from attnscope.analysis.kernel import AttentionParams
+from attnscope.analysis.markov_kernel import AttentionParams
 from attnscope.analysis.wasserstein import w1_uniform
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ Tokens are particles: layer l's hidden states ``[token, dim]`` are the atoms of 
 - ``joint_pca``: one PCA fitted on every layer's tokens together (the particle view);
 - ``fixed_point_iteration``: iterate a shared block and watch W1 between successive iterates.
 
-The Markov-kernel formulation is in ``attnscope.analysis.kernel`` and the Lipschitz bound (DERIVED) and the
+The Markov-kernel formulation is in ``attnscope.analysis.markov_kernel`` and the Lipschitz bound (DERIVED) and the
 empirical estimate in ``attnscope.analysis.lipschitz``.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnscope.analysis.kernel import maxent_rows
+from attnscope.analysis.markov_kernel import maxent_rows
 from attnscope.analysis.wasserstein import w1, w1_between_inputs, w1_successive, w1_uniform
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def max_entropy_check(scores: np.ndarray, attention: np.ndarray, mask: np.ndarra
         attention: ``[layer, head, query, key]`` the model's own attention rows.
         mask: boolean ``[query, key]`` (or broadcastable), False where a key is masked out.
     Returns:
-        ``[layer]`` max deviation (each row solved by ``attnscope.analysis.kernel.maxent_rows``).
+        ``[layer]`` max deviation (each row solved by ``attnscope.analysis.markov_kernel.maxent_rows``).
     """
     s, a = np.asarray(scores, dtype=np.float64), np.asarray(attention, dtype=np.float64)
     if s.shape != a.shape or s.ndim != 4:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from attnscope.analysis.distance import AttentionDistance, distance_from
 from attnscope.analysis.evolution import Evolution, evolution_from
 from attnscope.analysis.heads import HeadTypes, head_types_from
-from attnscope.analysis.kernels import ImpliedConvolution, convolution_from
+from attnscope.analysis.implied_conv import ImpliedConvolution, convolution_from
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.passes import PARTS, reduce_maps
 from attnscope.analysis.rollout import TokenImportance, rollout_importance

@@ -5,7 +5,7 @@ Zoo layers with positional biases, Evolving Attention or HA's fixed keys are not
 measures and are refused with the reason.
 
 - ``extract_attention_params(loaded, layer)``: W_Q, W_K, W_V, W_O and their biases, per head, as an
-  ``attnscope.analysis.kernel.AttentionParams`` (numpy float64);
+  ``attnscope.analysis.markov_kernel.AttentionParams`` (numpy float64);
 - ``record_io(module)``: a context manager that records a module's inputs/outputs with a forward
   hook and removes the hook in ``finally``;
 - ``layer_context(loaded, text, layer)``: the layer's input ``[token, dim]`` and the output of its
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from attnscope.analysis.kernel import AttentionParams, scores
+from attnscope.analysis.markov_kernel import AttentionParams, scores
 from attnscope.analysis.measure import max_entropy_check
 from attnscope.models.capture import Capture, encode_text
 from attnscope.models.loading import LoadedModel
@@ -210,7 +210,7 @@ def max_entropy_deviation(loaded: LoadedModel, cap: Capture) -> np.ndarray:
     """``[layer]``: largest |maximum-entropy row - model's attention row| per layer.
 
     Scores are recomputed in float64 from the extracted weights and the cloud each layer's attention
-    reads (``layer_input``); the rows are solved by ``attnscope.analysis.kernel.maxent_rows``.
+    reads (``layer_input``); the rows are solved by ``attnscope.analysis.markov_kernel.maxent_rows``.
     """
     if cap.hidden_states is None:
         raise ValueError("the capture has no hidden states; capture with hidden_states=True")

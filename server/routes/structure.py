@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from attnscope.analysis.distance import attention_distance
 from attnscope.analysis.evolution import Evolution, compare, evolution
 from attnscope.analysis.heads import classify_heads
-from attnscope.analysis.kernels import implied_convolution
+from attnscope.analysis.implied_conv import implied_convolution
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
 from attnscope.server.deps import RunDep, ServiceDep

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscope.analysis.kernels import shift_matrix
+from attnscope.analysis.implied_conv import shift_matrix
 from attnscope.analysis.maps import AttentionMaps
 
 

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from attnscope.analysis.kernel import AttentionParams, push_forward
 from attnscope.analysis.lipschitz import (
     lipschitz_bound,
     log_head_term,
@@ -12,6 +11,7 @@ from attnscope.analysis.lipschitz import (
     random_ratios,
     w1_ratio,
 )
+from attnscope.analysis.markov_kernel import AttentionParams, push_forward
 
 
 def params(H=1, d=3, D=4, qk=1.0, seed=0, bias=1.0):

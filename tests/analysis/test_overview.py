@@ -4,7 +4,7 @@ from _planted import maps_from, random_rows
 from attnscope.analysis.distance import attention_distance
 from attnscope.analysis.evolution import evolution
 from attnscope.analysis.heads import classify_heads
-from attnscope.analysis.kernels import implied_convolution
+from attnscope.analysis.implied_conv import implied_convolution
 from attnscope.analysis.overview import overview
 from attnscope.analysis.rollout import rollout_importance
 from attnscope.analysis.shift import scan_shifts

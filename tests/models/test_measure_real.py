@@ -6,7 +6,7 @@ import torch
 from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertLayer
 
-from attnscope.analysis.kernel import head_outputs, push_forward
+from attnscope.analysis.markov_kernel import head_outputs, push_forward
 from attnscope.analysis.wasserstein import w1_uniform
 from attnscope.models.capture import capture
 from attnscope.models.layers import (
@@ -56,7 +56,7 @@ def test_the_hook_is_removed_even_when_the_forward_fails(minilm):
 
 @pytest.mark.parametrize("residual", [False, True])
 def test_the_estimated_map_is_the_bounded_map(minilm, cap, residual):
-    """The torch sublayer (real modules) and analysis.kernel.push_forward agree to float64 rounding,
+    """The torch sublayer (real modules) and analysis.markov_kernel.push_forward agree to float64 rounding,
     so the bound (computed from the extracted weights) is about the map the estimate perturbs."""
     x = cap.hidden_states[3].astype(np.float64)
     phi = AttentionSublayer(minilm, 3, residual=residual)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnscope.analysis.kernel import push_forward
+from attnscope.analysis.markov_kernel import push_forward
 from attnscope.analysis.wasserstein import w1_uniform
 from attnscope.models.capture import capture, capture_image
 from attnscope.models.layers import (

@@ -4,7 +4,7 @@ from _planted import maps_from, planted_1d, planted_2d, random_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnscope.analysis.kernels import grid_shift_matrix, implied_convolution, shift_matrix
+from attnscope.analysis.implied_conv import grid_shift_matrix, implied_convolution, shift_matrix
 
 
 def test_shift_matrix_convention_is_key_minus_query():

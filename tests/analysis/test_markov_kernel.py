@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from attnscope.analysis.kernel import (
+from attnscope.analysis.markov_kernel import (
     AttentionParams,
     field,
     markov_kernel,

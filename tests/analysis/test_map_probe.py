@@ -3,7 +3,7 @@ import pytest
 from _planted import maps_from, random_rows
 from _planted import probe_dataset as _dataset
 
-from attnscope.analysis.probe import adaptive_pool, crop_pad, map_features, probe_layers
+from attnscope.analysis.map_probe import adaptive_pool, crop_pad, map_features, probe_layers
 
 
 def test_probe_finds_the_layer_that_carries_the_label():
