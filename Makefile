@@ -58,11 +58,11 @@ bench: install
 	$(BIN)/python bench/capture.py
 
 zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see README "Model zoo"
-	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m attnscope.models.train
+	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m attnscope.pipelines.train
 finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
-	$(BIN)/python -m attnscope.models.finetune
+	$(BIN)/python -m attnscope.pipelines.finetune
 finetune-hatexplain: install  ## retrain the HateXplain classifier delta (opt-in: the data hold hate speech), seeded, CPU
-	$(BIN)/python -m attnscope.models.finetune --task hatexplain
+	$(BIN)/python -m attnscope.pipelines.finetune --task hatexplain
 
 faithfulness-movies: install  ## the movie-review table (explainer x metric) into results/
 	$(BIN)/attnscope faithfulness --model minilm-sst2 --dataset movies --n $(or $(N),50) --ig-steps 16 --out results/faithfulness-movies

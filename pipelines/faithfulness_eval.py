@@ -23,10 +23,10 @@ from attnscope.analysis.faithfulness import (
     select_rationale,
 )
 from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
-from attnscope.models.datasets import K_FRACTION, load_dataset
-from attnscope.models.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
-from attnscope.models.explainers.base import text_tokenizer
 from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.datasets import K_FRACTION, load_dataset
+from attnscope.pipelines.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
+from attnscope.pipelines.explainers.base import text_tokenizer
 
 log = logging.getLogger(__name__)
 

@@ -4,10 +4,10 @@ such as movie reviews are cut to the model's limit instead of failing."""
 import pytest
 
 from attnscope.models.capture import TooManyTokensError, capture, capture_truncated
-from attnscope.models.dataset_runs import run_census, run_probe
-from attnscope.models.datasets import data_dir
 from attnscope.models.loading import load_model
 from attnscope.models.zoo.manifest import read_manifest
+from attnscope.pipelines.dataset_runs import run_census, run_probe
+from attnscope.pipelines.datasets import data_dir
 
 pytestmark = [
     pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained"),

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from attnscope.models.datasets import HATEXPLAIN_LABELS, OffensiveContentError, data_dir, load_hatexplain
 from attnscope.models.delta import CHECKPOINTS
-from attnscope.models.explainers import encode_words, make_predict
 from attnscope.models.loading import load_model
+from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, OffensiveContentError, data_dir, load_hatexplain
+from attnscope.pipelines.explainers import encode_words, make_predict
 
 pytestmark = pytest.mark.skipif(not (data_dir() / "hatexplain").is_dir(), reason="../shared/data/hatexplain not found")
 

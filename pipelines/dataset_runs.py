@@ -16,9 +16,9 @@ from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.overview import overview
 from attnscope.models.capture import capture_truncated
-from attnscope.models.datasets import Example, load_dataset
 from attnscope.models.loading import LoadedModel
-from attnscope.models.map_probe_cnn import cnn_fit_score
+from attnscope.pipelines.datasets import Example, load_dataset
+from attnscope.pipelines.map_probe_cnn import cnn_fit_score
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ accounting, metric selection, and refusal of a data set whose labels the model d
 import numpy as np
 import pytest
 
-from attnscope.models.explainers import encode_words
-from attnscope.models.faithfulness_eval import UnknownMetricError, evaluate_dataset, explain_example
+from attnscope.pipelines.explainers import encode_words
+from attnscope.pipelines.faithfulness_eval import UnknownMetricError, evaluate_dataset, explain_example
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from attnscope.models.datasets import (
+from attnscope.pipelines.datasets import (
     OffensiveContentError,
     data_dir,
     load_dataset,

@@ -10,7 +10,7 @@ import torch
 
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, gradient_rollout, rollout
 from attnscope.models.capture import capture_ids
-from attnscope.models.explainers.base import Encoded, Explainer, classifier_module
+from attnscope.pipelines.explainers.base import Encoded, Explainer, classifier_module
 
 
 def _maps(explainer: Explainer, ex: Encoded):

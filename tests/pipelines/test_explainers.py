@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnscope.models.delta import CHECKPOINTS, DeltaMismatchError, apply_delta, build_minilm_classifier
-from attnscope.models.explainers import (
+from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
     encode_text,

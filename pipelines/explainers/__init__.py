@@ -1,14 +1,14 @@
 """Explainers of a classifier's prediction, one verb: ``explain(example) -> scores[token]``.
 
-from attnscope.models.explainers import make_explainer, encode_text
+from attnscope.pipelines.explainers import make_explainer, encode_text
 ex = encode_text(loaded, "a gripping, funny film")
 scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
 """
 
 from __future__ import annotations
 
-from attnscope.models.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
-from attnscope.models.explainers.base import (
+from attnscope.pipelines.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
+from attnscope.pipelines.explainers.base import (
     Encoded,
     Explainer,
     NotAClassifierError,
@@ -18,7 +18,7 @@ from attnscope.models.explainers.base import (
     make_predict,
     require_classifier,
 )
-from attnscope.models.explainers.gradient import DeepLift, InputXGradient, IntegratedGradients, Occlusion, Saliency
+from attnscope.pipelines.explainers.gradient import DeepLift, InputXGradient, IntegratedGradients, Occlusion, Saliency
 
 EXPLAINERS: dict[str, type[Explainer]] = {
     cls.name: cls

@@ -18,7 +18,7 @@ noise. The analysis itself is ``attnscope.analysis.measure.fixed_point_iteration
 The contraction condition: for a shared (HA) block, the DERIVED fixed-key bound of
 ``attnscope.analysis.block_bound`` (max-over-tokens metric, which dominates W1) is computed globally and
 along the orbit, against the observed step ratios and an empirical estimate around ``x0``
-(``attnscope.models.fixed_key_block``). For a demonstration layer, the attention sublayer's W1 bound.
+(``attnscope.pipelines.fixed_key_block``). For a demonstration layer, the attention sublayer's W1 bound.
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ from attnscope.analysis.block_bound import BlockBound, OrbitCheck, global_bound,
 from attnscope.analysis.lipschitz import lipschitz_bound
 from attnscope.analysis.measure import FixedPoint, fixed_point_iteration
 from attnscope.models.capture import capture
-from attnscope.models.fixed_key_block import (
+from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.fixed_key_block import (
     BlockEstimate,
     BlockHalves,
     NotFixedKeyBlockError,
     estimate_block_lipschitz,
     extract_fixed_key_block,
 )
-from attnscope.models.layers import encoder_layers, extract_attention_params, is_pre_norm
-from attnscope.models.lipschitz import torch_threads
-from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.layers import encoder_layers, extract_attention_params, is_pre_norm
+from attnscope.pipelines.lipschitz import torch_threads
 
 log = logging.getLogger(__name__)
 

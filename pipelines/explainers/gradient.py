@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnscope.models.explainers.base import Encoded, Explainer, classifier_module, text_tokenizer
+from attnscope.pipelines.explainers.base import Encoded, Explainer, classifier_module, text_tokenizer
 
 
 class _ProbModel(torch.nn.Module):

@@ -10,7 +10,10 @@ import torch
 from attnscope.analysis.markov_kernel import push_forward
 from attnscope.analysis.wasserstein import w1_uniform
 from attnscope.models.capture import capture, capture_image
-from attnscope.models.layers import (
+from attnscope.models.loading import load_model
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
+from attnscope.pipelines.layers import (
     AttentionSublayer,
     UnsupportedLayerError,
     encoder_layers,
@@ -18,11 +21,8 @@ from attnscope.models.layers import (
     layer_input,
     max_entropy_deviation,
 )
-from attnscope.models.lipschitz import lipschitz_report
-from attnscope.models.loading import load_model
-from attnscope.models.shared_block import iterate_shared_block
-from attnscope.models.zoo import data, samples
-from attnscope.models.zoo.manifest import read_manifest
+from attnscope.pipelines.lipschitz import lipschitz_report
+from attnscope.pipelines.shared_block import iterate_shared_block
 
 pytestmark = pytest.mark.skipif(read_manifest("vit") is None, reason="zoo not trained")
 

@@ -9,7 +9,7 @@ from transformers.models.bert.modeling_bert import BertLayer
 from attnscope.analysis.markov_kernel import head_outputs, push_forward
 from attnscope.analysis.wasserstein import w1_uniform
 from attnscope.models.capture import capture
-from attnscope.models.layers import (
+from attnscope.pipelines.layers import (
     AttentionSublayer,
     UnsupportedLayerError,
     extract_attention_params,
@@ -17,8 +17,8 @@ from attnscope.models.layers import (
     max_entropy_deviation,
     record_io,
 )
-from attnscope.models.lipschitz import lipschitz_report
-from attnscope.models.shared_block import NoSharedBlockError, iterate_shared_block
+from attnscope.pipelines.lipschitz import lipschitz_report
+from attnscope.pipelines.shared_block import NoSharedBlockError, iterate_shared_block
 
 TEXT = "The cat sat on the mat because it was tired of chasing the dog."
 
@@ -166,7 +166,7 @@ def test_overlapping_thread_settings_restore_torch_threads():
     import threading
     import time
 
-    from attnscope.models.lipschitz import torch_threads
+    from attnscope.pipelines.lipschitz import torch_threads
 
     original = torch.get_num_threads()
     torch.set_num_threads(2)  # distinct from the temporary 1, whatever the machine's default

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 from _planted import probe_dataset as _dataset  # noqa: E402
 
 from attnscope.analysis.map_probe import probe_layers  # noqa: E402
-from attnscope.models.map_probe_cnn import MapCNN, cnn_fit_score  # noqa: E402
+from attnscope.pipelines.map_probe_cnn import MapCNN, cnn_fit_score  # noqa: E402
 
 
 def test_cnn_probe_finds_the_layer_that_carries_the_label():

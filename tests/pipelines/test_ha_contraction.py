@@ -9,19 +9,19 @@ import torch
 
 from attnscope.analysis.block_bound import global_bound, orbit_check
 from attnscope.models.capture import capture, capture_image
-from attnscope.models.fixed_key_block import (
+from attnscope.models.loading import load_model
+from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.manifest import read_manifest
+from attnscope.models.zoo.nets import TextTransformer, VisionTransformer
+from attnscope.models.zoo.san import SAN
+from attnscope.pipelines.fixed_key_block import (
     BlockHalves,
     NotFixedKeyBlockError,
     estimate_block_lipschitz,
     extract_fixed_key_block,
     head_matrices,
 )
-from attnscope.models.loading import load_model
-from attnscope.models.shared_block import block_step, iterate_shared_block
-from attnscope.models.zoo import data, samples
-from attnscope.models.zoo.manifest import read_manifest
-from attnscope.models.zoo.nets import TextTransformer, VisionTransformer
-from attnscope.models.zoo.san import SAN
+from attnscope.pipelines.shared_block import block_step, iterate_shared_block
 
 HA_MODELS = ["text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise"]
 

@@ -6,9 +6,9 @@ import pytest
 
 from attnscope.models.capture import capture, capture_image
 from attnscope.models.loading import load_model
-from attnscope.models.shared_block import block_step, find_shared_block, iterate_shared_block
 from attnscope.models.zoo import data, samples
 from attnscope.models.zoo.manifest import read_manifest
+from attnscope.pipelines.shared_block import block_step, find_shared_block, iterate_shared_block
 
 pytestmark = pytest.mark.skipif(read_manifest("text-ha") is None, reason="zoo not trained; run make zoo")
 

@@ -2,7 +2,7 @@
 
 ``lipschitz_report(loaded, layer, x)`` measures R on the token cloud ``x [token, dim]`` (the layer's
 input for some text), computes the bound of ``attnscope.analysis.lipschitz`` from the layer's weights, and
-estimates ``L_hat`` on the SAME map (``attnscope.models.layers.AttentionSublayer``: self-attention with every
+estimates ``L_hat`` on the SAME map (``attnscope.pipelines.layers.AttentionSublayer``: self-attention with every
 bias + W_O + b_O, optional residual, no LayerNorm) with
 
 - random perturbations (``attnscope.analysis.lipschitz.random_ratios``: dense and single-token, several sizes);
@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from attnscope.analysis.lipschitz import LipschitzBound, lipschitz_bound, project_to_ball, random_ratios, w1_ratio
-from attnscope.models.layers import AttentionSublayer, extract_attention_params
 from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.layers import AttentionSublayer, extract_attention_params
 
 log = logging.getLogger(__name__)
 _THREADS_LOCK = threading.RLock()

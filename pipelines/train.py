@@ -1,4 +1,4 @@
-"""Train the zoo: ``python -m attnscope.models.train [name ...]`` (no names: every model, one at a time).
+"""Train the zoo: ``python -m attnscope.pipelines.train [name ...]`` (no names: every model, one at a time).
 
 Deterministic (fixed seeds, fixed data split), 2 CPU threads, a progress bar per model, evaluation
 on the held-out split at the end, then ``checkpoints/<name>/{model.safetensors, manifest.json}``

@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from attnscope.models.capture import capture
-from attnscope.models.explainers import (
+from attnscope.models.loading import load_model
+from attnscope.models.zoo.manifest import read_manifest
+from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
     encode_text,
@@ -14,10 +16,8 @@ from attnscope.models.explainers import (
     make_explainer,
     make_predict,
 )
-from attnscope.models.explainers.base import char_spans_to_tokens, classifier_module
-from attnscope.models.faithfulness_eval import evaluate_dataset, explain_example
-from attnscope.models.loading import load_model
-from attnscope.models.zoo.manifest import read_manifest
+from attnscope.pipelines.explainers.base import char_spans_to_tokens, classifier_module
+from attnscope.pipelines.faithfulness_eval import evaluate_dataset, explain_example
 
 pytestmark = pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained")
 TEXT = "A gripping , funny and deeply moving film ."
