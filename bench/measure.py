@@ -136,7 +136,7 @@ def ha_table(n_steps: int, sentence: str) -> None:
         if name == "text-ha":
             x0 = capture(loaded, sentence).hidden_states[0]
         else:
-            x0 = capture_image(loaded, loaded.tokenizer.prepare_image(samples.sample("mnist", 7)[0])).hidden_states[0]
+            x0 = capture_image(loaded, loaded.prepare_image(samples.sample("mnist", 7)[0])).hidden_states[0]
         x0 = x0.astype(np.float64)
         step = block_step(loaded, None, x0)[1]
         start = time.perf_counter()

@@ -61,7 +61,7 @@ class RunService:
 
     def _image_run(self, model: str, key: str, image: np.ndarray, source: dict) -> Run:
         def make(loaded, run_id: str) -> Run:
-            prepared = loaded.tokenizer.prepare_image(image)
+            prepared = loaded.prepare_image(image)
             cap = capture_image(loaded, prepared)
             src = {**source, "height": int(prepared.shape[0]), "width": int(prepared.shape[1])}
             return Run(id=run_id, model=model, text="", capture=cap, image=prepared, source=src)

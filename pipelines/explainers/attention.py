@@ -17,9 +17,16 @@ def _maps(explainer: Explainer, ex: Encoded):
     return capture_ids(explainer.loaded, ex.input_ids).maps
 
 
+def readout_row(n_tokens: int, causal: bool) -> int:
+    """The row whose prediction is explained: [CLS] (position 0) of an encoder, the last position of
+    a causal LM (the position that predicts the next token)."""
+    return n_tokens - 1 if causal else 0
+
+
 class RawAttention(Explainer):
     """Attention weights of one layer (default: the last), averaged over the chosen heads (default:
-    all), read from the [CLS] row (``row="cls"``) or averaged over every query row (``row="mean"``)."""
+    all), read from the readout row (``row="cls"``: [CLS] of an encoder, the last position of a
+    causal LM) or averaged over every query row (``row="mean"``)."""
 
     name = "attention"
     description = "raw attention of a layer (CLS row or mean over rows), mean over chosen heads"
@@ -39,17 +46,19 @@ class RawAttention(Explainer):
         row = self.options.get("row", "cls")
         if row not in ("cls", "mean"):
             raise ValueError(f"row must be 'cls' or 'mean'; got {row!r}")
-        return (w[0] if row == "cls" else w.mean(axis=0)).astype(np.float64)
+        return (w[readout_row(maps.n_tokens, maps.causal)] if row == "cls" else w.mean(axis=0)).astype(np.float64)
 
 
 class Rollout(Explainer):
-    """Attention rollout (Abnar & Zuidema 2020), [CLS] row after the last layer."""
+    """Attention rollout (Abnar & Zuidema 2020), readout row ([CLS]; a causal LM's last position)
+    after the last layer."""
 
     name = "rollout"
     description = "attention rollout, CLS row of the last layer"
 
     def explain(self, ex: Encoded) -> np.ndarray:
-        return rollout(_maps(self, ex)).joint[-1, 0].astype(np.float64)
+        maps = _maps(self, ex)
+        return rollout(maps).joint[-1, readout_row(maps.n_tokens, maps.causal)].astype(np.float64)
 
 
 class Flow(Explainer):
@@ -60,7 +69,9 @@ class Flow(Explainer):
 
     def explain(self, ex: Encoded) -> np.ndarray:
         cap = int(self.options.get("max_tokens", MAX_FLOW_TOKENS))
-        return attention_flow(_maps(self, ex), rows=[0], max_tokens=cap).flow[0].astype(np.float64)
+        maps = _maps(self, ex)
+        row = readout_row(maps.n_tokens, maps.causal)
+        return attention_flow(maps, rows=[row], max_tokens=cap).flow[0].astype(np.float64)
 
 
 class AttentionGradient(Explainer):
@@ -82,7 +93,7 @@ class AttentionGradient(Explainer):
             torch.softmax(out.logits, dim=-1)[0, target].backward()
         weighted = np.stack([(a.grad * a).clamp(min=0).mean(dim=1)[0].detach().cpu().numpy() for a in atts])
         model.zero_grad(set_to_none=True)
-        return gradient_rollout(weighted)[0]
+        return gradient_rollout(weighted)[readout_row(len(ex), self.loaded.attention.causal)]
 
 
 class RandomScores(Explainer):

@@ -40,29 +40,32 @@ class Encoded:
 
 
 def require_classifier(loaded: LoadedModel) -> None:
-    if loaded.spec.task != "classification":
-        raise NotAClassifierError(
-            f"model {loaded.spec.name!r} is a {loaded.spec.task} model; faithfulness explains class "
-            "probabilities, so pick a classifier such as 'minilm-sst2' (see GET /api/v1/models)"
-        )
+    """Refuse a model whose backend offers no classifier facade (embedding and vision models)."""
     if loaded.spec.modality != "text":
         raise NotAClassifierError(
             f"model {loaded.spec.name!r} classifies images; the explainers and ERASER metrics work on token "
-            "ids of text classifiers (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)"
+            "ids of text classifiers (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift) "
+            "and of causal LMs (the next token, e.g. smollm2)"
+        )
+    if loaded.classifier is None:
+        raise NotAClassifierError(
+            f"model {loaded.spec.name!r} is a {loaded.spec.task} model; faithfulness explains class "
+            "probabilities (or a causal LM's next token), so pick a classifier such as 'minilm-sst2' or a "
+            "causal LM such as 'smollm2' (see GET /api/v1/models)"
         )
 
 
 def text_tokenizer(loaded: LoadedModel):
-    """The tokenizer the explainers use: the Hugging Face one, or a zoo model's word vocabulary
-    behind the same interface (``attnscope.models.zoo.text_facade``)."""
-    return getattr(loaded.tokenizer, "text_tokenizer", None) or loaded.tokenizer
+    """The tokenizer the explainers use: the backend's tokenizer facade (a Hugging Face tokenizer,
+    or a zoo model's word vocabulary behind the same interface)."""
+    return loaded.tokenizer
 
 
 def classifier_module(loaded: LoadedModel) -> torch.nn.Module:
     """The module the explainers call (``input_ids``/``inputs_embeds``, ``attention_mask``,
-    ``output_attentions`` -> ``.logits``, ``.attentions``): the Hugging Face model, or a zoo text
-    model behind the same interface."""
-    return getattr(loaded.tokenizer, "text_classifier", None) or loaded.model
+    ``output_attentions`` -> ``.logits``, ``.attentions``): the backend's classifier facade (a
+    Hugging Face sequence classifier, a zoo text model, or a causal LM's next token)."""
+    return loaded.classifier
 
 
 def _finish(

@@ -39,8 +39,7 @@ def read_models(settings: SettingsDep) -> ModelList:
 )
 def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
     get_spec(name)  # 404 for unknown models before loading anything
-    adapter = service.models.get(name).tokenizer
-    structure = adapter.structure() if hasattr(adapter, "structure") else None
+    structure = service.models.get(name).structure()
     if structure is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,

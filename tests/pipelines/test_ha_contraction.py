@@ -38,7 +38,7 @@ def ha(request):
         if not data.available():
             pytest.skip("../shared/data not found")
         image, _ = samples.sample("mnist", 7)
-        hidden = capture_image(loaded, loaded.tokenizer.prepare_image(image)).hidden_states
+        hidden = capture_image(loaded, loaded.prepare_image(image)).hidden_states
     return loaded, hidden.astype(np.float64)
 
 

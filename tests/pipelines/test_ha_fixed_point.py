@@ -37,7 +37,7 @@ def test_text_ha_iterates_its_shared_block():
 def test_vision_ha_reproduces_its_depth():
     loaded = load_model("ha-vit", device="cpu")
     image, _ = samples.sample("mnist", 3)
-    cap = capture_image(loaded, loaded.tokenizer.prepare_image(image))
+    cap = capture_image(loaded, loaded.prepare_image(image))
     _reproduces_depth(loaded, cap.hidden_states)
 
 

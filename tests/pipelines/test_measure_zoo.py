@@ -39,7 +39,7 @@ def vit():
         pytest.skip("../shared/data not found")
     loaded = load_model("vit", device="cpu")
     image, _ = samples.sample("mnist", 5)
-    return loaded, capture_image(loaded, loaded.tokenizer.prepare_image(image))
+    return loaded, capture_image(loaded, loaded.prepare_image(image))
 
 
 @pytest.mark.parametrize("which", ["vanilla", "vit"])

@@ -1,5 +1,5 @@
-"""Adapters that make a trained zoo model look like any other model: ``encode(input)`` then the one
-verb ``run(encoded) -> (AttentionMaps [layer, head, query, key], output)``.
+"""The zoo backend: a trained zoo model behind the one interface, ``encode(input)`` then the one
+verb ``run(inp) -> Capture`` (maps ``[layer, head, query, key]``, class probabilities, hidden states).
 
 Text: SST-2 word vocabulary, ``[CLS]`` + words, at most ``max_len`` positions.
 Vision: a ``[28, 28]`` grayscale image (see ``attnscope.models.inputs.prepare_digit``) -> tokens named
@@ -8,26 +8,17 @@ Vision: a ``[28, 28]`` grayscale image (see ``attnscope.models.inputs.prepare_di
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.backends.base import AttentionConfig, BackendBase, Capture, ModelInput
+from attnscope.models.errors import TooManyTokensError
+from attnscope.models.spec import ModelSpec
 from attnscope.models.zoo import data
 
 DIGIT_LABELS = [str(i) for i in range(10)]
 SENTIMENT_LABELS = ["negative", "positive"]
-
-
-@dataclass
-class Encoded:
-    """Model-ready input: ``tensor`` (batch of one) and one label per position."""
-
-    tensor: torch.Tensor
-    tokens: tuple[str, ...]
-    special: tuple[int, ...]
-    grid: tuple[int, int] | None = None
 
 
 def classification(logits: torch.Tensor, labels: list[str]) -> dict:
@@ -40,78 +31,73 @@ def classification(logits: torch.Tensor, labels: list[str]) -> dict:
     }
 
 
-class ZooAdapter:
-    """One trained zoo model (torch module in eval mode) plus how to encode its inputs."""
+class ZooBackend(BackendBase):
+    """One trained zoo model (torch module in eval mode) plus how to encode its inputs.
 
-    def __init__(self, name: str, model: torch.nn.Module, manifest: dict, device: torch.device):
-        self.name, self.model, self.manifest, self.device = name, model.to(device).eval(), manifest, device
+    Text models: the SST-2 word vocabulary (``tokenizer``, a ``WordTokenizer``) and the model called
+    like a sequence classifier (``classifier``, a ``TextClassifier``); vision models have neither.
+    """
+
+    def __init__(self, spec: ModelSpec, model: torch.nn.Module, manifest: dict, device: torch.device):
+        self.spec, self.model, self.manifest, self.device = spec, model.to(device).eval(), manifest, device
+        self.name = spec.name
         self.arch = manifest["arch"]
-        self.modality = self.arch["kind"]
-        self.labels = SENTIMENT_LABELS if self.modality == "text" else DIGIT_LABELS
-        if self.modality == "text":
+        self.labels = SENTIMENT_LABELS if self.arch["kind"] == "text" else DIGIT_LABELS
+        self.attention = AttentionConfig(n_layers=int(self.arch["depth"]), n_heads=int(self.arch["heads"]))
+        if self.arch["kind"] == "text":
+            from attnscope.models.zoo.text_facade import TextClassifier, WordTokenizer
+
             self.vocab = data.load_vocab()
             self.index = {w: i for i, w in enumerate(self.vocab)}
             self.max_tokens = int(self.arch["max_len"])
+            self.tokenizer = WordTokenizer(self.vocab)
+            self.classifier = TextClassifier(self.model).eval()
         else:
             self.grid = tuple(model.grid)
             self.max_tokens = self.grid[0] * self.grid[1] + len(model.special)
             # models whose maps cover a zero-padded grid (conv-as-attention) show a padded image
             self.pad = int(getattr(model, "display_pad", 0))
 
-    @property
-    def text_tokenizer(self):
-        """The word vocabulary behind a tokenizer's interface (text models; explainers use it)."""
-        from attnscope.models.zoo.text_facade import WordTokenizer
-
-        if self.modality != "text":
-            return None
-        if getattr(self, "_word_tokenizer", None) is None:
-            self._word_tokenizer = WordTokenizer(self.vocab)
-        return self._word_tokenizer
-
-    @property
-    def text_classifier(self):
-        """The model called like a Hugging Face sequence classifier (text models; explainers use it)."""
-        from attnscope.models.zoo.text_facade import TextClassifier
-
-        if self.modality != "text":
-            return None
-        if getattr(self, "_text_classifier", None) is None:
-            self._text_classifier = TextClassifier(self.model).eval()
-        return self._text_classifier
-
-    @property
-    def n_layers(self) -> int:
-        return int(self.arch["depth"])
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.arch["heads"])
+    def attention_modules(self) -> list[torch.nn.Module]:
+        """``[layer]`` each block's attention (one shared block repeated for HA models; conv-attention's
+        one constructed layer)."""
+        encoder = getattr(self.model, "encoder", None)
+        if encoder is None:
+            return [self.model.attention]
+        return [encoder.blocks[0 if encoder.shared else i].attn for i in range(encoder.depth)]
 
     # ------------------------------------------------------------------ encode
-    def encode_text(self, text: str, truncate: bool = False) -> Encoded:
+    def encode_text(self, text: str, truncate: bool = False) -> ModelInput:
         """``[CLS]`` + the words; longer than ``max_tokens`` is an error unless ``truncate`` (keep the head)."""
-        from attnscope.models.capture import EmptyInputError, TooManyTokensError
-
-        if not isinstance(text, str) or not text.strip():
-            raise EmptyInputError("the text is empty; type a sentence to analyse")
+        self.check_modality("text")
+        self.check_text(text)
         words = data.words(text)
         if truncate:
             words = words[: self.max_tokens - 1]
         if len(words) + 1 > self.max_tokens:
             raise TooManyTokensError(len(words) + 1, self.max_tokens, self.name)
         ids = data.encode_words(words, self.index, self.max_tokens)
-        return Encoded(torch.tensor([ids], device=self.device), (data.CLS, *words), (0,))
+        return ModelInput((data.CLS, *words), (0,), tuple(int(i) for i in ids))
+
+    def encode_ids(self, ids) -> ModelInput:
+        """Vocabulary ids as given (explainers perturb ids, never text)."""
+        self.check_modality("text")
+        ids = [int(i) for i in np.asarray(ids).reshape(-1)]
+        if len(ids) > self.max_tokens:
+            raise TooManyTokensError(len(ids), self.max_tokens, self.name, what="the input")
+        return ModelInput(tuple(self.tokenizer.convert_ids_to_tokens(ids)), (0,), tuple(ids))
 
     def prepare_image(self, image: np.ndarray) -> np.ndarray:
         """Any accepted image -> what this model takes (MNIST form: ``[28, 28]`` white on black)."""
         from attnscope.models.inputs import prepare_digit
 
+        self.check_modality("vision")
         digit = prepare_digit(image)
         return np.pad(digit, self.pad) if self.pad else digit
 
-    def encode_image(self, image: np.ndarray) -> Encoded:
+    def encode_image(self, image: np.ndarray) -> ModelInput:
         """``image``: ``[28, 28]`` grayscale, uint8 (0..255) or float in ``[0, 1]``, white digit on black."""
+        self.check_modality("vision")
         img = np.asarray(image)
         if self.pad and img.shape == (28 + 2 * self.pad,) * 2:
             img = img[self.pad : -self.pad, self.pad : -self.pad]
@@ -125,34 +111,30 @@ class ZooAdapter:
         rows, cols = self.grid
         cells = tuple(f"r{r}c{c}" for r in range(rows) for c in range(cols))
         special = tuple(self.model.special)
-        return Encoded(x, ("[CLS]",) * len(special) + cells, special, self.grid)
+        return ModelInput(("[CLS]",) * len(special) + cells, special, pixels=x, grid=self.grid)
 
     # ------------------------------------------------------------------ run
     @torch.inference_mode()
-    def run(self, enc: Encoded) -> tuple[AttentionMaps, dict]:
-        """One forward pass: maps ``[layer, head, query, key]`` and the class probabilities."""
-        logits, maps = self.model(enc.tensor)
+    def run(self, inp: ModelInput, hidden_states: bool = True) -> Capture:
+        """One forward pass: maps ``[layer, head, query, key]``, the class probabilities, and what
+        the model traced for this call only: hidden states ``[layer + 1, token, dim]`` (the
+        encoder's input and every block's output; None without a transformer encoder) and, for
+        conv-as-attention, its first layer's conv and attention outputs side by side
+        (``extras["conv_vs_attention"] [2, position, channel]``)."""
+        x = inp.pixels if inp.pixels is not None else inp.ids_tensor(self.device)
+        trace: dict = {}
+        logits, maps = self.model(x, trace=trace)
         w = maps[0].float().cpu().numpy()
         w = w / w.sum(axis=-1, keepdims=True)
         out = AttentionMaps(
-            weights=np.ascontiguousarray(w), tokens=enc.tokens, grid=enc.grid, special=enc.special, model=self.name
+            weights=np.ascontiguousarray(w), tokens=inp.tokens, grid=inp.grid, special=inp.special, model=self.name
         )
-        return out, classification(logits, self.labels)
-
-    def hidden(self) -> np.ndarray | None:
-        """Hidden states of the last run, ``[layer + 1, token, dim]`` (the encoder's input and the
-        output of every block), or None for models without a transformer encoder."""
-        encoder = getattr(self.model, "encoder", None)
-        states = getattr(encoder, "last_states", None)
-        return None if states is None else states[0].float().cpu().numpy()
-
-    def extras(self) -> dict:
-        """Model-specific arrays of the last run: conv-as-attention keeps its first layer's conv and
-        attention outputs side by side, ``conv_vs_attention [2, position, channel]``."""
-        kept = getattr(self.model, "last_first_layer", None)
-        if kept is None:
-            return {}
-        return {"conv_vs_attention": kept[0].flatten(2).transpose(1, 2).float().cpu().numpy()}
+        states = trace.get("states")
+        hidden = None if states is None or not hidden_states else states[0].float().cpu().numpy()
+        extras = {}
+        if trace.get("first_layer") is not None:
+            extras["conv_vs_attention"] = trace["first_layer"][0].flatten(2).transpose(1, 2).float().cpu().numpy()
+        return Capture(out, classification(logits, self.labels), hidden, extras, token_ids=inp.token_ids)
 
     # ------------------------------------------------------------------ structure
     def structure(self) -> dict | None:
