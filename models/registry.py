@@ -240,7 +240,11 @@ def _local_spec(folder: Path, root: Path) -> ModelSpec:
         description=f"local checkpoint {folder}",
         locator=str(folder),
         max_tokens=min(context, causal_token_cap()) if causal else context,
-        extra={"causal": causal, "context": context},
+        extra={
+            "causal": causal,
+            "context": context,
+            "kv_heads": config.get("num_key_value_heads") or config.get("num_attention_heads") or config.get("n_head"),
+        },
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from attnscope.analysis.census import census
+from attnscope.analysis.heads import sink_scores
 from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.overview import overview
@@ -33,6 +34,7 @@ CENSUS_METRICS = (
     "distance",
     "cls_sink",
     "sep_sink",
+    "sink",
 )
 TEXT_DATASETS = ("sst2", "movies")
 
@@ -72,6 +74,8 @@ def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
         "distance": ov.distance.per_head,
         "cls_sink": scores["cls_sink"],
         "sep_sink": scores["sep_sink"],
+        # mass on the first position from every later row (a decoder's attention sink)
+        "sink": scores["sink"] if "sink" in scores else sink_scores(maps),
     }
 
 

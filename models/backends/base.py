@@ -100,6 +100,7 @@ class Capture:
 
     ``token_ids``: the raw ids behind ``maps.tokens`` (text models; None for images).
     ``extras``: model-specific arrays (conv-as-attention keeps its first layer's two outputs).
+    ``attention``: the model's ``AttentionConfig`` (key/value heads, causal, ...).
     """
 
     maps: AttentionMaps
@@ -107,6 +108,7 @@ class Capture:
     hidden_states: np.ndarray | None = field(default=None, repr=False)
     extras: dict = field(default_factory=dict, repr=False)
     token_ids: tuple[int, ...] | None = None
+    attention: AttentionConfig | None = None
 
 
 @runtime_checkable

@@ -54,4 +54,5 @@ class Dinov2Backend(BackendBase):
             weights=w / w.sum(-1, keepdims=True), tokens=inp.tokens, grid=inp.grid, special=inp.special, model=NAME
         )
         cls = torch.nn.functional.normalize(out.pooler_output.float(), dim=-1)[0].cpu().numpy()
-        return Capture(maps, {"kind": "embedding", "dim": int(cls.shape[0]), "embedding": cls.tolist()}, hidden)
+        output = {"kind": "embedding", "dim": int(cls.shape[0]), "embedding": cls.tolist()}
+        return Capture(maps, output, hidden, attention=self.attention)

@@ -178,7 +178,7 @@ class HFCausalLMBackend(HFBackend):
         hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
         maps, _ = self._maps(list(inp.token_ids), weights)
         output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
-        return Capture(maps, output, hs, token_ids=inp.token_ids)
+        return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention)
 
     def continuation(self, inp: ModelInput, n_tokens: int = CONTINUATION_TOKENS) -> str:
         """The greedy continuation of the input (at most ``n_tokens``; no maps kept)."""
@@ -220,4 +220,4 @@ class HFCausalLMBackend(HFBackend):
             "options": options.as_dict(),
             "steps": steps,
         }
-        return Capture(maps, output, dec.hidden, token_ids=tuple(dec.ids))
+        return Capture(maps, output, dec.hidden, token_ids=tuple(dec.ids), attention=self.attention)

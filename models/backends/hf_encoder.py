@@ -64,7 +64,8 @@ class HFEncoderBackend(HFBackend):
                 model=self.spec.name,
                 causal=self.attention.causal,
             )
-            results.append(Capture(maps, outputs[b], None if hs is None else hs[b, :, :n], token_ids=inp.token_ids))
+            hidden = None if hs is None else hs[b, :, :n]
+            results.append(Capture(maps, outputs[b], hidden, token_ids=inp.token_ids, attention=self.attention))
         return results
 
     def run_batch(self, inputs: list[ModelInput], hidden_states: bool = True) -> list[Capture]:

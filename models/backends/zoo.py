@@ -134,7 +134,8 @@ class ZooBackend(BackendBase):
         extras = {}
         if trace.get("first_layer") is not None:
             extras["conv_vs_attention"] = trace["first_layer"][0].flatten(2).transpose(1, 2).float().cpu().numpy()
-        return Capture(out, classification(logits, self.labels), hidden, extras, token_ids=inp.token_ids)
+        output = classification(logits, self.labels)
+        return Capture(out, output, hidden, extras, token_ids=inp.token_ids, attention=self.attention)
 
     # ------------------------------------------------------------------ structure
     def structure(self) -> dict | None:

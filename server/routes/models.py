@@ -26,6 +26,8 @@ def read_models(settings: SettingsDep) -> ModelList:
             default=s.name == settings.default_model,
             accuracy=s.extra.get("accuracy"),
             params=s.extra.get("params"),
+            context=s.extra.get("context") if s.task == "causal-lm" else None,
+            kv_heads=s.extra.get("kv_heads"),
         )
         for s in list_specs()
     ]
