@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from attnscope.analysis.heads import classify_heads, duplicate_token_scores, induction_scores
-from attnscope.models.capture import capture
+from attnscope.models.capture import capture_truncated
 from attnscope.models.loading import LoadedModel
-from attnscope.pipelines.induction_probe import repeated_token_probe
+from attnscope.pipelines.induction_probe import probe_ids
 
 TEXT = (
     "The history of the city begins with a small settlement on the river. Over the centuries it grew into "
@@ -55,19 +55,29 @@ def decoder_heads(
     Each table lists the ``top`` heads by score; ``counts`` the heads at or over ``THRESHOLD``."""
     if not loaded.attention.causal:
         raise ValueError(f"model {loaded.spec.name!r} is not a causal LM; the decoder head census needs one")
-    text_maps = capture(loaded, text, hidden_states=False).maps
+    text_maps = capture_truncated(loaded, text).maps  # cut to the model's limit, if longer
     types = classify_heads(text_maps)
-    induction, duplicate = [], []
+    induction, duplicate, first_loss, second_loss = [], [], [], []
     for seed in seeds:
-        maps, ids = repeated_token_probe(loaded, 2 * half, seed=seed)
-        induction.append(induction_scores(maps, ids))
-        duplicate.append(duplicate_token_scores(maps, ids))
+        ids = probe_ids(loaded, 2 * half, seed=seed)
+        cap = loaded.run(loaded.encode_ids(ids), hidden_states=False)
+        induction.append(induction_scores(cap.maps, ids))
+        duplicate.append(duplicate_token_scores(cap.maps, ids))
+        # loss (nats) of predicting each copy's tokens 2..m from inside the copy (BOS, if any, first)
+        loss, b = cap.output.get("loss"), len(ids) - 2 * half
+        if loss is not None:
+            first_loss.append(np.mean(loss[b : b + half - 1]))
+            second_loss.append(np.mean(loss[b + half : b + 2 * half - 1]))
     ind, dup = np.stack(induction), np.stack(duplicate)
     sink, prev = types.scores["sink"], types.scores["previous"]
     return {
         "model": loaded.spec.name,
         "text_tokens": text_maps.n_tokens,
         "probe": f"{half} random tokens repeated once, seeds {list(seeds)}",
+        "probe_loss": {
+            "first_copy": round(float(np.mean(first_loss)), 3) if first_loss else None,
+            "second_copy": round(float(np.mean(second_loss)), 3) if second_loss else None,
+        },
         "threshold": THRESHOLD,
         "counts": {
             "sink": int((sink >= THRESHOLD).sum()),
@@ -90,7 +100,8 @@ def markdown(report: dict) -> str:
         f"paragraph, duplicate and induction scores on {report['probe']} (mean, and minimum over seeds). "
         f"Heads at or over {report['threshold']}: "
         + ", ".join(f"{k} {v}" for k, v in report["counts"].items() if k != "heads")
-        + f" (of {report['counts']['heads']}).",
+        + f" (of {report['counts']['heads']}). Loss on the probe, nats per token: first copy "
+        f"{report['probe_loss']['first_copy']}, second copy {report['probe_loss']['second_copy']}.",
         "",
     ]
     for kind in ("sink", "previous", "duplicate", "induction"):

@@ -22,7 +22,13 @@ router = APIRouter(prefix="/runs", tags=["structure"])
 K = Annotated[int, Query(ge=1, le=64, description="1D offsets -k..k")]
 RADIUS = Annotated[int, Query(ge=1, le=8, description="2D window radius (grid inputs)")]
 THRESHOLD = Annotated[float, Query(ge=0, le=1, description="minimum shift_score of a shift head")]
-ROW = Annotated[str, Query(description="output position explained: 'cls' (first special), 'mean', or an index")]
+ROW = Annotated[
+    str,
+    Query(
+        description="output position explained: 'cls' (the output row: an encoder's first special position, "
+        "a causal LM's last position), 'mean', or an index"
+    ),
+]
 
 
 def _offset(o):

@@ -111,3 +111,12 @@ def test_induction_score_on_a_repeated_random_probe():
         ind[q, q - 10 + 1] = 1  # the token after the earlier occurrence of ids[q]
     scores = induction_scores(causal([ind, previous(n)]), ids)
     np.testing.assert_allclose(scores[0], [1.0, 0.0], atol=1e-6)
+
+
+def test_rollout_reads_the_last_row_of_causal_maps():
+    from attnscope.analysis.rollout import default_row, rollout_importance
+
+    maps = causal([previous(6)])
+    assert default_row(maps) == 5
+    imp = rollout_importance(maps, -1)
+    assert imp.row == 5 and imp.values.shape == (6,)

@@ -244,3 +244,29 @@ def test_explainers_and_eraser_metrics_explain_a_next_token(api, arch):
     minilm = _post(api, model="minilm", text=PROMPT)
     r = api.post(f"/runs/{minilm['id']}/faithfulness", json={})
     assert r.status_code == 422 and "smollm2" in r.json()["detail"]
+
+
+def test_every_structure_and_measure_route_answers_a_causal_run(api):
+    """No route may fail with a 500 on a decoder's run: each gives its result or a 4xx saying why."""
+    run = _post(api, model="local:mistral", text=PROMPT, generate={"max_new_tokens": 2})
+    rid = run["id"]
+    for path, params in [
+        (f"/runs/{rid}/shift", {}),
+        (f"/runs/{rid}/heads", {}),
+        (f"/runs/{rid}/evolution", {}),
+        (f"/runs/{rid}/rollout", {"row": "mean"}),
+        (f"/runs/{rid}/rollout", {"row": "3"}),
+        (f"/runs/{rid}/flow", {"row": "3"}),
+        (f"/runs/{rid}/measure", {}),
+        (f"/runs/{rid}/particles", {"layer": 0}),
+        (f"/runs/{rid}/fixed-point", {"steps": 3}),
+        ("/models/local:mistral/lipschitz", {"layer": 0, "run_id": rid}),
+        ("/models/local:mistral/structure", {}),
+    ]:
+        r = api.get(path, params=params)
+        assert r.status_code < 500, (path, r.status_code, r.text)
+        assert r.status_code in (200, 404, 422), (path, r.text)
+        if r.status_code != 200:
+            assert r.json()["detail"], path
+    rollout = api.get(f"/runs/{rid}/rollout").json()
+    assert len(rollout["values"]) == run["shape"][-1]
