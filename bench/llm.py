@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -70,7 +71,11 @@ def main() -> None:
     def ours():
         decode(model.model, ids, opts, eos_ids=set(), record=True)
 
-    ta, tb = timeit(hf, args.repeats), timeit(ours, args.repeats)
+    rounds: dict[str, list[float]] = {"a": [], "b": []}
+    for _ in range(args.repeats):  # interleaved, so that the machine's load hits both alike
+        rounds["a"].append(timeit(hf, 1))
+        rounds["b"].append(timeit(ours, 1))
+    ta, tb = statistics.median(rounds["a"]), statistics.median(rounds["b"])
     print(f"device={model.device} torch={torch.__version__} threads={torch.get_num_threads()} cpus={os.cpu_count()}")
     print(
         f"(4a) transformers generate, {args.tokens} tokens, no maps          {ta:8.2f} s ({args.tokens / ta:.1f} tok/s)"

@@ -9,7 +9,6 @@ Explainers see the model as a classifier of the token after the input's last pos
 
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,15 +25,6 @@ from attnscope.models.backends.generation import (
 )
 from attnscope.models.backends.hf import HFBackend
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
-
-# Runs materialise [layer, head, token, token]: SmolLM2 (30 x 9 heads) at 512 tokens holds 283 MB.
-DEFAULT_MAX_TOKENS = 512
-
-
-def map_token_cap() -> int:
-    """Longest run of a causal LM (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default 512."""
-    raw = os.environ.get("ATTNSCOPE_MAX_CAUSAL_TOKENS", "")
-    return int(raw) if raw.strip().isdigit() and int(raw) > 0 else DEFAULT_MAX_TOKENS
 
 
 class ClassifierOutput(SimpleNamespace):
