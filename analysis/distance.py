@@ -3,7 +3,8 @@
 ``per_head[layer, head] = sum_{q,k} A[q, k] d(q, k) / sum_{q,k} A[q, k]`` over non-special query rows
 and keys, with ``d = |k - q|`` in tokens (1D) or the Euclidean distance between grid cells (2D,
 ``maps.grid``). Attention on special positions has no position and is left out; the division
-makes the result a mean distance of the remaining mass. ``per_layer[layer]`` averages the heads
+makes the result a mean distance of the remaining mass. On causal maps the first row (one key,
+itself: distance 0 by force) is left out. ``per_layer[layer]`` averages the heads
 (the profile to plot against depth).
 """
 
@@ -37,6 +38,8 @@ def distance_from(red: Reductions, maps: AttentionMaps) -> AttentionDistance:
     cols = red.special_cols  # [layer, head, special, query]
     lost = cols.sum(axis=(-2, -1), dtype=np.float64) - cols[..., sp].sum(axis=(-2, -1), dtype=np.float64)
     mass = (maps.n_tokens - len(sp)) - lost
+    if maps.causal and 0 not in maps.special:  # the forced first row: mass 1 at distance 0
+        mass = mass - 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
         per_head = np.where(mass > 1e-9, red.distance_sum / np.where(mass > 1e-9, mass, 1.0), 0.0)
     per_head = per_head.astype(np.float32)

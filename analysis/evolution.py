@@ -4,7 +4,8 @@ a sharpening slope, similarity of consecutive layers, and two models side by sid
 Per ``[layer, head, query]`` row: entropy ``H = -sum p log p`` (nats), normalised entropy
 ``H / log(keys)`` (``keys`` = the positions the row may attend to: all of them, or ``query + 1`` in a
 causal model; a one-key row scores 0), effective number of keys ``exp(H)`` and top-1 mass. Head
-values average over rows, layer values over heads. The sharpening slope is the least-squares slope
+values average over rows (on causal maps without the first row, whose one key forces its values),
+layer values over heads. The sharpening slope is the least-squares slope
 of the layer-mean entropy against the layer index (negative = maps sharpen with depth).
 Consecutive layers are compared on their head-averaged maps ``[query, key]``: Jensen-Shannon
 divergence (nats, mean over rows, in ``[0, log 2]``) and cosine similarity of the flattened maps.
@@ -118,7 +119,9 @@ def evolution_from(red: Reductions, maps: AttentionMaps) -> Evolution:
     ent = red.entropy
     norm = normalised_entropy(ent, maps.causal)
     eff = np.exp(ent, dtype=np.float32)
-    layer_entropy = ent.mean(axis=(1, 2), dtype=np.float64)
+    # the first row of a causal map has one key: its entropy (0) and top-1 (1) are forced, not chosen
+    r = slice(1, None) if maps.causal and maps.n_tokens > 1 else slice(None)
+    layer_entropy = ent[..., r].mean(axis=(1, 2), dtype=np.float64)
     x = np.asarray(maps.layer_ids, dtype=np.float64)
     if x.size >= 2 and np.ptp(x) > 0:
         slope, intercept = np.polyfit(x, layer_entropy, 1)
@@ -129,13 +132,13 @@ def evolution_from(red: Reductions, maps: AttentionMaps) -> Evolution:
         norm_entropy=norm,
         effective_keys=eff,
         top1=red.top1,
-        head_entropy=ent.mean(-1),
-        head_norm_entropy=norm.mean(-1),
-        head_effective_keys=eff.mean(-1),
-        head_top1=red.top1.mean(-1),
+        head_entropy=ent[..., r].mean(-1),
+        head_norm_entropy=norm[..., r].mean(-1),
+        head_effective_keys=eff[..., r].mean(-1),
+        head_top1=red.top1[..., r].mean(-1),
         layer_entropy=layer_entropy.astype(np.float32),
-        layer_norm_entropy=norm.mean(axis=(1, 2)),
-        layer_top1=red.top1.mean(axis=(1, 2)),
+        layer_norm_entropy=norm[..., r].mean(axis=(1, 2)),
+        layer_top1=red.top1[..., r].mean(axis=(1, 2)),
         slope=float(slope),
         intercept=float(intercept),
         head_mean=red.head_mean,

@@ -8,6 +8,9 @@ Types and scores (``[layer, head]``), computed on the example's maps:
 - ``cls_sink`` / ``sep_sink``: mean attention (over non-special query rows) on the CLS-like special
   position (special position 0) / on the other special positions (SEP, EOS). Label when
   ``>= sink_threshold``. Scan masses are not renormalised, so a sink head is not a shift head.
+- ``sink`` (causal maps only): mean attention on the first position (BOS, or the first token when
+  there is none) from every later row: the attention sink of decoder LLMs (Xiao et al. 2023,
+  StreamingLLM). Label ``sink`` when ``>= sink_threshold``.
 - ``broad``: mean normalised row entropy (``H / log(keys)``) over non-special rows; near-uniform heads
   score near 1. Label when ``>= broad_threshold``.
 - ``local``: mass within ``local_window`` of the query (``|delta| <= w``; Chebyshev in 2D),
@@ -18,6 +21,11 @@ On a repeated-random-token probe (``make_probe_ids``; maps and ids captured by t
 - ``duplicate``: mass on other copies of the query's own token (earlier copies only if causal).
 - ``induction``: mass on the token right after an earlier copy of the query's token.
   Both average over the rows that have a target (rows without one do not dilute the score).
+  On the causal probe ``r_1..r_m r_1..r_m`` the induction rows are the second copy's tokens, as in
+  Olsson et al. 2022.
+
+On causal maps only offsets ``<= 0`` exist (no ``next`` score) and the first row, whose only key is
+itself, is left out of every mean (``attnscope.analysis.offsets``).
 
 Attention distance per head and its per-layer profile live in ``attnscope.analysis.distance`` (re-exported
 here as ``attention_distance``).
@@ -92,6 +100,15 @@ def _rows_mean(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return total / rows.size
 
 
+def sink_scores(maps: AttentionMaps, position: int = 0) -> np.ndarray:
+    """``[layer, head]`` mean attention on ``position`` from every later non-special row (the
+    attention sink: ``position`` 0, BOS or the first token); 0 where no such row exists."""
+    rows = np.array([q for q in range(position + 1, maps.n_tokens) if q not in set(maps.special)], dtype=np.int64)
+    if rows.size == 0:
+        return np.zeros((maps.n_layers, maps.n_heads), dtype=np.float32)
+    return maps.weights[:, :, rows, position].mean(axis=-1, dtype=np.float64).astype(np.float32)
+
+
 def _sink_scores(red: Reductions, special: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     mean = _rows_mean(red.special_cols, red.index.rows)  # [layer, head, special]
     is_cls = np.array([s == 0 for s in special], dtype=bool)
@@ -127,6 +144,8 @@ def head_types_from(
             continue
     scores["shift"] = scan.shift_score
     scores["cls_sink"], scores["sep_sink"] = _sink_scores(red, maps.special)
+    if maps.causal:
+        scores["sink"] = sink_scores(maps)
     scores["broad"] = _rows_mean(normalised_entropy(red.entropy, maps.causal), rows)
     cheb = np.abs(idx.offsets.reshape(idx.n_offsets, -1)).max(-1)
     window = cheb <= local_window
@@ -136,6 +155,7 @@ def head_types_from(
     masks = {  # label -> [layer, head] bool, in the order labels are listed
         "cls-sink": scores["cls_sink"] >= sink_threshold,
         "sep-sink": scores["sep_sink"] >= sink_threshold,
+        **({"sink": scores["sink"] >= sink_threshold} if "sink" in scores else {}),
         "broad": scores["broad"] >= broad_threshold,
         "local": (scores["local"] >= local_threshold) & ~scan.is_shift,
     }

@@ -44,7 +44,7 @@ The estimate
 (``P_R`` the radial projection onto B_R, so every measure compared lies where the bound holds),
 with exact W1 by assignment on both sides. It is a lower bound on the true constant, hence
 ``L_hat <= L`` must always hold. Random perturbations live here (``random_ratios``, any callable
-Phi); the gradient ascent on the ratio needs autograd and lives in ``models/lipschitz.py``.
+Phi); the gradient ascent on the ratio needs autograd and lives in ``pipelines/lipschitz.py``.
 """
 
 from __future__ import annotations

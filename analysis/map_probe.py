@@ -9,7 +9,7 @@ whose maps carry the label score above ``chance`` (the majority-class rate).
 
 The classifier is pluggable: ``fit_score(x_train, y_train, x_test, y_test) -> accuracy`` receives
 features ``[example, head, size, size]``; the 2-layer CNN with H input channels of methods.md 4.4
-lives in ``attnscope.models.map_probe_cnn.cnn_fit_score`` (torch), and every classifier sees the same folds.
+lives in ``attnscope.pipelines.map_probe_cnn.cnn_fit_score`` (torch), and every classifier sees the same folds.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ An offset is ``key - query`` (previous token = ``-1``). In 1D it is a position d
 image grid it is ``(drow, dcol)`` between grid cells, with the grid laid out row-major over the
 non-special positions (``AttentionMaps.grid_positions``).
 
+On causal maps (a decoder's attention) only offsets ``<= 0`` exist, and the first row has a single
+key (itself): its mass is forced, not chosen, so it is left out of the rows a scan averages over
+(its column stays: it is the previous token of row 1).
+
 ``offset_index`` lists, for every offset, the ``(query, key)`` cells of a ``[query, key]`` map that
 carry that offset, as flat indices ``query * n + key`` grouped by offset. Gathering those cells from
 a head's flattened map and summing per group gives the diagonal masses of the shift scan, without
@@ -31,8 +35,9 @@ class OffsetIndex:
         flat: ``[pair]`` flat cell indices ``query * n + key``, grouped by offset.
         starts: ``[offset]`` start of each offset's group in ``flat`` (groups may be empty).
         count: ``[offset]`` number of query rows where the offset exists.
-        rows: ``[row]`` query positions the scan averages over (non-special unless included).
-        cols: ``[col]`` key positions the scan may land on (same set as ``rows``).
+        rows: ``[row]`` query positions the scan averages over (non-special unless included; on
+            causal maps without the forced first row).
+        cols: ``[col]`` key positions the scan may land on (non-special unless included).
         query: ``[pair]`` query position of each pair in ``flat`` (``flat // n``).
         offset_id: ``[pair]`` index into ``offsets`` of each pair in ``flat``.
     """
@@ -139,24 +144,30 @@ def _group(pairs: list[tuple[np.ndarray, np.ndarray]], n: int):
 
 
 @lru_cache(maxsize=64)
-def offset_index_1d(n: int, special: tuple[int, ...], k: int, include_special: bool) -> OffsetIndex:
-    """Offsets ``-k..k`` on a sequence of ``n`` positions; special positions are left out of both
-    rows and columns unless ``include_special``."""
+def offset_index_1d(
+    n: int, special: tuple[int, ...], k: int, include_special: bool, causal: bool = False
+) -> OffsetIndex:
+    """Offsets ``-k..k`` (``-k..0`` when ``causal``) on a sequence of ``n`` positions; special
+    positions are left out of both rows and columns unless ``include_special``; on causal maps the
+    first row (one key, its mass forced) is left out of the rows."""
     if k < 0:
         raise ValueError(f"the scan half-width k must be >= 0; got {k}")
     valid = np.ones(n, dtype=bool)
     if not include_special:
         valid[list(special)] = False
-    offsets = np.arange(-k, k + 1, dtype=np.int64)
+    row_ok = valid.copy()
+    if causal:
+        row_ok[0] = False
+    offsets = np.arange(-k, 1 if causal else k + 1, dtype=np.int64)
     pairs = []
     for d in offsets:
         q = np.arange(max(0, -d), min(n, n - d), dtype=np.int64)
-        q = q[valid[q] & valid[q + d]]
+        q = q[row_ok[q] & valid[q + d]]
         pairs.append((q, q + d))
     flat, starts, count = _group(pairs, n)
-    rows = np.flatnonzero(valid)
-    out = OffsetIndex(n, offsets, (2 * k + 1,), flat, starts, count, rows, rows)
-    _freeze(offsets, flat, starts, count, rows)
+    rows, cols = np.flatnonzero(row_ok), np.flatnonzero(valid)
+    out = OffsetIndex(n, offsets, (offsets.size,), flat, starts, count, rows, cols)
+    _freeze(offsets, flat, starts, count, rows, cols)
     return out
 
 
@@ -184,10 +195,11 @@ def offset_index_2d(n: int, special: tuple[int, ...], grid: tuple[int, int], rad
 
 
 def offset_index(maps, k: int = 8, radius: int = 3, include_special: bool = False) -> OffsetIndex:
-    """The offset table for ``maps``: 2D (``radius``) when ``maps.grid`` is set, else 1D (``k``)."""
+    """The offset table for ``maps``: 2D (``radius``) when ``maps.grid`` is set, else 1D (``k``;
+    offsets ``<= 0`` only on causal maps)."""
     if maps.grid is not None:
         return offset_index_2d(maps.n_tokens, maps.special, maps.grid, int(radius))
-    return offset_index_1d(maps.n_tokens, maps.special, int(k), bool(include_special))
+    return offset_index_1d(maps.n_tokens, maps.special, int(k), bool(include_special), bool(maps.causal))
 
 
 @lru_cache(maxsize=16)

@@ -62,7 +62,10 @@ def augmented(head_mean: np.ndarray) -> np.ndarray:
 
 
 def default_row(maps: AttentionMaps) -> int | None:
-    """The CLS-like output row (special position 0), or ``None`` (mean over rows)."""
+    """The output row: the last position of causal maps (the one that predicts the next token), the
+    CLS-like row (special position 0) of an encoder, or ``None`` (mean over rows)."""
+    if maps.causal:
+        return maps.n_tokens - 1
     return 0 if 0 in maps.special else None
 
 

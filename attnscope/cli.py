@@ -6,6 +6,7 @@
     attnscope census --model minilm --dataset sst2 --n 500 --out results.json
     attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
     attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
+    attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
 
 Every option also reads an environment variable (shown in ``--help``) so containers can be
 configured without flags.
@@ -132,8 +133,8 @@ def _dataset_job(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from attnscope.models.dataset_runs import run_census, run_probe
     from attnscope.models.loading import load_model
+    from attnscope.pipelines.dataset_runs import run_census, run_probe
     from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model, args.device)
@@ -183,9 +184,9 @@ def run_faithfulness(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from attnscope.models.explainers import DEFAULT_EXPLAINERS
-    from attnscope.models.faithfulness_eval import METRICS, evaluate_dataset
     from attnscope.models.loading import load_model
+    from attnscope.pipelines.explainers import DEFAULT_EXPLAINERS
+    from attnscope.pipelines.faithfulness_eval import METRICS, evaluate_dataset
     from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model)
@@ -229,6 +230,23 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_heads(args: argparse.Namespace) -> int:
+    """A causal LM's sink / previous-token / duplicate / induction heads as Markdown (and JSON)."""
+    import json
+    from pathlib import Path
+
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.decoder_heads import decoder_heads, markdown
+
+    loaded = load_model(args.model, args.device)
+    report = decoder_heads(loaded, half=args.half, seeds=range(args.seeds), top=args.top)
+    sys.stdout.write(markdown(report) + "\n")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -262,6 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
             )
     p_faith = sub.add_parser("faithfulness", help="ERASER faithfulness + plausibility table over a data set")
     _add_faithfulness_args(p_faith)
+    p_heads = sub.add_parser("heads", help="a causal LM's sink, previous-token, duplicate and induction heads")
+    p_heads.add_argument("--model", default="smollm2")
+    p_heads.add_argument("--half", type=int, default=30, help="random tokens per copy of the probe")
+    p_heads.add_argument("--seeds", type=int, default=5, help="probe seeds 0..N-1")
+    p_heads.add_argument("--top", type=int, default=5, help="heads listed per kind")
+    p_heads.add_argument("--device", default=None)
+    p_heads.add_argument("--out", default="", help="also write the report as JSON")
     return parser
 
 
@@ -278,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         return _dataset_job(args)
     if args.command == "faithfulness":
         return run_faithfulness(args)
+    if args.command == "heads":
+        return run_heads(args)
     if args.command == "dashboard":
         run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
         return 0

@@ -31,9 +31,9 @@ from attnscope.analysis.faithfulness import (  # noqa: E402
     remove_tokens,
     select_rationale,
 )
-from attnscope.models.datasets import load_sst2  # noqa: E402
-from attnscope.models.explainers import encode_text, make_explainer, make_predict  # noqa: E402
 from attnscope.models.loading import load_model  # noqa: E402
+from attnscope.pipelines.datasets import load_sst2  # noqa: E402
+from attnscope.pipelines.explainers import encode_text, make_explainer, make_predict  # noqa: E402
 
 EXPLAINERS = ("attention", "rollout", "saliency", "random")
 K = 0.2

@@ -39,12 +39,12 @@ from attnscope.models.capture import (  # noqa: E402
     capture_encoded,  # noqa: E402
     capture_image,
 )
-from attnscope.models.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
-from attnscope.models.lipschitz import lipschitz_report  # noqa: E402
 from attnscope.models.loading import load_model  # noqa: E402
-from attnscope.models.shared_block import block_step, iterate_shared_block  # noqa: E402
 from attnscope.models.zoo import data, samples  # noqa: E402
 from attnscope.models.zoo.manifest import read_manifest  # noqa: E402
+from attnscope.pipelines.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
+from attnscope.pipelines.lipschitz import lipschitz_report  # noqa: E402
+from attnscope.pipelines.shared_block import block_step, iterate_shared_block  # noqa: E402
 from bench.timing import timeit  # noqa: E402
 
 HA_MODELS = ("text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise")
@@ -136,7 +136,7 @@ def ha_table(n_steps: int, sentence: str) -> None:
         if name == "text-ha":
             x0 = capture(loaded, sentence).hidden_states[0]
         else:
-            x0 = capture_image(loaded, loaded.tokenizer.prepare_image(samples.sample("mnist", 7)[0])).hidden_states[0]
+            x0 = capture_image(loaded, loaded.prepare_image(samples.sample("mnist", 7)[0])).hidden_states[0]
         x0 = x0.astype(np.float64)
         step = block_step(loaded, None, x0)[1]
         start = time.perf_counter()

@@ -20,7 +20,7 @@
 #   ATTNSCOPE_DOCKER_LOGS     logs and the dashboard screenshot ($ATTNSCOPE_DOCKER_STATE/logs)
 #   ATTNSCOPE_TEST_API_PORT   loopback port of the API         (18000)
 #   ATTNSCOPE_TEST_DASH_PORT  loopback port of the dashboard   (18050)
-#   ATTNSCOPE_IMAGE_MAX_MB    largest acceptable image size    (2048)
+#   ATTNSCOPE_IMAGE_MAX_MB    largest acceptable image size    (2300: SmolLM2's package adds about 100 MB)
 #   ATTNSCOPE_DOCKER_KEEP=1   leave the stack and dockerd running (debugging; stop them with
 #                             `bash deploy/docker-test.sh --down`)
 #   ATTNSCOPE_DEBIAN_MIRROR   for debootstrap                  (http://deb.debian.org/debian)
@@ -41,7 +41,7 @@ DASH_PORT="${ATTNSCOPE_TEST_DASH_PORT:-18050}"
 IMAGE="attnscope:docker-test"
 CACHE_REPO="attnscope-docker-test-cache"
 PROJECT="attnscope-dockertest"
-IMAGE_MAX_MB="${ATTNSCOPE_IMAGE_MAX_MB:-2048}"
+IMAGE_MAX_MB="${ATTNSCOPE_IMAGE_MAX_MB:-2300}"
 KEEP="${ATTNSCOPE_DOCKER_KEEP:-0}"
 DEBIAN_MIRROR="${ATTNSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 BASE_SUITE="bookworm"

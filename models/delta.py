@@ -47,17 +47,15 @@ def build_minilm_classifier(labels: tuple[str, ...]):
     return model, AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
-def load_delta_classifier(spec, device: torch.device):
-    """A ``LoadedModel`` for a registry spec with ``extra["delta"]``: base package + delta."""
-    from attnscope.models.loading import LoadedModel
-
+def load_delta_classifier(spec) -> tuple[torch.nn.Module, object, list[str]]:
+    """``(model, tokenizer, labels)`` for a registry spec with ``extra["delta"]``: base package + delta
+    (``attnscope.models.loading`` wraps them in a backend)."""
     folder = CHECKPOINTS / spec.extra["delta"]
     manifest = read_manifest(folder)
     labels = tuple(manifest["labels"])
     model, tokenizer = build_minilm_classifier(labels)
     apply_delta(model, folder, spec.locator)
-    model.eval().to(device)
-    return LoadedModel(spec, model, tokenizer, device, int(model.config.max_position_embeddings), list(labels))
+    return model, tokenizer, list(labels)
 
 
 def read_manifest(folder: str | Path) -> dict:

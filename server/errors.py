@@ -6,9 +6,9 @@ from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from attnscope.models.capture import EmptyInputError, TooManyTokensError, WrongModalityError
+from attnscope.models.capture import EmptyInputError, NotAGeneratorError, TooManyTokensError, WrongModalityError
 from attnscope.models.inputs import InvalidImageError
-from attnscope.models.registry import ModelOutsideRootsError, UnknownModelError
+from attnscope.models.registry import ModelOutsideRootsError, UnknownModelError, UnsupportedModelError
 from attnscope.models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
 from attnscope.models.zoo.samples import UnknownSampleError
 
@@ -54,7 +54,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return _json(exc.status, str(exc))
 
     @app.exception_handler(WrongModalityError)
-    async def _modality(_: Request, exc: WrongModalityError) -> JSONResponse:
+    @app.exception_handler(NotAGeneratorError)
+    @app.exception_handler(UnsupportedModelError)
+    async def _modality(_: Request, exc: ValueError) -> JSONResponse:
         return _json(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
 
     @app.exception_handler(UnknownSampleError)

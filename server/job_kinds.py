@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from attnscope.models.dataset_runs import run_census, run_probe
-from attnscope.models.datasets import check_split
 from attnscope.models.registry import require_text_model
+from attnscope.pipelines.dataset_runs import run_census, run_probe
+from attnscope.pipelines.datasets import check_split
 from attnscope.server.jobs import register_job_kind
 
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 
 import numpy as np
 
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.models.capture import WrongModalityError, capture, capture_image
+from attnscope.models.capture import (
+    GenerateOptions,
+    NotAGeneratorError,
+    WrongModalityError,
+    capture_image,
+    capture_prompt,
+)
 from attnscope.models.inputs import decode_image
 from attnscope.models.loading import ModelCache
 from attnscope.models.registry import get_spec
@@ -25,9 +32,10 @@ class RunService:
         self._probes: dict[str, tuple[AttentionMaps, np.ndarray]] = {}
         self._probe_lock = threading.Lock()
 
-    def _cached_run(self, model: str, modality: str, key: str, make) -> Run:
+    def _cached_run(self, model: str, modality: str, key: str, make, generates: bool = False) -> Run:
         """The stored run for ``(model, key)``, or ``make(loaded) -> Run`` stored under that id.
-        Refuses a model of the wrong modality before any loading."""
+        Refuses a model of the wrong modality (or, with ``generates``, one that is no causal LM)
+        before any loading."""
         spec = get_spec(model)  # raises UnknownModelError before any loading
         if spec.modality != modality:
             hint = (
@@ -36,23 +44,35 @@ class RunService:
                 else "takes a text, not an image; pick a vision model from GET /api/v1/models"
             )
             raise WrongModalityError(f"model {model!r} is a {spec.modality} model and {hint}")
+        if generates and spec.task != "causal-lm":
+            raise NotAGeneratorError(
+                f"model {model!r} is a {spec.task} model: it does not generate text and has no chat template; "
+                "'generate' and 'chat' need a causal LM (task causal-lm in GET /api/v1/models, e.g. smollm2)"
+            )
         run_id = run_key(model, key)
         cached = self.store.get(run_id)
         if cached is not None:
             return cached
         return self.store.put(make(self.models.get(model), run_id))
 
-    def create_run(self, model: str, text: str) -> Run:
-        return self._cached_run(
-            model,
-            "text",
-            text,
-            lambda loaded, run_id: Run(id=run_id, model=model, text=text, capture=capture(loaded, text)),
-        )
+    def create_run(self, model: str, text: str, generate: GenerateOptions | None = None, chat: bool = False) -> Run:
+        """A text run; causal LMs may ``generate`` after the text and wrap it in their ``chat``
+        template. The run id is a content hash of the model, the text and these options."""
+        options = None
+        key = text
+        if generate is not None or chat:
+            options = {"generate": None if generate is None else generate.as_dict(), "chat": chat}
+            key = text + "\x00" + json.dumps(options, sort_keys=True)
+
+        def make(loaded, run_id: str) -> Run:
+            cap = capture_prompt(loaded, text, generate, chat)
+            return Run(id=run_id, model=model, text=text, capture=cap, options=options)
+
+        return self._cached_run(model, "text", key, make, generates=options is not None)
 
     def probe(self, model: str) -> tuple[AttentionMaps, np.ndarray]:
         """Maps and ids of the repeated-random-token probe for ``model`` (computed once)."""
-        from attnscope.models.induction_probe import repeated_token_probe
+        from attnscope.pipelines.induction_probe import repeated_token_probe
 
         with self._probe_lock:
             if model not in self._probes:
@@ -61,7 +81,7 @@ class RunService:
 
     def _image_run(self, model: str, key: str, image: np.ndarray, source: dict) -> Run:
         def make(loaded, run_id: str) -> Run:
-            prepared = loaded.tokenizer.prepare_image(image)
+            prepared = loaded.prepare_image(image)
             cap = capture_image(loaded, prepared)
             src = {**source, "height": int(prepared.shape[0]), "width": int(prepared.shape[1])}
             return Run(id=run_id, model=model, text="", capture=cap, image=prepared, source=src)

@@ -31,6 +31,7 @@ class Run:
     created: float = field(default_factory=time.time)
     image: np.ndarray | None = field(default=None, repr=False)  # vision: the prepared model input
     source: dict | None = None  # vision: where the image came from (sample or upload)
+    options: dict | None = None  # causal LMs: {"generate": {...}, "chat": bool} (part of the id)
 
 
 class RunStore:

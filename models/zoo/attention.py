@@ -172,9 +172,14 @@ class Encoder(nn.Module):
         self.depth, self.shared = depth, shared
         self.blocks = nn.ModuleList([make_block(i) for i in range(1 if shared else depth)])
 
-    def forward(self, x, key_mask=None, return_maps: bool = True):
+    def forward(self, x, key_mask=None, return_maps: bool = True, trace: dict | None = None):
         """Returns the output (B, N, D) and the maps (B, layer, head, query, key), or None when
-        ``return_maps`` is False (training: no copy of the maps)."""
+        ``return_maps`` is False (training: no copy of the maps).
+
+        ``trace``: a dict owned by the caller (one per call; nothing is kept on the module, which
+        concurrent requests share) that receives ``states`` (B, layer + 1, N, D), the token cloud
+        at every depth, and ``probs``, the per-layer probabilities in the autograd graph (gradient x
+        attention reads them)."""
         state: dict = {}
         maps = []
         states = [x]
@@ -183,8 +188,7 @@ class Encoder(nn.Module):
             if return_maps:
                 maps.append(p)
                 states.append(x)
-        # serving keeps the token cloud at every depth (B, layer + 1, N, D) for the measure view
-        self.last_states = torch.stack(states, dim=1).detach() if return_maps else None
-        # the per-layer probabilities themselves (in the autograd graph): gradient x attention reads them
-        self.last_probs = tuple(maps) if return_maps else ()
+        if trace is not None and return_maps:
+            trace["states"] = torch.stack(states, dim=1).detach()
+            trace["probs"] = tuple(maps)
         return x, (torch.stack(maps, dim=1) if return_maps else None)

@@ -1,4 +1,5 @@
-"""The zoo as registry entries: ``zoo_specs()`` (name -> ``ModelSpec``) and ``load_zoo_model``.
+"""The zoo as registry entries: ``zoo_specs()`` (name -> ``ModelSpec``); ``attnscope.models.loading``
+loads them (``ZooBackend``, ``Dinov2Backend``).
 
 A zoo model is listed once its checkpoint exists (``make zoo`` trains them; the committed ones are
 under ``models/zoo/checkpoints``). Accuracy, parameter count and training time come from the
@@ -9,12 +10,10 @@ from __future__ import annotations
 
 import logging
 
-import torch
-
-from attnscope.models.registry import ModelSpec
+from attnscope.models.spec import ModelSpec
 from attnscope.models.zoo import dinov2
 from attnscope.models.zoo.configs import ZOO
-from attnscope.models.zoo.manifest import load_checkpoint, read_manifest
+from attnscope.models.zoo.manifest import read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -72,39 +71,3 @@ def zoo_specs() -> dict[str, ModelSpec]:
     if dinov2.onnx_path() is not None:
         specs[dinov2.NAME] = DINOV2
     return specs
-
-
-def load_zoo_model(spec: ModelSpec, device: torch.device):
-    """Load a zoo checkpoint (refusing mismatched manifests or shapes) as a ``LoadedModel``."""
-    from attnscope.models.loading import LoadedModel
-    from attnscope.models.zoo.adapter import ZooAdapter
-
-    if spec.name == dinov2.NAME:
-        adapter = dinov2.Dinov2Adapter(device)
-        return LoadedModel(
-            spec,
-            adapter.model,
-            adapter,
-            device,
-            adapter.max_tokens,
-            None,
-            layers=adapter.n_layers,
-            heads=adapter.n_heads,
-        )
-    entry = ZOO[spec.name]
-    arch = entry["arch"]
-    manifest = read_manifest(spec.name) or {}
-    if entry["modality"] == "text" and "vocab_size" in manifest.get("arch", {}):
-        arch = {**arch, "vocab_size": manifest["arch"]["vocab_size"]}
-    model, manifest = load_checkpoint(spec.name, arch)
-    adapter = ZooAdapter(spec.name, model, manifest, device)
-    return LoadedModel(
-        spec,
-        adapter.model,
-        adapter,
-        device,
-        adapter.max_tokens,
-        adapter.labels,
-        layers=adapter.n_layers,
-        heads=adapter.n_heads,
-    )

@@ -1,7 +1,7 @@
 """The zoo's table: one entry per trained model (architecture config + training recipe + card).
 
 ``arch`` is what ``attnscope.models.zoo.build.build_model`` takes and what the manifest stores; ``train`` is
-the recipe ``attnscope.models.train`` follows. Widths are small on purpose: ``make zoo`` retrains everything
+the recipe ``attnscope.pipelines.train`` follows. Widths are small on purpose: ``make zoo`` retrains everything
 on 2 CPU cores.
 """
 

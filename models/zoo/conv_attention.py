@@ -71,7 +71,6 @@ class ConvAttentionDemo(nn.Module):
         self.attention = QuadraticConvAttention(self.conv1, (side, side), cfg["alpha"])
         self.grid = self.attention.padded  # the maps live on the zero-padded grid
         self.display_pad = p  # ... which covers the image plus a p-pixel black border
-        self.last_first_layer: torch.Tensor | None = None
 
     special: tuple[int, ...] = ()
 
@@ -83,10 +82,13 @@ class ConvAttentionDemo(nn.Module):
     def _rest(self, h: torch.Tensor) -> torch.Tensor:
         return self.head(F.relu(self.conv2(F.relu(h))).flatten(1))
 
-    def forward(self, images: torch.Tensor, return_maps: bool = True):
+    def forward(self, images: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
+        """``trace`` (a dict owned by the caller) receives ``first_layer`` (B, 2, C, H, W): the
+        first layer as the convolution and as the attention layer built from it."""
         x = self._grid(images)
         if not return_maps:  # training and evaluation: the convolution
             return self._rest(self.conv1(x)), None
         y, p = self.attention(x)  # serving: the attention layer built from conv1
-        self.last_first_layer = torch.stack([self.conv1(x), y], 1)  # (B, 2, C, H, W): conv | attention
+        if trace is not None:
+            trace["first_layer"] = torch.stack([self.conv1(x), y], 1)  # conv | attention
         return self._rest(y), p[None, None].expand(images.shape[0], 1, -1, -1, -1)

@@ -125,7 +125,7 @@ def build_vocab(min_count: int = 2, max_size: int = 12_000) -> list[str]:
 
 def load_vocab(path: Path = VOCAB_FILE) -> list[str]:
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; run `make zoo` (or python -m attnscope.models.train --vocab)")
+        raise FileNotFoundError(f"{path} is missing; run `make zoo` (or python -m attnscope.pipelines.train --vocab)")
     return path.read_text(encoding="utf-8").splitlines()
 
 

@@ -19,8 +19,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnscope.analysis.maps import AttentionMaps
-
 log = logging.getLogger(__name__)
 
 NAME = "dinov2-vits14"
@@ -144,49 +142,3 @@ def load_backbone(device: torch.device):
         raise RuntimeError(f"converted DINOv2 weights do not fit Dinov2Model ({bad[:5]}); delete {cached} to reconvert")
     model.load_state_dict(state)
     return model.eval().to(device)
-
-
-class Dinov2Adapter:
-    """A photo -> ``[224, 224, 3]`` -> 16x16 patches + CLS -> 12 layers x 6 heads of attention."""
-
-    labels = None
-
-    def __init__(self, device: torch.device):
-        self.device = device
-        self.model = load_backbone(device)
-        self.grid = (SIZE // 14, SIZE // 14)
-        self.max_tokens = self.grid[0] * self.grid[1] + 1
-        self.n_layers, self.n_heads = 12, 6
-        self._hidden: np.ndarray | None = None
-
-    def prepare_image(self, image: np.ndarray) -> np.ndarray:
-        from attnscope.models.inputs import prepare_rgb
-
-        return prepare_rgb(image, SIZE)
-
-    def encode_image(self, image: np.ndarray) -> torch.Tensor:
-        x = (np.asarray(image, np.float32) / 255.0 - np.array(MEAN, np.float32)) / np.array(STD, np.float32)
-        return torch.from_numpy(x.transpose(2, 0, 1)[None].copy()).to(self.device)
-
-    @torch.inference_mode()
-    def run(self, pixel_values: torch.Tensor) -> tuple[AttentionMaps, dict]:
-        out = self.model(pixel_values=pixel_values, output_attentions=True, output_hidden_states=True)
-        w = torch.stack(out.attentions, 1)[0].float().cpu().numpy()  # (L, H, N, N)
-        self._hidden = torch.stack(out.hidden_states, 1)[0].float().cpu().numpy()  # (L + 1, N, D)
-        rows, cols = self.grid
-        tokens = ("[CLS]",) + tuple(f"r{r}c{c}" for r in range(rows) for c in range(cols))
-        maps = AttentionMaps(
-            weights=w / w.sum(-1, keepdims=True), tokens=tokens, grid=self.grid, special=(0,), model=NAME
-        )
-        cls = torch.nn.functional.normalize(out.pooler_output.float(), dim=-1)[0].cpu().numpy()
-        return maps, {"kind": "embedding", "dim": int(cls.shape[0]), "embedding": cls.tolist()}
-
-    def hidden(self) -> np.ndarray | None:
-        """Hidden states of the last run ``[layer + 1, token, dim]``."""
-        return self._hidden
-
-    def extras(self) -> dict:
-        return {}
-
-    def structure(self):
-        return None

@@ -57,12 +57,12 @@ def load_checkpoint(name: str, arch: dict, root: Path | None = None) -> tuple[to
     if manifest is None or not weights.is_file():
         raise CheckpointMissingError(
             f"no checkpoint for zoo model {name!r} in {src}; run `make zoo` (or "
-            f"`python -m attnscope.models.train {name}`) to train it"
+            f"`python -m attnscope.pipelines.train {name}`) to train it"
         )
     if manifest.get("arch") != arch:
         raise CheckpointMismatchError(
             f"checkpoint {src} was trained with architecture {manifest.get('arch')} but the catalog "
-            f"now says {arch}; retrain it with `python -m attnscope.models.train {name}`"
+            f"now says {arch}; retrain it with `python -m attnscope.pipelines.train {name}`"
         )
     model = build_model(arch)
     state = load_file(str(weights))
@@ -80,7 +80,7 @@ def load_checkpoint(name: str, arch: dict, root: Path | None = None) -> tuple[to
             parts.append("shape mismatch " + ", ".join(f"{k}: file {got[k]} vs model {expected[k]}" for k in wrong[:5]))
         raise CheckpointMismatchError(
             f"checkpoint {weights} does not fit its architecture: {'; '.join(parts)}; "
-            f"retrain it with `python -m attnscope.models.train {name}`"
+            f"retrain it with `python -m attnscope.pipelines.train {name}`"
         )
     if manifest.get("tensors") and {k: tuple(v) for k, v in manifest["tensors"].items()} != got:
         raise CheckpointMismatchError(

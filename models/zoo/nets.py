@@ -78,7 +78,7 @@ def make_encoder(cfg: dict, grid: tuple[int, int] | None) -> Encoder:
 
 class SharedBlockMixin:
     """HA models expose their one shared block for iterating past the trained depth
-    (``attnscope.models.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
+    (``attnscope.pipelines.shared_block``): ``shared_block(x [1, token, dim], state=...)`` and the fixed state
     (the keys of the first pass) from ``shared_block_kwargs(x0)``. ``None`` for other models."""
 
     @property
@@ -115,13 +115,13 @@ class VisionTransformer(SharedBlockMixin, nn.Module):
     def special(self) -> tuple[int, ...]:
         return (0,) if self.cls is not None else ()
 
-    def forward(self, images: torch.Tensor, return_maps: bool = True):
+    def forward(self, images: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
         x = self.embed(space_to_depth(images, self.cfg["patch"]))  # (B, N, D)
         if self.cls is not None:
             x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)
         if self.pos is not None:
             x = x + self.pos
-        x, maps = self.encoder(x, return_maps=return_maps)
+        x, maps = self.encoder(x, return_maps=return_maps, trace=trace)
         return self.head(pool(self.norm(x), self.pool)), maps
 
 
@@ -137,15 +137,17 @@ class TextTransformer(SharedBlockMixin, nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, cfg.get("classes", 2))
 
-    def forward(self, ids: torch.Tensor, return_maps: bool = True):
-        return self.forward_embeddings(self.embed(ids), ids != 0, return_maps)
+    def forward(self, ids: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
+        return self.forward_embeddings(self.embed(ids), ids != 0, return_maps, trace)
 
-    def forward_embeddings(self, x: torch.Tensor, mask: torch.Tensor, return_maps: bool = True):
+    def forward_embeddings(
+        self, x: torch.Tensor, mask: torch.Tensor, return_maps: bool = True, trace: dict | None = None
+    ):
         """From word embeddings ``x [B, N, D]`` and the key mask ``[B, N]`` (True = real token):
-        what attribution methods that perturb the embeddings call."""
+        what attribution methods that perturb the embeddings call. ``trace``: see ``Encoder``."""
         if self.pos is not None:
             x = x + self.pos[:, : x.shape[1]]
-        x, maps = self.encoder(self.drop(x), key_mask=mask, return_maps=return_maps)
+        x, maps = self.encoder(self.drop(x), key_mask=mask, return_maps=return_maps, trace=trace)
         m = mask[..., None].to(x.dtype)
         pooled = (self.norm(x) * m).sum(1) / m.sum(1).clamp(min=1)
         return self.head(pooled), maps

@@ -132,8 +132,8 @@ class SAN(SharedBlockMixin, nn.Module):
 
     special: tuple[int, ...] = ()
 
-    def forward(self, images: torch.Tensor, return_maps: bool = True):
+    def forward(self, images: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
         x = self.embed(space_to_depth(images, self.cfg["patch"]))
-        x, local = self.encoder(x, return_maps=return_maps)
+        x, local = self.encoder(x, return_maps=return_maps, trace=trace)
         maps = self.encoder.blocks[0].attn.dense(local) if return_maps else None
         return self.head(pool(self.norm(x), self.pool)), maps

@@ -108,5 +108,6 @@ class TextClassifier(torch.nn.Module):
             )
         else:
             mask = attention_mask.bool()
-        logits, _ = self.net.forward_embeddings(inputs_embeds, mask, return_maps=output_attentions)
-        return ClassifierOutput(logits, self.net.encoder.last_probs if output_attentions else None)
+        trace: dict = {}
+        logits, _ = self.net.forward_embeddings(inputs_embeds, mask, return_maps=output_attentions, trace=trace)
+        return ClassifierOutput(logits, trace.get("probs") if output_attentions else None)

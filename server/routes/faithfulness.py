@@ -17,22 +17,23 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from attnscope.analysis.faithfulness import get_convention
 from attnscope.analysis.rollout import TooLongForFlowError
-from attnscope.models.datasets import check_split
-from attnscope.models.explainers import (
+from attnscope.models.registry import require_text_model
+from attnscope.pipelines.datasets import check_split
+from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
     char_spans_to_tokens,
+    encode_ids,
     encode_text,
     require_classifier,
 )
-from attnscope.models.faithfulness_eval import (
+from attnscope.pipelines.faithfulness_eval import (
     FAITHFULNESS_METRICS,
     METRICS,
     UnknownMetricError,
     explain_example,
     token_cap,
 )
-from attnscope.models.registry import require_text_model
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.jobs import register_job_kind
 from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
@@ -68,24 +69,36 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
     except ValueError as exc:
         raise HTTPException(UNPROCESSABLE, str(exc)) from None
     loaded = service.models.get(run.model)
-    if loaded.spec.task != "classification":
-        raise HTTPException(
-            UNPROCESSABLE,
-            f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}; "
-            "faithfulness explains class probabilities: create a run with a classifier "
-            "such as 'minilm-sst2' (POST /api/v1/runs)",
-        )
     try:
         require_classifier(loaded)
     except NotAClassifierError as exc:
-        raise HTTPException(UNPROCESSABLE, f"run {run.id}: {exc}") from None
-    n_classes = len(loaded.labels or [])
+        raise HTTPException(
+            UNPROCESSABLE, f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}: {exc}"
+        ) from None
+    next_token = loaded.labels is None  # a causal LM: the classes are the vocabulary
+    n_classes = int(loaded.classifier.config.num_labels)
     if body.target is not None and body.target >= n_classes:
+        what = "tokens in its vocabulary" if next_token else "classes"
         raise HTTPException(
             UNPROCESSABLE,
-            f"target={body.target} is out of range: model {run.model!r} has {n_classes} classes (0..{n_classes - 1})",
+            f"target={body.target} is out of range: model {run.model!r} has {n_classes} {what} (0..{n_classes - 1})",
         )
-    ex = encode_text(loaded, run.text, target=body.target)
+    if body.position is not None and not next_token:
+        raise HTTPException(UNPROCESSABLE, "position applies to causal LMs (the next token after it); omit it")
+    if next_token:  # the run's own ids (prompt and generated tokens), cut after the explained position
+        ids = list(run.capture.token_ids)
+        position = len(ids) - 1 if body.position is None else body.position
+        if position >= len(ids):
+            raise HTTPException(
+                UNPROCESSABLE,
+                f"position={position} is out of range: the run has {len(ids)} positions (0..{len(ids) - 1})",
+            )
+        if body.human_rationale is not None or body.human_spans is not None:
+            raise HTTPException(UNPROCESSABLE, "human rationales apply to classifiers' texts, not to next tokens")
+        ex = encode_ids(loaded, ids[: position + 1], target=body.target)
+    else:
+        position = None
+        ex = encode_text(loaded, run.text, target=body.target)
     if body.human_rationale is not None:
         if len(body.human_rationale) != len(ex) or any(v not in (0, 1) for v in body.human_rationale):
             raise HTTPException(
@@ -141,14 +154,24 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
                 }
             )
         results.append(ExplainerResult(**item))
+    labels, probs, label_ids = list(loaded.labels or []), res["probs"], None
+    target_label = labels[res["target"]] if labels else None
+    if next_token:  # the 10 most likely next tokens, not the whole vocabulary
+        full = np.asarray(res["probs"])
+        label_ids = [int(i) for i in np.argsort(-full, kind="stable")[:10]]
+        labels, probs = list(loaded.encode_ids(label_ids).tokens), [float(full[i]) for i in label_ids]
+        target_label = loaded.encode_ids([res["target"]]).tokens[0]
     return FaithfulnessPublic(
         run_id=run.id,
         model=run.model,
         tokens=list(ex.tokens),
         special=list(ex.special),
-        labels=list(loaded.labels or []),
-        probs=res["probs"],
+        labels=labels,
+        probs=probs,
+        label_ids=label_ids,
         target=res["target"],
+        target_label=target_label,
+        position=position,
         convention=conv.name,
         removal=conv.removal,
         k=body.k,
@@ -228,7 +251,7 @@ class FaithfulnessJobParams(BaseModel):
 
 
 def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> dict:
-    from attnscope.models.faithfulness_eval import evaluate_dataset
+    from attnscope.pipelines.faithfulness_eval import evaluate_dataset
 
     loaded = service.models.get(params.model)
     return evaluate_dataset(

@@ -13,10 +13,10 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 
 from attnscope.analysis.measure import joint_pca, w1_between_inputs, w1_successive
 from attnscope.models.capture import capture
-from attnscope.models.layers import UnsupportedLayerError, encoder_layers, layer_input, max_entropy_deviation
-from attnscope.models.lipschitz import lipschitz_report
 from attnscope.models.registry import get_spec
-from attnscope.models.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
+from attnscope.pipelines.layers import UnsupportedLayerError, encoder_layers, layer_input, max_entropy_deviation
+from attnscope.pipelines.lipschitz import lipschitz_report
+from attnscope.pipelines.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.schemas import (
     BlockBoundPublic,

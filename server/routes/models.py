@@ -26,6 +26,8 @@ def read_models(settings: SettingsDep) -> ModelList:
             default=s.name == settings.default_model,
             accuracy=s.extra.get("accuracy"),
             params=s.extra.get("params"),
+            context=s.extra.get("context") if s.task == "causal-lm" else None,
+            kv_heads=s.extra.get("kv_heads"),
         )
         for s in list_specs()
     ]
@@ -39,8 +41,7 @@ def read_models(settings: SettingsDep) -> ModelList:
 )
 def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
     get_spec(name)  # 404 for unknown models before loading anything
-    adapter = service.models.get(name).tokenizer
-    structure = adapter.structure() if hasattr(adapter, "structure") else None
+    structure = service.models.get(name).structure()
     if structure is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,

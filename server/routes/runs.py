@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import numpy as np
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 
 from attnscope.analysis.codec import MEDIA_TYPE, pack
+from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.schemas import (
+    AttentionRows,
     AttentionSlice,
     ConvAttentionPair,
     ErrorBody,
+    Generation,
     ImageSource,
     Prediction,
     RunCreate,
@@ -26,23 +30,36 @@ ERRORS = {
     404: {"model": ErrorBody, "description": "unknown model or run"},
     413: {"model": ErrorBody, "description": "text longer than the model accepts, or image too large"},
     415: {"model": ErrorBody, "description": "the upload is not a PNG or JPEG image"},
-    422: {"description": "invalid input (empty text, wrong modality, bad image, layer/head out of range, ...)"},
+    422: {
+        "model": ErrorBody,
+        "description": "invalid input (empty text, wrong modality, bad image, layer/head out of range, "
+        "generate or chat sent to a model that is no causal LM, ...)",
+    },
 }
 
 
 def to_public(run: Run) -> RunPublic:
-    maps = run.capture.maps
+    maps, cap = run.capture.maps, run.capture
+    output = {k: v for k, v in cap.output.items() if k != "generation"}
+    generation = cap.output.get("generation")
+    attention = cap.attention
     return RunPublic(
         id=run.id,
         model=run.model,
         text=run.text,
         tokens=list(maps.tokens),
+        token_ids=None if cap.token_ids is None else [int(i) for i in cap.token_ids],
         special=list(maps.special),
         grid=list(maps.grid) if maps.grid else None,
         shape=list(maps.shape),
-        prediction=Prediction(**run.capture.output),
+        causal=maps.causal,
+        kv_heads=None if attention is None else attention.kv_heads,
+        kv_head_of=None if attention is None else list(attention.kv_head_of),
+        prediction=Prediction(**output),
         created=run.created,
         image=ImageSource(**run.source) if run.source else None,
+        chat=bool((run.options or {}).get("chat")),
+        generation=None if generation is None else Generation(**generation),
     )
 
 
@@ -51,13 +68,20 @@ def to_public(run: Run) -> RunPublic:
     response_model=RunPublic,
     status_code=status.HTTP_201_CREATED,
     responses=ERRORS,
-    summary="Run a text (text models) or a dataset sample (vision models) and keep its attention",
+    summary="Run a text (text models) or a dataset sample (vision models) and keep its attention; causal LMs "
+    "also predict the next token at every position and can generate",
 )
 def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
     if body.sample is not None:
         return to_public(service.create_sample_run(body.model, body.sample.dataset, body.sample.index))
-    return to_public(service.create_run(body.model, body.text))
+    generate = None
+    if body.generate is not None:
+        g = body.generate
+        generate = GenerateOptions(
+            g.max_new_tokens, None if g.greedy or g.temperature is None else g.temperature, g.seed
+        )
+    return to_public(service.create_run(body.model, body.text, generate=generate, chat=body.chat))
 
 
 @router.post(
@@ -129,6 +153,49 @@ def _check_range(name: str, value: int | None, size: int) -> None:
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             f"{name}={value} is out of range: this model has {size} {name}s, use 0..{size - 1}",
         )
+
+
+@router.get(
+    "/{run_id}/rows/{query}",
+    response_model=AttentionRows,
+    responses={
+        **ERRORS,
+        200: {"content": {MEDIA_TYPE: {}}, "description": "JSON, or with format=float16|uint8 a compact binary blob"},
+    },
+    summary="Every layer's and head's attention row of one query position [layer, head, key]: what that position "
+    "looked at (for a generated token, the row of the position before it, listed in the run's generation steps)",
+)
+def read_attention_rows(
+    run: RunDep,
+    request: Request,
+    query: int,
+    format: Annotated[
+        Literal["json", "float16", "uint8"] | None,
+        Query(description="json (default), or a compact binary encoding; overrides Accept"),
+    ] = None,
+):
+    maps = run.capture.maps
+    if not 0 <= query < maps.n_tokens:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"query={query} is out of range: this run has {maps.n_tokens} positions, use 0..{maps.n_tokens - 1}",
+        )
+    keys = query + 1 if maps.causal else maps.n_tokens
+    weights = np.ascontiguousarray(maps.weights[:, :, query, :keys])  # [layer, head, key]
+    tokens = list(maps.tokens[:keys])
+    if format is None:
+        format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
+    if format != "json":
+        blob = pack(weights, format, run_id=run.id, query=query, tokens=tokens)
+        return Response(blob, media_type=MEDIA_TYPE)
+    return AttentionRows(
+        run_id=run.id,
+        query=query,
+        token=maps.tokens[query],
+        shape=list(weights.shape),
+        tokens=tokens,
+        weights=weights.tolist(),
+    )
 
 
 @router.get(

@@ -13,6 +13,7 @@ from attnscope.analysis.heads import classify_heads
 from attnscope.analysis.implied_conv import implied_convolution
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
+from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.schemas import EvolutionProfile, EvolutionResult, HeadsResult, ImportanceResult, ShiftResult
 
@@ -21,7 +22,13 @@ router = APIRouter(prefix="/runs", tags=["structure"])
 K = Annotated[int, Query(ge=1, le=64, description="1D offsets -k..k")]
 RADIUS = Annotated[int, Query(ge=1, le=8, description="2D window radius (grid inputs)")]
 THRESHOLD = Annotated[float, Query(ge=0, le=1, description="minimum shift_score of a shift head")]
-ROW = Annotated[str, Query(description="output position explained: 'cls' (first special), 'mean', or an index")]
+ROW = Annotated[
+    str,
+    Query(
+        description="output position explained: 'cls' (the output row: an encoder's first special position, "
+        "a causal LM's last position), 'mean', or an index"
+    ),
+]
 
 
 def _offset(o):
@@ -74,15 +81,19 @@ def read_heads(
     if probe and maps.grid is None:
         try:
             probe_data = service.probe(run.model)
-            note = "repeated random tokens: [CLS] r1..r20 r1..r20 [SEP], seed 0"
+            note = probe_note(service.models.get(run.model))
         except ValueError as exc:
             note = f"probe skipped: {exc}"
     types = classify_heads(maps, probe=probe_data)
     dist = attention_distance(maps)
     table = types.table()
     flat = dist.per_head.reshape(-1)
+    attention = run.capture.attention
+    kv_of = None if attention is None else attention.kv_head_of
     for rec, d, (li, hi) in zip(table, flat, np.ndindex(dist.per_head.shape)):
         rec.update(layer=int(maps.layer_ids[li]), head_index=int(maps.head_ids[hi]), distance=float(d))
+        if kv_of is not None:
+            rec["kv_head"] = int(kv_of[maps.head_ids[hi]])
     return HeadsResult(
         run_id=run.id, heads=table, distance_per_layer=dist.per_layer.tolist(), distance_unit=dist.unit, probe=note
     )

@@ -2,17 +2,23 @@
 one module per resource, all re-exported here."""
 
 from attnscope.server.schemas.core import (  # noqa: F401
+    MAX_NEW_TOKENS,
     MAX_TEXT_CHARS,
+    AttentionRows,
     AttentionSlice,
     ConvAttentionPair,
     DatasetSample,
     ErrorBody,
+    GenerateCreate,
+    Generation,
+    GenerationStep,
     HeadGeometry,
     Health,
     ImageSource,
     ModelList,
     ModelPublic,
     ModelStructure,
+    NextToken,
     Prediction,
     RunCreate,
     RunPublic,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_TEXT_CHARS = 100_000
+MAX_NEW_TOKENS = 256  # = attnscope.models.backends.generation.MAX_NEW_TOKENS (this module stays pure pydantic)
+MAX_TEMPERATURE = 10.0
 
 
 class Health(BaseModel):
@@ -25,10 +27,12 @@ class ModelPublic(BaseModel):
     task: str
     description: str = ""
     paper: str = ""
-    max_tokens: int
+    max_tokens: int = Field(..., description="longest input a run takes (causal LMs: prompt + generated tokens)")
     default: bool = False
     accuracy: float | None = None
     params: int | None = None
+    context: int | None = Field(None, description="causal LMs: the model's own context length")
+    kv_heads: int | None = Field(None, description="key/value heads shared by the query heads, when known")
 
 
 class ModelList(BaseModel):
@@ -43,9 +47,40 @@ class SampleRef(BaseModel):
     index: int = Field(..., ge=0, description="index into the dataset's held-out split")
 
 
+class GenerateCreate(BaseModel):
+    """Generation after the prompt (causal LMs): greedy (the default) or sampled at ``temperature``
+    with ``seed``. The run's maps then cover prompt + generated tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_new_tokens: int = Field(16, ge=1, le=MAX_NEW_TOKENS, description=f"tokens to generate, 1..{MAX_NEW_TOKENS}")
+    greedy: bool | None = Field(
+        None, description="take the most likely token at every step (default when no temperature)"
+    )
+    temperature: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_TEMPERATURE,
+        allow_inf_nan=False,
+        description=f"sample from softmax(logits / temperature), 0 < t <= {MAX_TEMPERATURE:g}; omit for greedy",
+    )
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the sampling (same request, same tokens)")
+
+    @model_validator(mode="after")
+    def _greedy_or_temperature(self) -> GenerateCreate:
+        if self.greedy and self.temperature is not None:
+            raise ValueError("send greedy: true or a temperature (sampling), not both")
+        if self.greedy is False and self.temperature is None:
+            raise ValueError("greedy: false samples and needs a temperature, e.g. 0.7")
+        return self
+
+
 class RunCreate(BaseModel):
     """Body of ``POST /runs``: which model, and a text (text models) or a dataset sample (vision
-    models). Images can also be uploaded with ``POST /runs/image``."""
+    models). Images can also be uploaded with ``POST /runs/image``. Causal LMs also take
+    ``generate`` and ``chat``."""
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str = Field("minilm", description="registry name from GET /models", examples=["minilm"])
     text: str | None = Field(
@@ -55,6 +90,8 @@ class RunCreate(BaseModel):
         examples=["The cat sat on the mat because it was tired."],
     )
     sample: SampleRef | None = Field(None, description="a dataset sample, for vision models")
+    generate: GenerateCreate | None = Field(None, description="causal LMs: generate after the text")
+    chat: bool = Field(False, description="causal LMs: wrap the text as a user message in the model's chat template")
 
     @field_validator("text")
     @classmethod
@@ -70,18 +107,61 @@ class RunCreate(BaseModel):
                 "send exactly one input: 'text' (text models) or 'sample' "
                 '({"dataset": "mnist", "index": 17}, vision models)'
             )
+        if self.sample is not None and (self.generate is not None or self.chat):
+            raise ValueError("generate and chat apply to texts sent to a causal LM, not to image samples")
         return self
 
 
-class Prediction(BaseModel):
-    """The model's own output: an embedding summary or class probabilities."""
+class NextToken(BaseModel):
+    """One candidate next token: its id, readable label (visible whitespace), decoded text, probability."""
 
-    kind: Literal["embedding", "classification"]
+    token_id: int
+    token: str
+    text: str
+    prob: float
+
+
+class Prediction(BaseModel):
+    """The model's own output: an embedding summary, class probabilities, or (causal LMs) the
+    next-token distribution at every position."""
+
+    kind: Literal["embedding", "classification", "next-token"]
     labels: list[str] | None = None
     probs: list[float] | None = None
-    predicted: str | None = None
+    predicted: str | None = Field(None, description="predicted class; causal LMs: the top next token after the prompt")
     dim: int | None = None
     embedding: list[float] | None = None
+    predicted_id: int | None = None
+    predicted_token: str | None = Field(None, description="the predicted token's readable label")
+    top_k: list[list[NextToken]] | None = Field(
+        None, description="[position][rank]: the most likely next tokens after each position"
+    )
+    loss: list[float | None] | None = Field(
+        None, description="[position] loss (nats) of the token that actually follows; None at the last position"
+    )
+    mean_loss: float | None = None
+    prompt_tokens: int | None = Field(None, description="positions of the prompt (the rest was generated)")
+    continuation: str | None = Field(None, description="greedy continuation of the prompt (a few tokens)")
+
+
+class GenerationStep(BaseModel):
+    """One generated token. ``query`` is the position whose attention row chose it (its keys are the
+    prompt and the tokens generated before): ``GET /runs/{id}/rows/{query}``."""
+
+    position: int
+    query: int
+    token_id: int
+    token: str
+    text: str
+    prob: float | None = Field(None, description="the model's probability of this token (temperature 1)")
+
+
+class Generation(BaseModel):
+    text: str
+    token_ids: list[int]
+    stopped: Literal["eos", "max_new_tokens"]
+    options: dict
+    steps: list[GenerationStep]
 
 
 class ImageSource(BaseModel):
@@ -100,13 +180,31 @@ class RunPublic(BaseModel):
     id: str
     model: str
     text: str
-    tokens: list[str]
+    tokens: list[str] = Field(..., description="one readable label per position (whitespace shown as ␣ ↵ ⇥)")
+    token_ids: list[int] | None = Field(None, description="the raw token ids (text models)")
     special: list[int]
     grid: list[int] | None = None
     shape: list[int] = Field(..., description="[layer, head, query, key]")
+    causal: bool = False
+    kv_heads: int | None = Field(None, description="key/value heads (grouped-query attention: fewer than heads)")
+    kv_head_of: list[int] | None = Field(None, description="[head] the key/value head each query head reads")
     prediction: Prediction
     created: float
     image: ImageSource | None = None
+    chat: bool = False
+    generation: Generation | None = None
+
+
+class AttentionRows(BaseModel):
+    """Every layer's and head's attention row of one query position, ``[layer, head, key]`` (causal
+    maps: keys ``0..query``, the prompt and the tokens generated before)."""
+
+    run_id: str
+    query: int
+    token: str
+    shape: list[int]
+    tokens: list[str]
+    weights: list
 
 
 class DatasetSample(BaseModel):

@@ -36,7 +36,13 @@ class FaithfulnessCreate(BaseModel):
         None,
         ge=0,
         description="class to explain and score under the ferret "
-        "convention; the ERASER conventions always use the predicted class",
+        "convention (causal LMs: a vocabulary id); the ERASER conventions always use the predicted class",
+    )
+    position: int | None = Field(
+        None,
+        ge=0,
+        description="causal LMs: explain the prediction of the token after this position of the run (prompt "
+        "and generated tokens; default: the last position)",
     )
     human_rationale: list[int] | None = Field(
         None, description="0/1 per token of the run (same length as its tokens) for plausibility"
@@ -76,9 +82,12 @@ class FaithfulnessPublic(BaseModel):
     model: str
     tokens: list[str]
     special: list[int]
-    labels: list[str]
-    probs: list[float]
-    target: int
+    labels: list[str] = Field(..., description="the classes; causal LMs: the 10 most likely next tokens")
+    probs: list[float] = Field(..., description="probability of each label")
+    label_ids: list[int] | None = Field(None, description="causal LMs: the vocabulary ids of the labels")
+    target: int = Field(..., description="the explained class (causal LMs: the vocabulary id of the next token)")
+    target_label: str | None = Field(None, description="the explained class or next token, readable")
+    position: int | None = Field(None, description="causal LMs: the position whose next token is explained")
     convention: str
     removal: str
     k: float

@@ -28,7 +28,11 @@ class ShiftResult(BaseModel):
 
 class HeadsResult(BaseModel):
     run_id: str
-    heads: list[dict] = Field(..., description="one record per head: label, labels, scores, distance")
+    heads: list[dict] = Field(
+        ...,
+        description="one record per head: label, labels, scores (causal LMs add 'sink'), distance, and "
+        "kv_head (the key/value head it reads)",
+    )
     distance_per_layer: list[float]
     distance_unit: str
     probe: str | None = Field(None, description="how duplicate/induction scores were measured, if they were")

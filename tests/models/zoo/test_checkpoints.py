@@ -7,7 +7,6 @@ import shutil
 import pytest
 import torch
 
-from attnscope.models.train import CI_SLICE, FLOOR, evaluate, load_split
 from attnscope.models.zoo import data
 from attnscope.models.zoo.configs import ZOO
 from attnscope.models.zoo.manifest import (
@@ -17,6 +16,7 @@ from attnscope.models.zoo.manifest import (
     load_checkpoint,
     read_manifest,
 )
+from attnscope.pipelines.train import CI_SLICE, FLOOR, evaluate, load_split
 
 TRAINED = [n for n in ZOO if read_manifest(n) is not None]
 

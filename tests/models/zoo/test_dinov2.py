@@ -25,13 +25,15 @@ def _backbone_output_session():
 
 @pytest.fixture(scope="module")
 def adapter():
-    return dinov2.Dinov2Adapter(torch.device("cpu"))
+    from attnscope.models.loading import load_model
+
+    return load_model(dinov2.NAME, device="cpu")
 
 
 def test_converted_backbone_matches_onnxruntime_on_a_real_photo(adapter):
     from skimage import data
 
-    x = adapter.encode_image(adapter.prepare_image(data.chelsea()))
+    x = adapter.encode_image(adapter.prepare_image(data.chelsea())).pixels
     with torch.inference_mode():
         ours = adapter.model(pixel_values=x).last_hidden_state.numpy()
     ref = _backbone_output_session().run(None, {"input_image": x.numpy()})[0]
@@ -45,7 +47,8 @@ def test_converted_backbone_matches_onnxruntime_on_a_real_photo(adapter):
 def test_runs_give_12_layers_of_6_heads_over_the_16x16_patch_grid(adapter):
     from skimage import data
 
-    maps, out = adapter.run(adapter.encode_image(adapter.prepare_image(data.astronaut())))
+    cap = adapter.run(adapter.encode_image(adapter.prepare_image(data.astronaut())))
+    maps, out = cap.maps, cap.output
     assert maps.shape == (12, 6, 257, 257) and maps.grid == (16, 16) and maps.special == (0,)
     assert out["kind"] == "embedding" and out["dim"] == 384
     assert dinov2.cache_dir().joinpath("model.safetensors").is_file()

@@ -1,0 +1,213 @@
+"""Hugging Face causal LMs (GPT-2, Llama, Qwen2, Mistral, Gemma, Phi; SmolLM2 from its GGUF): maps
+of every layer and head (lower-triangular), and per position the next-token distribution (top-k with
+probabilities) and the loss of the token that follows; a short greedy continuation; generation with
+the attention of every generated token; an optional chat template.
+
+Explainers see the model as a classifier of the token after the input's last position
+(``NextTokenClassifier``): its "classes" are the vocabulary.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.backends.base import Capture, ModelInput
+from attnscope.models.backends.generation import (
+    CONTINUATION_TOKENS,
+    Decoded,
+    GenerateOptions,
+    decode,
+    next_token_summary,
+)
+from attnscope.models.backends.hf import HFBackend
+from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
+
+
+class ClassifierOutput(SimpleNamespace):
+    """``.logits [batch, vocab]`` and ``.attentions`` (layer x ``[batch, head, query, key]``)."""
+
+
+class NextTokenClassifier(torch.nn.Module):
+    """A causal LM called like a sequence classifier: the logits of the token after each input's
+    last real position (right padding, ``attention_mask`` 1 for real tokens). No state is kept."""
+
+    def __init__(self, lm: torch.nn.Module):
+        super().__init__()
+        self.lm = lm
+        self.config = SimpleNamespace(num_labels=int(lm.config.vocab_size))
+
+    def get_input_embeddings(self) -> torch.nn.Module:
+        return self.lm.get_input_embeddings()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ) -> ClassifierOutput:
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids and inputs_embeds")
+        ref = input_ids if input_ids is not None else inputs_embeds
+        if attention_mask is None:
+            attention_mask = torch.ones(ref.shape[:2], dtype=torch.long, device=ref.device)
+        out = self.lm(
+            input_ids=input_ids,
+            inputs_embeds=inputs_embeds,
+            attention_mask=attention_mask,
+            output_attentions=output_attentions,
+            use_cache=False,
+        )
+        last = attention_mask.long().sum(dim=1) - 1  # [batch]
+        logits = out.logits[torch.arange(out.logits.shape[0], device=last.device), last]
+        return ClassifierOutput(logits=logits, attentions=out.attentions if output_attentions else None)
+
+
+class HFCausalLMBackend(HFBackend):
+    """A Hugging Face causal LM with its tokenizer, eager attention, float32."""
+
+    def __init__(self, spec, model, tokenizer, device: torch.device, context: int, max_tokens: int):
+        super().__init__(spec, model, tokenizer, device, max_tokens, causal=True)
+        self.context = int(context)
+        self.labels = None
+        self.classifier = NextTokenClassifier(model)
+        eos = getattr(model.generation_config, "eos_token_id", None) if hasattr(model, "generation_config") else None
+        eos = eos if eos is not None else tokenizer.eos_token_id
+        self.eos_ids = {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
+        self._texts: dict[int, str] = {}
+
+    # ------------------------------------------------------------------ encode
+    def check_length(self, n_tokens: int, what: str = "the text") -> None:
+        if n_tokens > self.max_tokens:
+            raise TooManyTokensError(
+                n_tokens,
+                self.max_tokens,
+                self.spec.name,
+                what=what,
+                hint=f"the model's context is {self.context} tokens and a run materialises every layer's "
+                f"attention, so it takes at most {self.max_tokens} positions (prompt + generated tokens): "
+                f"shorten it by {n_tokens - self.max_tokens} tokens",
+            )
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def encode_chat(self, text: str) -> ModelInput:
+        """The text as one user message in the model's chat template, ready for the answer."""
+        self.check_text(text)
+        if not self.has_chat_template:
+            raise NotAGeneratorError(
+                f"model {self.spec.name!r} has no chat template (its tokenizer defines none); send chat: false"
+            )
+        ids = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+        )
+        if hasattr(ids, "keys"):  # a BatchEncoding
+            ids = ids["input_ids"]
+        ids = list(ids[0] if ids and isinstance(ids[0], (list, tuple)) else ids)
+        self.check_length(len(ids), "the chat prompt")
+        return self.make_input(ids)
+
+    def text_of(self, token_id: int) -> str:
+        """The decoded text of one token (``" Paris"``), cached."""
+        text = self._texts.get(token_id)
+        if text is None:
+            text = self._texts[token_id] = self.tokenizer.decode([token_id])
+        return text
+
+    # ------------------------------------------------------------------ run
+    def _prediction(self, ids: list[int], logits: torch.Tensor, n_prompt: int) -> dict:
+        """Per position the top-k next tokens and the loss of the actual next token."""
+        top_ids, top_probs, loss = next_token_summary(logits, ids)
+        uniq = np.unique(top_ids).tolist()
+        label = dict(zip(uniq, self.labels_of(uniq)))
+        top_k = [
+            [
+                {"token_id": int(i), "token": label[int(i)], "text": self.text_of(int(i)), "prob": float(p)}
+                for i, p in zip(row_ids, row_probs)
+            ]
+            for row_ids, row_probs in zip(top_ids, top_probs)
+        ]
+        finite = loss[np.isfinite(loss)]
+        best = top_k[n_prompt - 1][0]
+        return {
+            "kind": "next-token",
+            "predicted": best["text"],
+            "predicted_id": best["token_id"],
+            "predicted_token": best["token"],
+            "top_k": top_k,
+            "loss": [None if not np.isfinite(v) else float(v) for v in loss],
+            "mean_loss": float(finite.mean()) if finite.size else None,
+            "prompt_tokens": n_prompt,
+        }
+
+    def _maps(self, ids: list[int], weights: np.ndarray) -> tuple[AttentionMaps, ModelInput]:
+        inp = self.make_input(ids)
+        maps = AttentionMaps(
+            weights=np.ascontiguousarray(weights),
+            tokens=inp.tokens,
+            special=inp.special,
+            model=self.spec.name,
+            causal=True,
+        )
+        return maps, inp
+
+    @torch.inference_mode()
+    def run(self, inp: ModelInput, hidden_states: bool = True) -> Capture:
+        """One forward pass over the input: maps ``[layer, head, query, key]`` and the next-token
+        prediction at every position."""
+        self.check_modality("text")
+        ids = inp.ids_tensor(self.device)
+        out = self.model(input_ids=ids, output_attentions=True, output_hidden_states=hidden_states, use_cache=False)
+        weights = torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()
+        hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
+        maps, _ = self._maps(list(inp.token_ids), weights)
+        output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
+        return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention)
+
+    def continuation(self, inp: ModelInput, n_tokens: int = CONTINUATION_TOKENS) -> str:
+        """The greedy continuation of the input (at most ``n_tokens``; no maps kept)."""
+        n = min(n_tokens, self.context - len(inp))
+        if n < 1:
+            return ""
+        dec = decode(self.model, inp.ids_tensor(self.device), GenerateOptions(n), self.eos_ids, record=False)
+        return self.tokenizer.decode(dec.generated)
+
+    def generate(self, inp: ModelInput, options: GenerateOptions, hidden_states: bool = True) -> Capture:
+        """Generate after the input; the maps cover prompt + generated tokens, and the output holds
+        ``generation``: the text, and per step the token, its probability and the query position
+        whose attention row chose it (``query = position - 1``, keys = prompt + generated prefix)."""
+        self.check_modality("text")
+        self.check_length(len(inp) + options.max_new_tokens, f"the prompt ({len(inp)} tokens) plus max_new_tokens")
+        dec: Decoded = decode(
+            self.model, inp.ids_tensor(self.device), options, self.eos_ids, record=True, hidden_states=hidden_states
+        )
+        maps, full = self._maps(dec.ids, dec.weights)
+        output = self._prediction(dec.ids, torch.cat(dec.logits), dec.n_prompt)
+        n = dec.n_prompt
+        steps = []
+        for i, token in enumerate(dec.generated):
+            loss = output["loss"][n + i - 1]
+            steps.append(
+                {
+                    "position": n + i,
+                    "query": n + i - 1,
+                    "token_id": int(token),
+                    "token": full.tokens[n + i],
+                    "text": self.text_of(int(token)),
+                    "prob": float(np.exp(-loss)) if loss is not None else None,
+                }
+            )
+        output["generation"] = {
+            "text": self.tokenizer.decode(dec.generated),
+            "token_ids": [int(t) for t in dec.generated],
+            "stopped": dec.stopped,
+            "options": options.as_dict(),
+            "steps": steps,
+        }
+        return Capture(maps, output, dec.hidden, token_ids=tuple(dec.ids), attention=self.attention)

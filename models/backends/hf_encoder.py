@@ -1,0 +1,76 @@
+"""Hugging Face encoders (BERT-like; MiniLM and its fine-tuned deltas, local checkpoints): maps of
+every layer and head, and the model's output, a mean-pooled L2-normalised sentence embedding or a
+classifier's class probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.backends.base import Capture, ModelInput
+from attnscope.models.backends.hf import HFBackend, stack_attentions
+
+
+class HFEncoderBackend(HFBackend):
+    """A Hugging Face encoder (or sequence classifier) with its tokenizer, eager attention."""
+
+    def __init__(self, spec, model, tokenizer, device: torch.device, max_tokens: int, labels: list[str] | None = None):
+        causal = bool(spec.extra.get("causal", getattr(model.config, "is_decoder", False)))
+        super().__init__(spec, model, tokenizer, device, max_tokens, causal=causal)
+        self.labels = labels
+        # explainers call the sequence classifier itself (``.logits``, ``.attentions``, embeddings)
+        self.classifier = model if spec.task == "classification" else None
+
+    def _outputs(self, out, mask: torch.Tensor) -> list[dict]:
+        """Per-example output dicts: class probabilities, or the mean-pooled normalised embedding."""
+        if self.spec.task == "classification":
+            probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()
+            labels = self.labels or [str(i) for i in range(probs.shape[1])]
+            return [
+                {"kind": "classification", "labels": labels, "probs": p.tolist(), "predicted": labels[int(p.argmax())]}
+                for p in probs
+            ]
+        hidden = out.last_hidden_state.float()
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+        pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+        return [{"kind": "embedding", "dim": int(v.shape[0]), "embedding": v.tolist()} for v in pooled]
+
+    @torch.inference_mode()
+    def run_encoded(self, enc: dict[str, torch.Tensor], hidden_states: bool = True) -> list[Capture]:
+        """Run an already tokenised, padded batch (``input_ids``, ``attention_mask``, ...) in one
+        forward pass; each result is cut to its own length (padding keys removed, rows renormalised)."""
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        out = self.model(**enc, output_attentions=True, output_hidden_states=hidden_states)
+        att = stack_attentions(out.attentions)  # (B, L, H, N, N)
+        hs = None
+        if hidden_states:
+            hs = torch.stack(out.hidden_states, dim=1).float().cpu().numpy()  # (B, L+1, N, D)
+        mask = enc["attention_mask"]
+        outputs = self._outputs(out, mask)
+        lengths = mask.sum(dim=1).tolist()
+        ids_all = enc["input_ids"].tolist()
+        results = []
+        for b, n in enumerate(lengths):
+            inp = self.make_input(ids_all[b][:n])
+            w = att[b, :, :, :n, :n]
+            if n != att.shape[-1]:  # padding removed: renormalise over the kept keys
+                w = w / w.sum(axis=-1, keepdims=True)
+            maps = AttentionMaps(
+                weights=np.ascontiguousarray(w),
+                tokens=inp.tokens,
+                special=inp.special,
+                model=self.spec.name,
+                causal=self.attention.causal,
+            )
+            hidden = None if hs is None else hs[b, :, :n]
+            results.append(Capture(maps, outputs[b], hidden, token_ids=inp.token_ids, attention=self.attention))
+        return results
+
+    def run_batch(self, inputs: list[ModelInput], hidden_states: bool = True) -> list[Capture]:
+        """One padded forward pass for the whole batch."""
+        return self.run_encoded(self.model_inputs(inputs), hidden_states)
+
+    def run(self, inp: ModelInput, hidden_states: bool = True) -> Capture:
+        return self.run_batch([inp], hidden_states)[0]

@@ -1,0 +1,155 @@
+"""Dataset-level runs: capture N examples of a data set and aggregate a per-head census, or probe
+each layer's maps for the label. Used by the API's jobs and by the ``attnscope`` CLI.
+
+Text inputs longer than the model's limit are truncated to it (tokens past the limit are not seen).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from attnscope.analysis.census import census
+from attnscope.analysis.heads import sink_scores
+from attnscope.analysis.map_probe import probe_layers
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.analysis.overview import overview
+from attnscope.models.capture import capture_truncated
+from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.datasets import Example, load_dataset
+from attnscope.pipelines.map_probe_cnn import cnn_fit_score
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+CENSUS_METRICS = (
+    "shift_score",
+    "best_mass",
+    "previous",
+    "next",
+    "norm_entropy",
+    "top1",
+    "distance",
+    "cls_sink",
+    "sep_sink",
+    "sink",
+)
+TEXT_DATASETS = ("sst2", "movies")
+
+
+def pick_examples(dataset: str, n: int, split: str | None = None, seed: int = 0) -> list[Example]:
+    """``n`` examples of ``dataset`` (a seeded sample when the split is larger; all if smaller)."""
+    if dataset not in TEXT_DATASETS:
+        raise ValueError(f"census/probe data sets: {', '.join(TEXT_DATASETS)}; got {dataset!r}")
+    examples = load_dataset(dataset, split)
+    if n < len(examples):
+        idx = np.sort(np.random.default_rng(seed).choice(len(examples), size=n, replace=False))
+        examples = [examples[i] for i in idx]
+    return examples
+
+
+def iter_maps(
+    loaded: LoadedModel, examples: list[Example], progress: Progress | None = None
+) -> Iterator[AttentionMaps]:
+    """Capture each example (truncated to the model's limit), reporting ``progress(done, total)``."""
+    for i, ex in enumerate(examples):
+        yield capture_truncated(loaded, ex.text).maps
+        if progress is not None:
+            progress(i + 1, len(examples))
+
+
+def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
+    """Per-head ``[layer, head]`` metrics of one example, from one pass over its maps."""
+    ov = overview(maps)
+    scores = ov.types.scores
+    return {
+        "shift_score": ov.scan.shift_score,
+        "best_mass": ov.scan.best_mass,
+        "previous": scores.get("previous", np.zeros_like(ov.scan.best_mass)),
+        "next": scores.get("next", np.zeros_like(ov.scan.best_mass)),
+        "norm_entropy": ov.evolution.head_norm_entropy,
+        "top1": ov.evolution.head_top1,
+        "distance": ov.distance.per_head,
+        "cls_sink": scores["cls_sink"],
+        "sep_sink": scores["sep_sink"],
+        # mass on the first position from every later row (a decoder's attention sink)
+        "sink": scores["sink"] if "sink" in scores else sink_scores(maps),
+    }
+
+
+def run_census(
+    loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, progress: Progress | None = None
+) -> dict:
+    """Per-head mean and std of ``CENSUS_METRICS`` over ``n`` examples; JSON-able, with CSV ``rows``."""
+    examples = pick_examples(dataset, n, split, seed)
+    res = census(iter_maps(loaded, examples, progress), head_metrics, total=len(examples), progress=False)
+    mean = {k: np.asarray(v) for k, v in res.mean.items()}
+    std = {k: np.asarray(v) for k, v in res.std.items()}
+    n_layers, n_heads = mean["shift_score"].shape
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            row = {"head": f"L{layer}H{head}", "layer": layer, "head_index": head}
+            for k in CENSUS_METRICS:
+                row[f"{k}_mean"] = round(float(mean[k][layer, head]), 6)
+                row[f"{k}_std"] = round(float(std[k][layer, head]), 6)
+            rows.append(row)
+    return {
+        "kind": "census",
+        "model": loaded.spec.name,
+        "dataset": dataset,
+        "split": split,
+        "n": res.n,
+        "seed": seed,
+        "metrics": {k: {"mean": mean[k].tolist(), "std": std[k].tolist()} for k in CENSUS_METRICS},
+        "rows": rows,
+    }
+
+
+PROBE_CLASSIFIERS = ("logistic", "cnn")
+
+
+def run_probe(
+    loaded: LoadedModel,
+    dataset: str,
+    n: int,
+    split: str | None = None,
+    seed: int = 0,
+    size: int = 32,
+    folds: int = 5,
+    progress: Progress | None = None,
+    classifier: str = "logistic",
+) -> dict:
+    """Cross-validated accuracy of predicting the label from each layer's maps alone, with a
+    logistic regression on the flattened maps or the 2-layer CNN with one channel per head."""
+    if classifier not in PROBE_CLASSIFIERS:
+        raise ValueError(f"classifier must be one of {', '.join(PROBE_CLASSIFIERS)}; got {classifier!r}")
+    examples = pick_examples(dataset, n, split, seed)
+    items = list(iter_maps(loaded, examples, progress))
+    fit_score = cnn_fit_score(seed=seed) if classifier == "cnn" else None
+    res = probe_layers(
+        items,
+        [ex.label for ex in examples],
+        size=size,
+        folds=folds,
+        seed=seed,
+        fit_score=fit_score,
+        classifier=classifier,
+    )
+    rows = [
+        {"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
+        for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)
+    ]
+    return {
+        "kind": "probe",
+        "model": loaded.spec.name,
+        "dataset": dataset,
+        "n": len(items),
+        "folds": res.folds,
+        "size": res.size,
+        "classifier": classifier,
+        "chance": res.chance,
+        "rows": rows,
+    }

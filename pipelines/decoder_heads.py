@@ -1,0 +1,115 @@
+"""A decoder LLM's head census in one call: attention-sink, previous-token, duplicate-token and
+induction heads, each with its score.
+
+- sink (Xiao et al. 2023) and previous-token scores are measured on a fixed English paragraph
+  (``TEXT``): mean attention on the first position from every later row, and the shift scan's
+  mass at offset -1;
+- duplicate-token and induction scores (Olsson et al. 2022) on repeated random tokens
+  ``r_1..r_m r_1..r_m`` for each seed: mean attention from each token of the second copy to its
+  earlier copy, and to the token after it. The report gives the mean and the minimum over seeds.
+
+``attnscope heads --model smollm2`` prints the tables (README "Decoder LLMs").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from attnscope.analysis.heads import classify_heads, duplicate_token_scores, induction_scores
+from attnscope.models.capture import capture_truncated
+from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.induction_probe import probe_ids
+
+TEXT = (
+    "The history of the city begins with a small settlement on the river. Over the centuries it grew into "
+    "a market town, then into a busy port, and finally into the capital of a large region. Today its old "
+    "streets are full of visitors who come to see the cathedral, the bridges and the museums."
+)
+THRESHOLD = 0.5
+
+
+def _table(scores: np.ndarray, top: int, threshold: float, extra: dict[str, np.ndarray] | None = None) -> list[dict]:
+    order = np.argsort(-scores, axis=None, kind="stable")[:top]
+    rows = []
+    for flat in order:
+        layer, head = (int(v) for v in np.unravel_index(flat, scores.shape))
+        row = {
+            "head": f"L{layer}H{head}",
+            "layer": layer,
+            "head_index": head,
+            "score": round(float(scores[layer, head]), 4),
+        }
+        for name, arr in (extra or {}).items():
+            row[name] = round(float(arr[layer, head]), 4)
+        row["labelled"] = bool(scores[layer, head] >= threshold)
+        rows.append(row)
+    return rows
+
+
+def decoder_heads(
+    loaded: LoadedModel, half: int = 30, seeds: Sequence[int] = (0, 1, 2, 3, 4), top: int = 5, text: str = TEXT
+) -> dict:
+    """Sink, previous-token, duplicate-token and induction heads of a causal LM (see module docstring).
+    Each table lists the ``top`` heads by score; ``counts`` the heads at or over ``THRESHOLD``."""
+    if not loaded.attention.causal:
+        raise ValueError(f"model {loaded.spec.name!r} is not a causal LM; the decoder head census needs one")
+    text_maps = capture_truncated(loaded, text).maps  # cut to the model's limit, if longer
+    types = classify_heads(text_maps)
+    induction, duplicate, first_loss, second_loss = [], [], [], []
+    for seed in seeds:
+        ids = probe_ids(loaded, 2 * half, seed=seed)
+        cap = loaded.run(loaded.encode_ids(ids), hidden_states=False)
+        induction.append(induction_scores(cap.maps, ids))
+        duplicate.append(duplicate_token_scores(cap.maps, ids))
+        # loss (nats) of predicting each copy's tokens 2..m from inside the copy (BOS, if any, first)
+        loss, b = cap.output.get("loss"), len(ids) - 2 * half
+        if loss is not None:
+            first_loss.append(np.mean(loss[b : b + half - 1]))
+            second_loss.append(np.mean(loss[b + half : b + 2 * half - 1]))
+    ind, dup = np.stack(induction), np.stack(duplicate)
+    sink, prev = types.scores["sink"], types.scores["previous"]
+    return {
+        "model": loaded.spec.name,
+        "text_tokens": text_maps.n_tokens,
+        "probe": f"{half} random tokens repeated once, seeds {list(seeds)}",
+        "probe_loss": {
+            "first_copy": round(float(np.mean(first_loss)), 3) if first_loss else None,
+            "second_copy": round(float(np.mean(second_loss)), 3) if second_loss else None,
+        },
+        "threshold": THRESHOLD,
+        "counts": {
+            "sink": int((sink >= THRESHOLD).sum()),
+            "previous": int((prev >= THRESHOLD).sum()),
+            "duplicate": int((dup.mean(0) >= THRESHOLD).sum()),
+            "induction": int((ind.mean(0) >= THRESHOLD).sum()),
+            "heads": int(sink.size),
+        },
+        "sink": _table(sink, top, THRESHOLD),
+        "previous": _table(prev, top, THRESHOLD),
+        "duplicate": _table(dup.mean(0), top, THRESHOLD, {"min_over_seeds": dup.min(0)}),
+        "induction": _table(ind.mean(0), top, THRESHOLD, {"min_over_seeds": ind.min(0)}),
+    }
+
+
+def markdown(report: dict) -> str:
+    """The report as Markdown tables (what README shows)."""
+    lines = [
+        f"Model `{report['model']}`; sink and previous-token scores on a {report['text_tokens']}-token English "
+        f"paragraph, duplicate and induction scores on {report['probe']} (mean, and minimum over seeds). "
+        f"Heads at or over {report['threshold']}: "
+        + ", ".join(f"{k} {v}" for k, v in report["counts"].items() if k != "heads")
+        + f" (of {report['counts']['heads']}). Loss on the probe, nats per token: first copy "
+        f"{report['probe_loss']['first_copy']}, second copy {report['probe_loss']['second_copy']}.",
+        "",
+    ]
+    for kind in ("sink", "previous", "duplicate", "induction"):
+        rows = report[kind]
+        extra = "min_over_seeds" in rows[0]
+        lines.append(f"| {kind} head | score |" + (" min over seeds |" if extra else ""))
+        lines.append("|---|---|" + ("---|" if extra else ""))
+        for r in rows:
+            lines.append(f"| {r['head']} | {r['score']:.3f} |" + (f" {r['min_over_seeds']:.3f} |" if extra else ""))
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Explainers of a classifier's prediction, one verb: ``explain(example) -> scores[token]``.
+
+from attnscope.pipelines.explainers import make_explainer, encode_text
+ex = encode_text(loaded, "a gripping, funny film")
+scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
+"""
+
+from __future__ import annotations
+
+from attnscope.pipelines.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
+from attnscope.pipelines.explainers.base import (
+    Encoded,
+    Explainer,
+    NotAClassifierError,
+    char_spans_to_tokens,
+    encode_ids,
+    encode_text,
+    encode_words,
+    make_predict,
+    require_classifier,
+)
+from attnscope.pipelines.explainers.gradient import DeepLift, InputXGradient, IntegratedGradients, Occlusion, Saliency
+
+EXPLAINERS: dict[str, type[Explainer]] = {
+    cls.name: cls
+    for cls in (
+        RawAttention,
+        Rollout,
+        Flow,
+        AttentionGradient,
+        IntegratedGradients,
+        Saliency,
+        InputXGradient,
+        DeepLift,
+        Occlusion,
+        RandomScores,
+    )
+}
+DEFAULT_EXPLAINERS = (
+    "attention",
+    "rollout",
+    "attn_grad",
+    "integrated_gradients",
+    "saliency",
+    "input_x_gradient",
+    "deeplift",
+    "random",
+)
+
+
+class UnknownExplainerError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def make_explainer(name: str, loaded, **options) -> Explainer:
+    """An explainer by name (see ``EXPLAINERS``) for a loaded classifier."""
+    if name not in EXPLAINERS:
+        raise UnknownExplainerError(f"unknown explainer {name!r}; choose from {', '.join(EXPLAINERS)}")
+    return EXPLAINERS[name](loaded, **options)
+
+
+__all__ = [
+    "EXPLAINERS",
+    "DEFAULT_EXPLAINERS",
+    "Encoded",
+    "char_spans_to_tokens",
+    "Explainer",
+    "NotAClassifierError",
+    "UnknownExplainerError",
+    "encode_ids",
+    "encode_text",
+    "encode_words",
+    "make_explainer",
+    "make_predict",
+    "require_classifier",
+]

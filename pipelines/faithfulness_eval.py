@@ -1,0 +1,250 @@
+"""Explain and score: one example (explainers' scores + ERASER metrics + plausibility), or a data
+set (the explainer x metric table, with the random baseline, accuracy and truncation losses).
+
+Long inputs are truncated to the model's limit (512 tokens for MiniLM), keeping the head of the
+text and the closing [SEP]; the data-set result reports how many human-rationale tokens that cut.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from attnscope.analysis.faithfulness import (
+    ENTROPY_KL_METRICS,
+    aggregate,
+    candidate_positions,
+    evaluate,
+    get_convention,
+    select_rationale,
+)
+from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
+from attnscope.models.loading import LoadedModel
+from attnscope.pipelines.datasets import K_FRACTION, load_dataset
+from attnscope.pipelines.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
+from attnscope.pipelines.explainers.base import text_tokenizer
+
+log = logging.getLogger(__name__)
+
+FAITHFULNESS_METRICS = (
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    *ENTROPY_KL_METRICS,
+)
+PLAUSIBILITY_METRICS = ("token_f1", "iou_f1", "auprc")
+METRICS = FAITHFULNESS_METRICS + PLAUSIBILITY_METRICS
+
+
+# Longest input an explainer takes by default: max-flow is costly beyond 64 tokens; occlusion runs
+# one forward pass per token (512 tokens: about 75 s of MiniLM on 2 CPU cores), so a single
+# interactive request caps it at 128 while data-set jobs (with progress) do not, unless asked.
+# ``options[name]["max_tokens"]`` overrides either.
+JOB_TOKEN_CAPS = {"flow": 64}
+INTERACTIVE_TOKEN_CAPS = {"flow": 64, "occlusion": 128}
+
+
+def token_cap(name: str, options: dict | None, interactive: bool = False) -> int | None:
+    """The longest input explainer ``name`` runs on (None: no cap)."""
+    given = (options or {}).get(name, {}).get("max_tokens")
+    if given is not None:
+        return int(given)
+    return (INTERACTIVE_TOKEN_CAPS if interactive else JOB_TOKEN_CAPS).get(name)
+
+
+class UnknownMetricError(ValueError):
+    pass
+
+
+def check_metrics(metrics: Sequence[str]) -> list[str]:
+    bad = [m for m in metrics if m not in METRICS]
+    if bad:
+        raise UnknownMetricError(f"unknown metric(s) {bad}; choose from {', '.join(METRICS)}")
+    return list(metrics)
+
+
+def hard_mask(scores: np.ndarray, ex: Encoded, k: float) -> np.ndarray:
+    """0/1 mask of the top-k% non-special tokens (ERASER count: ceil(k n), at least one)."""
+    mask = np.zeros(len(ex), dtype=np.int8)
+    picked = select_rationale(scores, k, candidate_positions(len(ex), ex.special))
+    if picked is not None:
+        mask[picked] = 1
+    return mask
+
+
+def explain_example(
+    loaded: LoadedModel,
+    ex: Encoded,
+    explainers: Sequence[str],
+    *,
+    k: float = 0.2,
+    convention: str = "eraser",
+    removal: str | None = None,
+    metrics: Sequence[str] = METRICS,
+    options: dict | None = None,
+    predict: Callable | None = None,
+) -> dict:
+    """Scores of each explainer on ``ex`` and the chosen metrics (plausibility needs ``ex.human``).
+
+    ``options`` maps an explainer name to its keyword options (e.g. ``{"attention": {"layer": 3}}``).
+    """
+    require_classifier(loaded)
+    metrics = check_metrics(metrics)
+    conv = get_convention(convention, removal)
+    predict = predict or make_predict(loaded)
+    options = options or {}
+    probs = predict([ex.input_ids])[0]
+    target = int(probs.argmax()) if ex.target is None or conv.target == "predicted" else int(ex.target)
+    scored = replace(ex, target=target)
+    scores, seconds = {}, {}
+    for name in explainers:
+        start = time.perf_counter()
+        s = np.asarray(make_explainer(name, loaded, **options.get(name, {})).explain(scored), dtype=np.float64)
+        if s.shape != (len(ex),) or not np.all(np.isfinite(s)):
+            raise ValueError(
+                f"explainer {name!r} gave {s.shape} scores (finite: {np.isfinite(s).all()}) for {len(ex)} tokens"
+            )
+        scores[name], seconds[name] = s, time.perf_counter() - start
+    faith = {}
+    if any(m in FAITHFULNESS_METRICS for m in metrics):
+        faith = evaluate(
+            predict,
+            ex.input_ids,
+            scores,
+            special=ex.special,
+            k=k,
+            convention=conv,
+            target=target,
+            mask_id=text_tokenizer(loaded).mask_token_id,
+        )
+    plaus = {}
+    if ex.human is not None and any(m in PLAUSIBILITY_METRICS for m in metrics):
+        plaus = {n: plausibility(s, ex.human, hard_mask(s, ex, k), ex.special) for n, s in scores.items()}
+    return {
+        "probs": probs.tolist(),
+        "target": target,
+        "scores": scores,
+        "seconds": seconds,
+        "faithfulness": faith,
+        "plausibility": plaus,
+    }
+
+
+def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Sequence[str]) -> dict:
+    row: dict = {"explainer": name, "n": len(faith) or len(plaus)}
+    agg = aggregate(faith) if faith else {}
+    agg_p = aggregate_plausibility(plaus) if plaus else {}
+    for m in metrics:
+        value = agg.get(m) if m in FAITHFULNESS_METRICS else agg_p.get(m)
+        row[m] = None if value is None else round(float(value), 4)
+    if "iou_f1" in metrics and agg_p:  # IOU F1 is F1(mean P, mean R): keep P and R so tables merge
+        row["iou_precision"] = round(agg_p["iou_precision"], 4)
+        row["iou_recall"] = round(agg_p["iou_recall"], 4)
+    row["seconds_per_example"] = round(float(np.mean(seconds)), 3) if seconds else None
+    return row
+
+
+def evaluate_dataset(
+    loaded: LoadedModel,
+    dataset: str,
+    explainers: Sequence[str],
+    *,
+    n: int = 200,
+    convention: str = "eraser",
+    removal: str | None = None,
+    k: float | None = None,
+    metrics: Sequence[str] = METRICS,
+    max_tokens: int | None = None,
+    split: str | None = None,
+    start: int = 0,
+    allow_offensive: bool = False,
+    options: dict | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """The explainer x metric table over examples ``start .. start + n`` of a data set (JSON-able,
+    with ``rows`` for CSV). Explainers skip examples longer than their ``token_cap`` (flow: 64)."""
+    require_classifier(loaded)
+    metrics = check_metrics(metrics)
+    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start : start + n]
+    if not examples:
+        raise ValueError(f"no examples in {dataset!r} from index {start}")
+    if tuple(examples[0].labels) != tuple(loaded.labels or ()):
+        raise ValueError(
+            f"data set {dataset!r} has labels {list(examples[0].labels)} but model "
+            f"{loaded.spec.name!r} predicts {loaded.labels}; pick a model trained for this task"
+        )
+    k = K_FRACTION[dataset] if k is None else k
+    predict = make_predict(loaded)
+    faith: dict[str, list] = {e: [] for e in explainers}
+    plaus: dict[str, list] = {e: [] for e in explainers}
+    seconds: dict[str, list] = {e: [] for e in explainers}
+    skipped: dict[str, int] = {e: 0 for e in explainers}
+    correct = truncated = tokens_cut = human_total = human_lost = 0
+    began = time.time()
+    for i, item in enumerate(examples):
+        ex = encode_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
+        truncated += int(ex.truncated > 0)
+        tokens_cut += ex.truncated
+        human_total += ex.meta.get("human_total") or 0
+        human_lost += ex.human_lost
+        runnable = []
+        for name in explainers:
+            cap = token_cap(name, options)
+            if cap is not None and len(ex) > cap:
+                skipped[name] += 1
+            else:
+                runnable.append(name)
+        res = explain_example(
+            loaded,
+            ex,
+            runnable,
+            k=k,
+            convention=convention,
+            removal=removal,
+            metrics=metrics,
+            options=options,
+            predict=predict,
+        )
+        correct += int(int(np.argmax(res["probs"])) == item.label)
+        for name in runnable:
+            if name in res["faithfulness"]:
+                faith[name].append(res["faithfulness"][name])
+            if name in res["plausibility"]:
+                plaus[name].append(res["plausibility"][name])
+            seconds[name].append(res["seconds"][name])
+        if progress:
+            progress(i + 1, len(examples))
+    rows = [_row(e, faith[e], plaus[e], seconds[e], metrics) for e in explainers]
+    curves = {
+        e: {k2: aggregate(faith[e]).get(k2) for k2 in ("bins", "comp_curve", "suff_curve")}
+        for e in explainers
+        if faith[e]
+    }
+    return {
+        "model": loaded.spec.name,
+        "dataset": dataset,
+        "start": start,
+        "n": len(examples),
+        "convention": convention,
+        "removal": get_convention(convention, removal).removal,
+        "k": k,
+        "metrics": list(metrics),
+        "accuracy": round(correct / len(examples), 4),
+        "truncation": {
+            "max_tokens": min(max_tokens or loaded.max_tokens, loaded.max_tokens),
+            "examples_truncated": truncated,
+            "tokens_cut": tokens_cut,
+            "human_tokens": human_total,
+            "human_tokens_lost": human_lost,
+            "human_fraction_lost": round(human_lost / human_total, 4) if human_total else None,
+        },
+        "skipped": skipped,
+        "curves": curves,
+        "wall_time_s": round(time.time() - began, 1),
+        "rows": rows,
+    }
