@@ -16,10 +16,10 @@ import statistics
 from pathlib import Path
 
 import torch
+from timing import timeit  # noqa: E402  (bench/ is on sys.path when a script here runs)
 
 from attnscope.models.capture import capture_encoded  # noqa: E402
 from attnscope.models.loading import load_hf, load_model  # noqa: E402
-from bench.timing import timeit  # noqa: E402
 
 SST2 = Path(__file__).resolve().parents[2] / "shared" / "data" / "sst2" / "dev.tsv"
 

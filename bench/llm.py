@@ -19,21 +19,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/llm.py` finds bench.timing
+from timing import timeit  # noqa: E402  (bench/ is on sys.path when a script here runs)
 
 from attnscope.models.backends.generation import GenerateOptions, decode  # noqa: E402
 from attnscope.models.capture import capture_prompt  # noqa: E402
 from attnscope.models.gguf import convert  # noqa: E402
 from attnscope.models.loading import load_model  # noqa: E402
 from attnscope.models.registry import smollm2_gguf  # noqa: E402
-from bench.timing import timeit  # noqa: E402
 
 PROMPT = "The capital of France is"
 

@@ -28,6 +28,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from timing import timeit  # noqa: E402  (bench/ is on sys.path when a script here runs)
+
 from attnscope.analysis.lipschitz import lipschitz_bound  # noqa: E402
 from attnscope.analysis.measure import (  # noqa: E402
     fixed_point_iteration,  # noqa: E402
@@ -45,7 +47,6 @@ from attnscope.models.zoo.manifest import read_manifest  # noqa: E402
 from attnscope.pipelines.layers import extract_attention_params, max_entropy_deviation  # noqa: E402
 from attnscope.pipelines.lipschitz import lipschitz_report  # noqa: E402
 from attnscope.pipelines.shared_block import block_step, iterate_shared_block  # noqa: E402
-from bench.timing import timeit  # noqa: E402
 
 HA_MODELS = ("text-ha", "ha-vit", "ha-learned2d-content", "ha-san-pairwise")
 
