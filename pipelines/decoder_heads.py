@@ -8,7 +8,7 @@ induction heads, each with its score.
   ``r_1..r_m r_1..r_m`` for each seed: mean attention from each token of the second copy to its
   earlier copy, and to the token after it. The report gives the mean and the minimum over seeds.
 
-``attnscope heads --model smollm2`` prints the tables (README "Decoder LLMs").
+``attnscope heads --model smollm2`` prints the tables (docs/results/llm.md).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def decoder_heads(
 
 
 def markdown(report: dict) -> str:
-    """The report as Markdown tables (what README shows)."""
+    """The report as Markdown tables (what docs/results/llm.md shows)."""
     lines = [
         f"Model `{report['model']}`; sink and previous-token scores on a {report['text_tokens']}-token English "
         f"paragraph, duplicate and induction scores on {report['probe']} (mean, and minimum over seeds). "

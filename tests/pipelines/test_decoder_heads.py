@@ -1,5 +1,5 @@
 """The decoder head census (``attnscope heads``) on a tiny random Llama: tables, counts, the probe's
-loss per copy, the Markdown the README shows; refused for encoders."""
+loss per copy, the Markdown docs/results/llm.md shows; refused for encoders."""
 
 import json
 
