@@ -9,13 +9,19 @@ side batches it), and identical perturbed inputs are sent once.
 Conventions (``anchors.md`` §4.2-4.3 and §8):
 
 =============  ==========================  =========  ========  =======  ======  =============
-name           bins                        target     only >0   repeats  mean    count of k%
+name           bins                        target     only >0   repeats  mean    counting rule
 =============  ==========================  =========  ========  =======  ======  =============
-eraser         1, 5, 10, 20, 50 %          predicted  no        kept     1/|B|   ceil(k n), >=1
+eraser         1, 5, 10, 20, 50 %          predicted  no        kept     1/|B|   eraser-code
 eraser-paper   same                        predicted  no        kept     1/(|B|+1) (k=0 term is 0)
-ferret         10, 20, ..., 100 %          explained  yes       skipped  1/kept  int(k n), 0 skips
+ferret         10, 20, ..., 100 %          explained  yes       skipped  1/kept  ferret
 =============  ==========================  =========  ========  =======  ======  =============
 
+The counting rule (how many tokens ``k`` means on each side) is ``attnscope.analysis.rationale_count``:
+``eraser-code`` removes ``n - int((1-k) n)`` and keeps ``int(k n)`` tokens exactly as ERASER's code (a 1% bin
+of a short text keeps nothing: sufficiency is then scored on the special tokens alone), ``ceil`` removes and
+keeps ceil(k n) (the rule before 0.2), ``ferret`` removes and keeps ``int(k n)`` and skips a bin where that is
+0. ``get_convention(name, count=...)`` overrides a convention's rule; ``docs/claims.md`` says why
+``eraser-code`` is the default.
 ``n`` is the number of non-special tokens. Removal is ``delete`` by default in all three; ``mask``
 replaces removed ids with ``mask_id`` instead (``get_convention(name, removal="mask")``).
 Comprehensiveness = p_t(x) - p_t(x without r) (higher is better); sufficiency = p_t(x) - p_t(r only)
@@ -26,13 +32,20 @@ distribution: ``*_entropy = H(p(x)) - H(p(perturbed))`` and ``*_kl = KL(p(pertur
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 import numpy as np
 from scipy.stats import entropy as scipy_entropy
+
+from attnscope.analysis.rationale_count import (  # noqa: F401 (token_count: re-exported)
+    COUNTING_RULES,
+    DEFAULT_RULE,
+    CountingRule,
+    rationale_counts,
+    token_count,
+)
 
 Predict = Callable[[list[np.ndarray]], np.ndarray]
 
@@ -48,7 +61,7 @@ class Convention:
     skip_repeats: bool = False
     zero_bin: bool = False
     removal: Literal["delete", "mask"] = "delete"
-    count: Literal["ceil", "floor"] = "ceil"
+    count: CountingRule = DEFAULT_RULE
 
 
 ERASER = Convention("eraser", (0.01, 0.05, 0.1, 0.2, 0.5))
@@ -59,14 +72,15 @@ FERRET = Convention(
     target="explained",
     only_positive=True,
     skip_repeats=True,
-    count="floor",
+    count="ferret",
 )
 CONVENTIONS = {c.name: c for c in (ERASER, ERASER_PAPER, FERRET)}
 ENTROPY_KL_METRICS = ("comprehensiveness_entropy", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl")
 
 
-def get_convention(name: str = "eraser", removal: str | None = None) -> Convention:
-    """A named convention, optionally with ``removal`` ("delete" or "mask") overridden."""
+def get_convention(name: str = "eraser", removal: str | None = None, count: str | None = None) -> Convention:
+    """A named convention, optionally with ``removal`` ("delete" or "mask") and the counting rule ``count``
+    ("eraser-code", "ceil" or "ferret"; ``attnscope.analysis.rationale_count``) overridden."""
     if name not in CONVENTIONS:
         raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
     conv = CONVENTIONS[name]
@@ -74,6 +88,10 @@ def get_convention(name: str = "eraser", removal: str | None = None) -> Conventi
         if removal not in ("delete", "mask"):
             raise ValueError(f"removal must be 'delete' or 'mask'; got {removal!r}")
         conv = replace(conv, removal=removal)
+    if count is not None:
+        if count not in COUNTING_RULES:
+            raise ValueError(f"count must be one of {', '.join(COUNTING_RULES)}; got {count!r}")
+        conv = replace(conv, count=count)
     return conv
 
 
@@ -84,28 +102,40 @@ def candidate_positions(n_tokens: int, special: Sequence[int]) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def token_count(fraction: float, n: int, mode: str = "ceil") -> int:
-    """How many of ``n`` tokens a fraction ``k`` means: ceil(k n) in [1, n], or int(k n)."""
-    if mode == "ceil":
-        return min(n, max(1, math.ceil(fraction * n - 1e-9))) if n else 0
-    return min(n, int(math.floor(fraction * n + 1e-9)))
+def _top(scores: np.ndarray, count: int, candidates: np.ndarray, only_positive: bool) -> np.ndarray:
+    """The ``count`` best-scored candidates (ties: earlier position first), in document order; with
+    ``only_positive`` those scoring 0 or less are dropped."""
+    order = candidates[np.argsort(-scores[candidates], kind="stable")][:count]
+    if only_positive:
+        order = order[scores[order] > 0]
+    return np.sort(order)
+
+
+def select_rationales(
+    scores: np.ndarray, fraction: float, candidates: np.ndarray, convention: Convention = ERASER
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The positions removed (comprehensiveness) and kept (sufficiency) at ``fraction``, each sorted in
+    document order, counted by the convention's rule; ``None`` when the bin is skipped (no candidates;
+    ferret: ``int(k n)`` is 0 or no positive score). ``eraser-code`` may keep an empty set."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if len(candidates) == 0:
+        return None
+    counts = rationale_counts(fraction, len(candidates), convention.count)
+    if counts.remove is None:
+        return None
+    removed = _top(scores, counts.remove, candidates, convention.only_positive)
+    kept = _top(scores, counts.keep, candidates, convention.only_positive)
+    if convention.only_positive and len(removed) == 0:
+        return None
+    return removed, kept
 
 
 def select_rationale(
     scores: np.ndarray, fraction: float, candidates: np.ndarray, convention: Convention = ERASER
 ) -> np.ndarray | None:
-    """Top-``fraction`` candidate positions by score (ties: earlier position first), sorted in
-    document order; ``None`` when the convention yields no token (ferret: k n < 1, or no positive)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    count = token_count(fraction, len(candidates), convention.count)
-    if count == 0:
-        return None
-    order = candidates[np.argsort(-scores[candidates], kind="stable")][:count]
-    if convention.only_positive:
-        order = order[scores[order] > 0]
-    if len(order) == 0:
-        return None
-    return np.sort(order)
+    """The positions comprehensiveness removes at ``fraction`` (``select_rationales``' first set)."""
+    sel = select_rationales(scores, fraction, candidates, convention)
+    return None if sel is None else sel[0]
 
 
 def remove_tokens(
@@ -148,6 +178,7 @@ class FaithfulnessResult:
     aopc_sufficiency: float
     convention: str
     rationale: list[int] = field(default_factory=list)
+    count: str = DEFAULT_RULE  # the counting rule (attnscope.analysis.rationale_count)
     # ERASER's code also reports, at k: H(p(x)) - H(p(perturbed)) and KL(p(perturbed) || p(x))
     # over the whole class distribution (natural log), for removal (comp.) and keeping (suff.).
     comprehensiveness_entropy: float | None = None
@@ -213,14 +244,15 @@ def evaluate(
         entries = []  # (which, bin index or -1 for k, comp slot, suff slot)
         previous = None
         for b, frac in [(-1, k), *enumerate(convention.bins)]:
-            r = select_rationale(s, frac, cand, convention)
-            if r is None or (
+            sel = select_rationales(s, frac, cand, convention)
+            r = None if sel is None else sel[0]
+            if sel is None or (
                 b >= 0 and convention.skip_repeats and previous is not None and np.array_equal(r, previous)
             ):
                 entries.append((b, None, None, r))
             else:
-                comp = slot(remove_tokens(ids, r, convention.removal, mask_id))
-                suff = slot(keep_tokens(ids, r, special, convention.removal, mask_id))
+                comp = slot(remove_tokens(ids, sel[0], convention.removal, mask_id))
+                suff = slot(keep_tokens(ids, sel[1], special, convention.removal, mask_id))
                 entries.append((b, comp, suff, r))
             if b >= 0 and r is not None:
                 previous = r
@@ -264,6 +296,7 @@ def evaluate(
             aopc_sufficiency=_aopc(suff_curve, convention, 1.0 if convention.name == "ferret" else 0.0),
             convention=convention.name,
             rationale=rationale,
+            count=convention.count,
             **variants,
         )
     return out

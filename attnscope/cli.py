@@ -170,6 +170,12 @@ def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", type=int, default=0, help="index of the first example")
     p.add_argument("--convention", default="eraser", choices=["eraser", "eraser-paper", "ferret"])
     p.add_argument("--removal", default=None, choices=["delete", "mask"])
+    p.add_argument(
+        "--count",
+        default=None,
+        choices=["eraser-code", "ceil", "ferret"],
+        help="counting rule for k%% of the tokens (default: the convention's; eraser: eraser-code)",
+    )
     p.add_argument("--k", type=float, default=None, help="hard-rationale fraction (default: per data set)")
     p.add_argument("--max-tokens", type=int, default=None, help="truncate inputs (default: model limit)")
     p.add_argument("--ig-steps", type=int, default=None, help="integrated gradients steps (default 32)")
@@ -205,6 +211,7 @@ def run_faithfulness(args: argparse.Namespace) -> int:
             n=args.n,
             convention=args.convention,
             removal=args.removal,
+            count=args.count,
             k=args.k,
             metrics=args.metrics or list(METRICS),
             max_tokens=args.max_tokens,

@@ -85,17 +85,19 @@ def explain_example(
     k: float = 0.2,
     convention: str = "eraser",
     removal: str | None = None,
+    count: str | None = None,
     metrics: Sequence[str] = METRICS,
     options: dict | None = None,
     predict: Callable | None = None,
 ) -> dict:
     """Scores of each explainer on ``ex`` and the chosen metrics (plausibility needs ``ex.human``).
 
-    ``options`` maps an explainer name to its keyword options (e.g. ``{"attention": {"layer": 3}}``).
+    ``options`` maps an explainer name to its keyword options (e.g. ``{"attention": {"layer": 3}}``);
+    ``count`` overrides the convention's counting rule (``attnscope.analysis.rationale_count``).
     """
     require_classifier(loaded)
     metrics = check_metrics(metrics)
-    conv = get_convention(convention, removal)
+    conv = get_convention(convention, removal, count)
     predict = predict or make_predict(loaded)
     options = options or {}
     probs = predict([ex.input_ids])[0]
@@ -157,6 +159,7 @@ def evaluate_dataset(
     n: int = 200,
     convention: str = "eraser",
     removal: str | None = None,
+    count: str | None = None,
     k: float | None = None,
     metrics: Sequence[str] = METRICS,
     max_tokens: int | None = None,
@@ -206,6 +209,7 @@ def evaluate_dataset(
             k=k,
             convention=convention,
             removal=removal,
+            count=count,
             metrics=metrics,
             options=options,
             predict=predict,
@@ -232,6 +236,7 @@ def evaluate_dataset(
         "n": len(examples),
         "convention": convention,
         "removal": get_convention(convention, removal).removal,
+        "count": get_convention(convention, removal, count).count,
         "k": k,
         "metrics": list(metrics),
         "accuracy": round(correct / len(examples), 4),

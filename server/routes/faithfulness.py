@@ -37,6 +37,7 @@ from attnscope.pipelines.faithfulness_eval import (
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.jobs import register_job_kind
 from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
+from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION
 
 router = APIRouter(tags=["faithfulness"])
 UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
@@ -127,12 +128,13 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
             k=body.k,
             convention=body.convention,
             removal=body.removal,
+            count=body.count,
             metrics=body.metrics,
             options=body.options,
         )
     except (UnknownMetricError, NotAClassifierError, TooLongForFlowError, TypeError, ValueError) as exc:
         raise HTTPException(UNPROCESSABLE, f"{exc}") from None
-    conv = get_convention(body.convention, body.removal)
+    conv = get_convention(body.convention, body.removal, body.count)
     results = []
     for name in body.explainers:
         item = {"name": name, "scores": res["scores"][name].tolist(), "seconds": round(res["seconds"][name], 4)}
@@ -174,6 +176,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         position=position,
         convention=conv.name,
         removal=conv.removal,
+        count=conv.count,
         k=body.k,
         bins=list(conv.bins),
         metrics=body.metrics,
@@ -214,6 +217,7 @@ class FaithfulnessJobParams(BaseModel):
     n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = None
+    count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
     k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
     max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
     allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
@@ -261,6 +265,7 @@ def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> di
         n=params.n,
         convention=params.convention,
         removal=params.removal,
+        count=params.count,
         k=params.k,
         metrics=params.metrics,
         max_tokens=params.max_tokens,

@@ -7,6 +7,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
+COUNT_DESCRIPTION = (
+    "override the convention's counting rule for k% of the tokens: eraser-code (remove n - int((1-k) n), keep "
+    "int(k n), as ERASER's code; the eraser conventions' default), ceil (both ceil(k n)), ferret (both int(k n), "
+    "0 skips the bin; the ferret convention's default)"
+)
 
 
 class FaithfulnessCreate(BaseModel):
@@ -31,6 +36,7 @@ class FaithfulnessCreate(BaseModel):
     )
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
+    count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
     k: float = Field(0.2, gt=0, le=1, description="hard-rationale size, fraction of non-special tokens")
     target: int | None = Field(
         None,
@@ -90,6 +96,7 @@ class FaithfulnessPublic(BaseModel):
     position: int | None = Field(None, description="causal LMs: the position whose next token is explained")
     convention: str
     removal: str
+    count: str = Field(..., description="the counting rule used (eraser-code, ceil or ferret)")
     k: float
     bins: list[float]
     metrics: list[str]

@@ -38,11 +38,29 @@ class Toy:
         return np.stack([1 - p1, p1], axis=1)
 
 
-def test_eraser_code_convention_by_hand():
-    # n = 4 candidates; bins 1,5,10,20,50% -> ceil(k n) = 1,1,1,1,2 tokens
-    # remove {5}: p1 0.5 (drop 0.4); remove {5,6}: 0.3 (0.6); keep {5}: 0.7 (0.2); keep {5,6}: 0.9 (0)
+def test_eraser_code_rule_by_hand():
+    # n = 4 candidates; bins 1,5,10,20,50%: removed 4 - int((1-k) 4) = 1,1,1,1,2; kept int(k 4) = 0,0,0,0,2
+    # remove {5}: p1 0.5 (drop 0.4); remove {5,6}: 0.3 (0.6); keep nothing: 0.3 (0.6); keep {5,6}: 0.9 (0)
     toy = Toy()
     r = evaluate(toy, IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=ERASER)["e"]
+    assert ERASER.count == "eraser-code" and r.count == "eraser-code"
+    assert r.target == 1 and r.p_full == pytest.approx(0.9)
+    assert r.comprehensiveness == pytest.approx(0.6) and r.sufficiency == pytest.approx(0.0)
+    assert r.comp_curve == pytest.approx([0.4, 0.4, 0.4, 0.4, 0.6])
+    assert r.suff_curve == pytest.approx([0.6, 0.6, 0.6, 0.6, 0.0])
+    assert r.aopc_comprehensiveness == pytest.approx(2.2 / 5)
+    assert r.aopc_sufficiency == pytest.approx(2.4 / 5)
+    assert any(np.array_equal(s, [CLS, SEP]) for s in toy.calls[0])  # a bin that keeps nothing
+    # full, -{5}, -{5,6}, +{}, +{5,6}: duplicates across bins are sent once
+    assert len(toy.calls) == 1 and len(toy.calls[0]) == 5
+
+
+def test_ceil_rule_by_hand():
+    # n = 4 candidates; bins 1,5,10,20,50% -> ceil(k n) = 1,1,1,1,2 tokens on both sides
+    # remove {5}: p1 0.5 (drop 0.4); remove {5,6}: 0.3 (0.6); keep {5}: 0.7 (0.2); keep {5,6}: 0.9 (0)
+    toy = Toy()
+    conv = get_convention("eraser", count="ceil")
+    r = evaluate(toy, IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=conv)["e"]
     assert r.target == 1 and r.p_full == pytest.approx(0.9)
     assert r.comprehensiveness == pytest.approx(0.6) and r.sufficiency == pytest.approx(0.0)
     assert r.comp_curve == pytest.approx([0.4, 0.4, 0.4, 0.4, 0.6])
@@ -58,7 +76,7 @@ def test_eraser_code_convention_by_hand():
 def test_eraser_paper_convention_is_five_sixths_of_the_code_value():
     r = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=ERASER_PAPER)["e"]
     assert r.aopc_comprehensiveness == pytest.approx(2.2 / 6)
-    assert r.aopc_sufficiency == pytest.approx(0.8 / 6)
+    assert r.aopc_sufficiency == pytest.approx(2.4 / 6)
 
 
 def test_ferret_convention_by_hand():
@@ -114,7 +132,7 @@ def test_several_explainers_share_one_call_and_the_wrappers_agree():
     assert len(toy.calls) == 1 and set(out) == {"a", "b"}
     assert comprehensiveness(Toy(), IDS, SCORES, 0.5, special=SPECIAL) == pytest.approx(0.6)
     assert sufficiency(Toy(), IDS, SCORES, 0.5, special=SPECIAL) == pytest.approx(0.0)
-    assert aopc(Toy(), IDS, SCORES, special=SPECIAL) == pytest.approx((0.44, 0.16))
+    assert aopc(Toy(), IDS, SCORES, special=SPECIAL) == pytest.approx((0.44, 0.48))
     # "b" ranks token 2 (id 2) first: removing it changes nothing, keeping it alone drops 0.6
     assert out["b"].comp_curve[0] == pytest.approx(0.0) and out["b"].suff_curve[0] == pytest.approx(0.6)
 
@@ -126,6 +144,16 @@ def test_aggregate_means_over_examples():
     assert agg["n"] == 2
     assert agg["comprehensiveness"] == pytest.approx((a.comprehensiveness + b.comprehensiveness) / 2)
     assert agg["comp_curve"][0] == pytest.approx((0.4 + 0.0) / 2)
+
+
+def test_ferret_rule_under_an_eraser_convention_skips_empty_bins():
+    # eraser bins with the ferret rule on n = 4: int(k 4) = 0,0,0,0,2 -> four skipped bins, one kept
+    conv = get_convention("eraser", count="ferret")
+    r = evaluate(Toy(), IDS, {"e": SCORES}, special=SPECIAL, k=0.5, convention=conv)["e"]
+    assert r.comp_curve[:4] == [None] * 4 and r.comp_curve[4] == pytest.approx(0.6)
+    assert r.aopc_comprehensiveness == pytest.approx(0.6) and r.aopc_sufficiency == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="count must be one of"):
+        get_convention("eraser", count="round")
 
 
 def test_counts_and_selection_helpers():

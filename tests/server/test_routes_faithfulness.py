@@ -36,6 +36,22 @@ def test_explain_and_score_a_run(client, clf_run):
     assert out["explainers"][0]["aopc_comprehensiveness"] == pytest.approx(sum(curve) / 5)
 
 
+def test_counting_rule_is_an_option_and_is_reported(client, clf_run):
+    # 9 non-special tokens, k = 0.5: eraser-code removes 9 - int(4.5) = 5 and keeps int(4.5) = 4; ceil removes
+    # and keeps 5; ferret removes and keeps 4 (the rationale reported is the removed set)
+    got = {}
+    for count in (None, "eraser-code", "ceil", "ferret"):
+        r = post(client, clf_run["id"], explainers=["attention"], k=0.5, **({"count": count} if count else {}))
+        assert r.status_code == 200, r.text
+        got[count] = r.json()
+    assert got[None]["count"] == "eraser-code" and got["ceil"]["count"] == "ceil"
+    sizes = {c: len(out["explainers"][0]["rationale"]) for c, out in got.items()}
+    assert sizes == {None: 5, "eraser-code": 5, "ceil": 5, "ferret": 4}
+    e_code, e_ceil = got["eraser-code"]["explainers"][0], got["ceil"]["explainers"][0]
+    assert e_code["comprehensiveness"] == pytest.approx(e_ceil["comprehensiveness"])  # same 5 removed
+    assert e_code["sufficiency"] != pytest.approx(e_ceil["sufficiency"])  # 4 kept vs 5 kept
+
+
 def test_entropy_and_kl_variants_on_request(client, clf_run):
     r = post(
         client,
@@ -142,6 +158,7 @@ def test_occlusion_is_capped_interactively_and_the_cap_can_be_raised(client, clf
         ({"human_spans": [[0, 2]], "human_rationale": [0] * 11}, "not both"),
         ({"explainers": ["attention"], "options": {"attention": {"layer": 9}}}, "this model has 6 layers"),
         ({"removal": "shred"}, "removal"),
+        ({"count": "round"}, "count"),
     ],
 )
 def test_bad_bodies_get_422_with_what_to_change(client, clf_run, body, fragment):
