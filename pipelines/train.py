@@ -138,10 +138,16 @@ def train_steps(
     return step
 
 
-def train(name: str, root=None, progress: bool = True, seed: int = SEED) -> dict:
-    """Train zoo model ``name`` from scratch, evaluate it, write its checkpoint; returns the manifest."""
+def train(name: str, root=None, progress: bool = True, seed: int = SEED, epochs_scale: float = 1.0) -> dict:
+    """Train zoo model ``name`` from scratch, evaluate it, write its checkpoint; returns the manifest.
+
+    ``epochs_scale`` (default 1: the zoo's recipe) multiplies the recipe's epochs (rounded, at least 1): the
+    seeded experiments (``attnscope.experiments``) use it to shorten every arm alike when time is short.
+    """
     entry = ZOO[name]
     modality, arch, recipe = entry["modality"], entry["arch"], entry["train"]
+    if epochs_scale != 1.0:
+        recipe = {**recipe, "epochs": max(1, round(recipe["epochs"] * epochs_scale))}
     if modality == "text":
         arch = {**arch, "vocab_size": len(data.load_vocab())}
     set_seed(seed)

@@ -1,4 +1,5 @@
-"""Imports point one way: analysis <- models <- pipelines <- server <- frontend (over HTTP only)."""
+"""Imports point one way: analysis <- models <- pipelines <- server <- frontend (over HTTP only); the seeded
+experiments sit beside the server, on top of pipelines."""
 
 import ast
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = {"analysis", "models", "pipelines", "server", "frontend"}
+PROJECT = {"analysis", "models", "pipelines", "server", "frontend", "experiments"}
 
 # package -> (project packages it may import, third-party packages it must never import)
 RULES = {
@@ -17,6 +18,11 @@ RULES = {
     "models": ({"analysis"}, {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
     "pipelines": ({"analysis", "models"}, {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"}),
     "server": ({"analysis", "models", "pipelines"}, {"dash", "plotly", "flask"}),
+    # the seeded experiments train and measure models offline: no web stack, never the server
+    "experiments": (
+        {"analysis", "models", "pipelines"},
+        {"fastapi", "starlette", "dash", "plotly", "httpx", "flask"},
+    ),
     # the dashboard reaches the server over HTTP only: it may read server/schemas.py (pure pydantic)
     # and analysis/codec.py (pure numpy wire format), nothing that loads a model
     "frontend": ({"frontend"}, {"torch", "transformers", "captum", "fastapi", "uvicorn"}),
