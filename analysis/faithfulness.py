@@ -6,7 +6,7 @@ happen on token ids (never on decoded text) and special positions (CLS/SEP) alwa
 perturbation of one example, for every explainer, goes to ``predict`` in a single call (the model
 side batches it), and identical perturbed inputs are sent once.
 
-Conventions (``anchors.md`` §4.2-4.3 and §8):
+Conventions (DeYoung et al. 2020, ERASER, its code, and ferret; docs/methods/eraser.md):
 
 =============  ==========================  =========  ========  =======  ======  =============
 name           bins                        target     only >0   repeats  mean    counting rule

@@ -7,7 +7,7 @@ attention sublayer of ``attnscope.analysis.markov_kernel``: all heads, the query
 projection ``W_O`` and its bias; optionally the residual ``x + F_mu(x)``; never the LayerNorm
 (its Lipschitz constant depends on the variance of each token and is not covered).
 
-The bound  [DERIVED: our own derivation, not the paper's theorem; methods.md 3.3 corrected for biases]
+The bound  [DERIVED: our own derivation, not the paper's theorem; it holds with Q/K/V biases]
 ------------------------------------------------------------------------------------------------
 Assumptions: mu, nu in P(B_R); W1 with the Euclidean cost; scores affine in the key and bilinear
 in (query, key) as below; F_mu as above. Per head (dropping h), the softmax only sees
@@ -30,8 +30,8 @@ Hence, summing the heads (the triangle inequality on F = sum_h W_h m^h + const),
     L = sum_h ||W_O^h W_V^h||_2 [ R^2 ||A_h||_2 + (1 + 2 kappa_h) exp(2 kappa_h) ]  (+1 with residual),
     kappa_h = R^2 ||A_h||_2 + R ||c_h||_2.
 
-Without biases (c = 0) this is exactly the methods.md 3.3 formula. With a query bias the formula
-as written there is NOT valid: with A = 0, c large, n-1 atoms at -R e and one at +R e, moving that
+Without biases (c = 0) this is the bias-free form (docs/methods/lipschitz.md). With a query bias
+the bias-free form is NOT valid: with A = 0, c large, n-1 atoms at -R e and one at +R e, moving that
 one atom by 2R (W1 = 2R/n) moves the tilted mean by about 2R: ratio about n > ||W||, which the
 bias-free formula (``||W||``) does not allow (tests/analysis/test_lipschitz.py builds this case).
 
@@ -74,7 +74,7 @@ class LipschitzBound:
     norm_a: np.ndarray  # [H] ||A_h||_2
     norm_c: np.ndarray  # [H] ||c_h||_2
     norm_w: np.ndarray  # [H] ||W_O^h W_V^h||_2
-    log10_bound_without_bias: float  # methods.md 3.3 as written (c = 0): NOT valid when b_Q != 0
+    log10_bound_without_bias: float  # the bias-free form (c = 0): NOT valid when b_Q != 0
 
 
 def log_head_term(norm_w: np.ndarray, norm_a: np.ndarray, norm_c: np.ndarray, radius: float) -> np.ndarray:

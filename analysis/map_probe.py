@@ -1,5 +1,5 @@
-"""Attention-map probe (Wang et al.'s "attention-map classification", methods.md 4.4, INFERRED
-protocol): how much of a task label can be read from one layer's maps alone.
+"""Attention-map probe (Wang et al.'s "attention-map classification"; INFERRED
+protocol, docs/methods/heads.md): how much of a task label can be read from one layer's maps alone.
 
 For each layer, every example's ``[head, query, key]`` maps are brought to a fixed ``size x size``
 (``mode="crop"``: the first ``size`` positions, zero padded; ``mode="pool"``: adaptive average
@@ -8,7 +8,7 @@ standardised logistic regression (scikit-learn) is cross-validated (stratified k
 whose maps carry the label score above ``chance`` (the majority-class rate).
 
 The classifier is pluggable: ``fit_score(x_train, y_train, x_test, y_test) -> accuracy`` receives
-features ``[example, head, size, size]``; the 2-layer CNN with H input channels of methods.md 4.4
+features ``[example, head, size, size]``; the 2-layer CNN with H input channels (docs/methods/heads.md)
 lives in ``attnscope.pipelines.map_probe_cnn.cnn_fit_score`` (torch), and every classifier sees the same folds.
 """
 

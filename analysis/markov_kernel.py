@@ -1,4 +1,5 @@
-"""Attention as a Markov kernel acting on the measure of tokens (methods.md 3.1), in numpy.
+"""Attention as a Markov kernel acting on the measure of tokens, in numpy (Vuckovic et al.;
+docs/methods/markov-kernel.md).
 
 One multi-head self-attention sublayer with its biases, as BERT computes it (no residual, no
 LayerNorm unless asked): for head h with head dim d,

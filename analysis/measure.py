@@ -1,4 +1,4 @@
-"""Measure-theoretic view of a run (Vuckovic et al.; methods.md section 3): pure numpy/scipy.
+"""Measure-theoretic view of a run (Vuckovic et al.; docs/methods/markov-kernel.md): pure numpy/scipy.
 
 Tokens are particles: layer l's hidden states ``[token, dim]`` are the atoms of a uniform measure
 ``mu_l``. This module gathers what the API serves:

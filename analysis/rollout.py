@@ -1,4 +1,4 @@
-"""Attention rollout and attention flow (Abnar & Zuidema, ACL 2020; methods.md 5.2).
+"""Attention rollout and attention flow (Abnar & Zuidema, ACL 2020; docs/methods/rollout.md).
 
 Heads are averaged per layer, ``W^l = mean_h A^{l,h}``, and the residual stream is added:
 ``Ahat^l = 0.5 W^l + 0.5 I`` (rows still sum to 1). Rollout multiplies down the layers,

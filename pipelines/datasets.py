@@ -1,6 +1,6 @@
 """Readers for the labelled data sets the faithfulness evaluation uses (files are never copied).
 
-The data live in ``ATTNSCOPE_DATA_DIR`` (default: ``../shared/data`` next to the repository).
+The data live in ``ATTNSCOPE_DATA_DIR`` (see docs/guide/configuration.md for its default).
 Every reader returns ``Example`` records: ``words`` (the data set's own word tokenisation), the gold
 ``label`` (an index into ``labels``) and, where humans marked one, ``rationale`` (0/1 per word).
 
@@ -56,7 +56,8 @@ class Example:
 
 
 def data_dir() -> Path:
-    """Folder holding the shared data sets (``ATTNSCOPE_DATA_DIR`` or ``<repo>/../shared/data``)."""
+    """Folder holding the data sets (``ATTNSCOPE_DATA_DIR``, else a ``shared/data`` folder beside
+    the repository)."""
     env = os.environ.get("ATTNSCOPE_DATA_DIR")
     if env:
         return Path(env).expanduser().resolve()

@@ -4,8 +4,9 @@ Tasks (``--task``):
 
 - ``sst2`` -> ``minilm-sst2``: sentiment, trained on SST-2 train, accuracy on SST-2 dev;
 - ``hatexplain`` -> ``minilm-hatexplain``: hatespeech / normal / offensive, trained on HateXplain's
-  validation split and evaluated on its test split (the only splits in ../shared/data). HateXplain
-  holds hate speech: running this task is the explicit opt-in (``make finetune-hatexplain``).
+  validation split and evaluated on its test split (the only splits in the data folder,
+  ``ATTNSCOPE_DATA_DIR``). HateXplain holds hate speech: running this task is the explicit opt-in
+  (``make finetune-hatexplain``).
 
 Only the top layers, the pooler and the classification head train (CPU budget); the frozen lower
 layers run without gradients. The result is written as a float16 delta + manifest (see

@@ -9,8 +9,9 @@ import torch
 
 
 class MapCNN(torch.nn.Module):
-    """The 2-layer CNN probe of methods.md 4.4: H input channels (one per head) of a ``size x size``
-    map -> conv 3x3 (16) -> ReLU -> max-pool 2 -> conv 3x3 (32) -> ReLU -> global mean -> classes."""
+    """The 2-layer CNN probe (docs/methods/heads.md, the attention-map probe): H input channels (one
+    per head) of a ``size x size`` map -> conv 3x3 (16) -> ReLU -> max-pool 2 -> conv 3x3 (32) -> ReLU
+    -> global mean -> classes."""
 
     def __init__(self, heads: int, classes: int, width: int = 16):
         super().__init__()

@@ -41,7 +41,7 @@ class ProbeParams(CensusParams):
     classifier: Literal["logistic", "cnn"] = Field(
         "logistic",
         description="logistic regression on the flattened maps, or a 2-layer CNN with one "
-        "input channel per head (methods.md 4.4)",
+        "input channel per head (docs/methods/heads.md, the attention-map probe)",
     )
 
 

@@ -1,5 +1,5 @@
 """Measure: tokens as particles through the layers, W1 per layer, Lipschitz bound vs estimate,
-fixed-point iteration of a (shared) block. Vuckovic et al.; methods.md section 3."""
+fixed-point iteration of a (shared) block. Vuckovic et al.; docs/methods/markov-kernel.md."""
 
 import dash
 from dash import dcc, html

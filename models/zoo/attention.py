@@ -7,15 +7,15 @@ Logits of head h: ``S[h, q, k] = content[h, q, k] + bias[h, q, k]`` where
   Gaussian heads), and
 - bias comes from a position module (``attnscope.models.zoo.positional``) giving ``[head, query, key]``.
 
-Evolving Attention (methods.md 4.1), for every layer but the first EA layer::
+Evolving Attention (Wang et al. 2021; docs/methods/evolution.md), for every layer but the first EA layer::
 
     A_in    = beta * A_logit_prev + (1 - beta) * S
     A_logit = alpha * relu(conv3x3_{heads->heads}(A_in)) + (1 - alpha) * A_in
 
 and ``A_logit`` (not the softmax) is passed on. Masked keys are zeroed before the conv and masked
-again after it. Hierarchical Attention (methods.md 2.7): keys are computed once, from the input of
-the first pass, kept in ``state["keys"]`` and reused by every later pass; queries and values are
-recomputed from the current input.
+again after it. Hierarchical Attention (Varma T. and Prabhu 2021; docs/methods/evolution.md): keys
+are computed once, from the input of the first pass, kept in ``state["keys"]`` and reused by every
+later pass; queries and values are recomputed from the current input.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ NEG = -1e9  # additive mask: large negative, finite (EA conv and float16 stay sa
 
 @dataclass(frozen=True)
 class EAConfig:
-    alpha: float = 0.5  # methods.md 4.2 default [INFERRED]
+    alpha: float = 0.5  # docs/methods/evolution.md default [INFERRED]
     beta: float = 0.3
 
 

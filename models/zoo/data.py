@@ -1,5 +1,5 @@
 """Real data for the zoo: MNIST (the 10,000 test digits, split 8,000 train / 2,000 eval with a
-fixed seed) and SST-2 (train / dev), from ``../shared/data`` (``ATTNSCOPE_DATA_DIR`` overrides).
+fixed seed) and SST-2 (train / dev), from the data folder (``ATTNSCOPE_DATA_DIR``, docs/guide/configuration.md).
 
 Everything here is deterministic; ``split_hash`` fingerprints what a checkpoint was trained and
 evaluated on, and goes into its manifest.
@@ -29,7 +29,8 @@ VOCAB_FILE = Path(__file__).resolve().parent / "checkpoints" / "sst2_vocab.txt"
 
 
 def data_dir() -> Path:
-    """Folder holding ``mnist-test/`` and ``sst2/`` (``ATTNSCOPE_DATA_DIR`` or ``../shared/data``)."""
+    """Folder holding ``mnist-test/`` and ``sst2/`` (``ATTNSCOPE_DATA_DIR``, else a ``shared/data``
+    folder beside the repository)."""
     env = os.environ.get("ATTNSCOPE_DATA_DIR")
     candidates = [Path(env)] if env else []
     candidates += [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]

@@ -1,10 +1,10 @@
 """Positional logit biases ``bias(n_query, n_key) -> [head, query, key]``.
 
-- ``GaussianBias``: Cordonnier et al.'s quadratic encoding (methods.md 2.2): content-free heads
+- ``GaussianBias``: Cordonnier et al.'s quadratic encoding (docs/methods/cordonnier.md): content-free heads
   with a learnable centre ``mu_h`` and spread; ``logit = -1/2 (delta - mu)^T P (delta - mu)`` with
   ``P = s_h^2 I`` (isotropic) or ``P = S_h^T S_h`` (full), ``delta = key - query`` on the grid.
-- ``Learned2DBias``: learned row/column relative embeddings (methods.md 2.3) read by per-head keys.
-- ``ShiftBias``: Andreoli's learnable mixture over 1-D shift matrices (methods.md 1.3, option B):
+- ``Learned2DBias``: learned row/column relative embeddings (docs/methods/cordonnier.md) read by per-head keys.
+- ``ShiftBias``: Andreoli's learnable mixture over 1-D shift matrices (docs/methods/shift.md):
   ``bias[h, n, m] = sum_delta lambda[h, delta] S_delta[m, n]`` with ``delta = m - n`` in ``[-r, r]``.
 """
 

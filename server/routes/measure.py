@@ -1,4 +1,4 @@
-"""Measure-theoretic view (methods.md 3): W1 profile, max-entropy check, Lipschitz bound vs estimate,
+"""Measure-theoretic view (docs/methods/markov-kernel.md): W1 profile, max-entropy check, Lipschitz bound vs estimate,
 tokens as particles, fixed-point iteration of a shared block. Plain ``def`` routes (thread pool)."""
 
 from __future__ import annotations

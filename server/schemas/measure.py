@@ -1,4 +1,4 @@
-"""Schemas of the measure-theoretic view (methods.md section 3)."""
+"""Schemas of the measure-theoretic view (docs/methods/markov-kernel.md, docs/methods/lipschitz.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 BOUND_STATUS = (
-    "DERIVED (our own derivation, not the paper's theorem; methods.md 3.3 corrected for biases). "
+    "DERIVED (our own derivation, not the paper's theorem; it holds with Q/K/V biases, see "
+    "docs/methods/lipschitz.md). "
     "Assumptions: token measures supported in the ball B_R (R measured on the data: the largest token "
     "norm), W1 with the Euclidean cost, the map Phi(mu) = (F_mu)#mu with F_mu the attention sublayer "
     "(all heads, Q/K/V biases, W_O and its bias, residual only if asked; no LayerNorm)."
@@ -42,7 +43,7 @@ class LipschitzPublic(BaseModel):
     log10_bound: float = Field(..., description="log10 L (L itself overflows float64 for real layers)")
     log10_bound_per_head: list[float]
     log10_bound_without_bias: float = Field(
-        ..., description="methods.md 3.3 as written (query bias ignored): not valid when the layer has one"
+        ..., description="the bias-free form of the bound (query bias ignored): not valid when the layer has one"
     )
     estimate: float = Field(..., description="L_hat: the largest W1 ratio found (a lower bound on the true L)")
     log10_estimate: float

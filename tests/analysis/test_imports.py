@@ -1,4 +1,4 @@
-"""analysis/ is numpy/scipy only: no torch, no web stack, no model code (design.md)."""
+"""analysis/ is numpy/scipy only: no torch, no web stack, no model code (CONTRIBUTING.md, layering rule)."""
 
 import ast
 import sys

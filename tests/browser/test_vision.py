@@ -12,7 +12,7 @@ from attnscope.models.zoo.manifest import read_manifest
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(read_manifest("gauss9-iso") is None, reason="zoo not trained; run make zoo"),
-    pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR"),
+    pytest.mark.skipif(not data.available(), reason="data folder not found; set ATTNSCOPE_DATA_DIR"),
 ]
 
 PLOT = "document.querySelector('#query-pixel-view .js-plotly-plot')"

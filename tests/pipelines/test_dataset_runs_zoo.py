@@ -11,7 +11,7 @@ from attnscope.pipelines.datasets import data_dir
 
 pytestmark = [
     pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained"),
-    pytest.mark.skipif(not (data_dir() / "sst2").is_dir(), reason="../shared/data not found"),
+    pytest.mark.skipif(not (data_dir() / "sst2").is_dir(), reason="data folder not found; set ATTNSCOPE_DATA_DIR"),
 ]
 
 

@@ -36,7 +36,7 @@ def ha(request):
         hidden = capture(loaded, "a gripping , beautifully acted film that never lets go").hidden_states
     else:
         if not data.available():
-            pytest.skip("../shared/data not found")
+            pytest.skip("data folder not found; set ATTNSCOPE_DATA_DIR")
         image, _ = samples.sample("mnist", 7)
         hidden = capture_image(loaded, loaded.prepare_image(image)).hidden_states
     return loaded, hidden.astype(np.float64)

@@ -33,7 +33,7 @@ def test_text_ha_iterates_its_shared_block():
     assert it.result.w1_steps.shape == (12,) and not it.demonstration and it.trained_depth == loaded.n_layers
 
 
-@pytest.mark.skipif(not data.available(), reason="../shared/data not found")
+@pytest.mark.skipif(not data.available(), reason="data folder not found; set ATTNSCOPE_DATA_DIR")
 def test_vision_ha_reproduces_its_depth():
     loaded = load_model("ha-vit", device="cpu")
     image, _ = samples.sample("mnist", 3)

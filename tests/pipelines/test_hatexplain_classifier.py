@@ -12,7 +12,9 @@ from attnscope.models.loading import load_model
 from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, OffensiveContentError, data_dir, load_hatexplain
 from attnscope.pipelines.explainers import encode_words, make_predict
 
-pytestmark = pytest.mark.skipif(not (data_dir() / "hatexplain").is_dir(), reason="../shared/data/hatexplain not found")
+pytestmark = pytest.mark.skipif(
+    not (data_dir() / "hatexplain").is_dir(), reason="hatexplain/ not found in the data folder (ATTNSCOPE_DATA_DIR)"
+)
 
 
 @pytest.fixture(scope="module")

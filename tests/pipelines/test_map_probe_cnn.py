@@ -1,4 +1,4 @@
-"""The 2-layer CNN probe (methods.md 4.4) on planted maps: it finds the layer that carries the label,
+"""The 2-layer CNN probe (docs/methods/heads.md) on planted maps: it finds the layer that carries the label,
 and on a spatial pattern the flattened logistic probe reads too."""
 
 import sys

@@ -36,7 +36,7 @@ def vanilla():
 @pytest.fixture(scope="module")
 def vit():
     if not data.available():
-        pytest.skip("../shared/data not found")
+        pytest.skip("data folder not found; set ATTNSCOPE_DATA_DIR")
     loaded = load_model("vit", device="cpu")
     image, _ = samples.sample("mnist", 5)
     return loaded, capture_image(loaded, loaded.prepare_image(image))

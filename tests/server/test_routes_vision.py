@@ -16,7 +16,7 @@ pytestmark = [
     pytest.mark.skipif(
         read_manifest(VISION) is None or read_manifest(TEXT) is None, reason="zoo checkpoints not trained; run make zoo"
     ),
-    pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR"),
+    pytest.mark.skipif(not data.available(), reason="data folder not found; set ATTNSCOPE_DATA_DIR"),
 ]
 
 

@@ -47,7 +47,7 @@ def test_text_capture(name):
         capture_image(loaded, np.zeros((28, 28), np.uint8))
 
 
-@pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR")
+@pytest.mark.skipif(not data.available(), reason="data folder not found; set ATTNSCOPE_DATA_DIR")
 @pytest.mark.parametrize("name", VISION)
 def test_image_capture(name):
     loaded = load_model(name, device="cpu")

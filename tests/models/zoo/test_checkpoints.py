@@ -45,7 +45,7 @@ def eval_data():
     return get
 
 
-@pytest.mark.skipif(not data.available(), reason="../shared/data not found; set ATTNSCOPE_DATA_DIR")
+@pytest.mark.skipif(not data.available(), reason="data folder not found; set ATTNSCOPE_DATA_DIR")
 @pytest.mark.parametrize("name", TRAINED)
 def test_checkpoint_reproduces_its_manifest_accuracy(name, eval_data):
     torch.set_num_threads(2)

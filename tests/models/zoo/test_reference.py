@@ -1,4 +1,4 @@
-"""Each family's forward against a slow reference written from the equations (methods.md), on tiny inputs."""
+"""Each family's forward against a slow reference written from the equations (docs/methods/), on tiny inputs."""
 
 import math
 
