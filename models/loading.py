@@ -1,4 +1,10 @@
-"""Load models offline with eager attention (so attention weights are materialised).
+"""Load models offline; Hugging Face models capture attention lazily unless told otherwise.
+
+``capture`` (argument, else ``ATTNSCOPE_CAPTURE``, default ``lazy``): ``lazy`` switches a Hugging
+Face model to the ``attnscope_qk`` attention function (SDPA forward, queries and keys recorded, maps
+computed on request; ``docs/methods/lazy-maps.md``); a model it cannot reproduce is refused with a
+reason (``backend.capture_refusal``, logged) and stays on eager capture. ``eager`` materialises
+every map in the forward (the reference). Zoo models and DINOv2 always capture eagerly.
 
 ``load_model(name)`` returns a ``Backend`` (``attnscope.models.backends``): a Hugging Face encoder,
 a Hugging Face causal LM, a zoo model or DINOv2, all behind the same interface. ``ModelCache``
@@ -13,6 +19,7 @@ import threading
 
 import torch
 
+from attnscope.models import attention_fn
 from attnscope.models.backends.base import Backend
 from attnscope.models.device import pick_device
 from attnscope.models.locks import LOAD_LOCK
@@ -28,6 +35,34 @@ LoadedModel = Backend  # the name callers used before the backends; a loaded mod
 
 # kept for callers that imported the lock from here (see attnscope.models.locks)
 _LOAD_LOCK = LOAD_LOCK
+
+
+CAPTURES = ("lazy", "eager")
+
+
+def capture_setting(capture: str | None = None) -> str:
+    """``capture`` or ``ATTNSCOPE_CAPTURE`` (default ``lazy``), checked."""
+    value = (capture or os.environ.get("ATTNSCOPE_CAPTURE") or "lazy").strip().lower()
+    if value not in CAPTURES:
+        raise ValueError(f"capture={value!r} is not one of {', '.join(CAPTURES)} (ATTNSCOPE_CAPTURE)")
+    return value
+
+
+def choose_capture(model: torch.nn.Module, capture: str | None, name: str) -> tuple[str, str | None]:
+    """Switch ``model`` (freshly loaded, eager) to ``attnscope_qk`` when lazy capture is asked for and
+    possible; returns ``(capture, refusal reason or None)``. Called once at load, never per request."""
+    if capture_setting(capture) == "eager":
+        return "eager", None
+    reason = attention_fn.refusal_reason(model)
+    if reason is None:
+        try:
+            model.set_attn_implementation(attention_fn.NAME)
+        except (ValueError, KeyError, NotImplementedError) as exc:  # transformers refused the switch
+            reason = f"transformers refused the attention implementation: {exc}"
+    if reason is not None:
+        log.warning("model %s: lazy attention capture refused (%s); capturing eagerly", name, reason)
+        return "eager", reason
+    return "lazy", None
 
 
 def _hf_folder(spec: ModelSpec) -> str:
@@ -53,8 +88,9 @@ def _text_limit(model, tokenizer, default: int = 512) -> int:
     return min(limit, int(tok_max) if tok_max < 1e9 else limit)
 
 
-def load_hf_encoder(spec: ModelSpec, device: torch.device):
-    """A Hugging Face encoder (or sequence classifier) from a local folder, eager attention."""
+def load_hf_encoder(spec: ModelSpec, device: torch.device, capture: str | None = None):
+    """A Hugging Face encoder (or sequence classifier) from a local folder (``capture``: see the
+    module docstring)."""
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
     from attnscope.models.backends.hf_encoder import HFEncoderBackend
@@ -64,7 +100,9 @@ def load_hf_encoder(spec: ModelSpec, device: torch.device):
 
         model, tokenizer, labels = load_delta_classifier(spec)
         model.eval().to(device)
-        return HFEncoderBackend(spec, model, tokenizer, device, int(model.config.max_position_embeddings), labels)
+        mode, reason = choose_capture(model, capture, spec.name)
+        limit = int(model.config.max_position_embeddings)
+        return HFEncoderBackend(spec, model, tokenizer, device, limit, labels, mode, reason)
     folder = _hf_folder(spec)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     cls = AutoModelForSequenceClassification if spec.task == "classification" else AutoModel
@@ -74,11 +112,13 @@ def load_hf_encoder(spec: ModelSpec, device: torch.device):
     if spec.task == "classification":
         id2label = getattr(model.config, "id2label", None) or {}
         labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
-    return HFEncoderBackend(spec, model, tokenizer, device, _text_limit(model, tokenizer), labels)
+    mode, reason = choose_capture(model, capture, spec.name)
+    return HFEncoderBackend(spec, model, tokenizer, device, _text_limit(model, tokenizer), labels, mode, reason)
 
 
-def load_hf_causal_lm(spec: ModelSpec, device: torch.device):
-    """A Hugging Face causal LM (``AutoModelForCausalLM``), eager attention, float32."""
+def load_hf_causal_lm(spec: ModelSpec, device: torch.device, capture: str | None = None):
+    """A Hugging Face causal LM (``AutoModelForCausalLM``), float32 (``capture``: see the module
+    docstring)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from attnscope.models.backends.hf_causal import HFCausalLMBackend
@@ -90,7 +130,8 @@ def load_hf_causal_lm(spec: ModelSpec, device: torch.device):
     )
     model.eval().to(device)
     context = _text_limit(model, tokenizer, default=spec.extra.get("context", 2048))
-    return HFCausalLMBackend(spec, model, tokenizer, device, context, min(spec.max_tokens, context))
+    mode, reason = choose_capture(model, capture, spec.name)
+    return HFCausalLMBackend(spec, model, tokenizer, device, context, min(spec.max_tokens, context), mode, reason)
 
 
 def load_zoo(spec: ModelSpec, device: torch.device):
@@ -114,7 +155,7 @@ def load_dinov2(spec: ModelSpec, device: torch.device):
     return Dinov2Backend(spec, device)
 
 
-def load_backend(spec: ModelSpec, device: torch.device) -> Backend:
+def load_backend(spec: ModelSpec, device: torch.device, capture: str | None = None) -> Backend:
     """The backend for ``spec`` (the one dispatch on the kind of model)."""
     from attnscope.models.zoo.dinov2 import NAME as DINOV2
 
@@ -124,19 +165,20 @@ def load_backend(spec: ModelSpec, device: torch.device) -> Backend:
         if spec.source == "zoo":
             return load_zoo(spec, device)
         if spec.task == "causal-lm":
-            return load_hf_causal_lm(spec, device)
-        return load_hf_encoder(spec, device)
+            return load_hf_causal_lm(spec, device, capture)
+        return load_hf_encoder(spec, device, capture)
 
 
-def load_hf(spec: ModelSpec, device: torch.device) -> Backend:
+def load_hf(spec: ModelSpec, device: torch.device, capture: str | None = None) -> Backend:
     """A Hugging Face checkpoint (encoder or causal LM) by spec."""
-    return load_backend(spec, device)
+    return load_backend(spec, device, capture)
 
 
-def load_model(name: str, device: str | None = None) -> Backend:
-    """Load a model by registry name (or local path under a model root) onto ``device``."""
+def load_model(name: str, device: str | None = None, capture: str | None = None) -> Backend:
+    """Load a model by registry name (or local path under a model root) onto ``device``;
+    ``capture``: ``lazy`` or ``eager`` (default ``ATTNSCOPE_CAPTURE``, else ``lazy``)."""
     spec = get_spec(name)
-    return load_backend(spec, pick_device(device))
+    return load_backend(spec, pick_device(device), capture_setting(capture))
 
 
 class ModelCache:

@@ -1,17 +1,25 @@
 """What the Hugging Face backends share: reading the attention config, finding the attention
 modules, encoding text and ids, and stacking the eager forward's attentions into maps.
 
-All Hugging Face models load with ``attn_implementation="eager"`` so that the forward pass
-materialises the attention probabilities (``output_attentions=True``).
+Hugging Face models load with eager attention and then, unless ``capture="eager"`` or the model
+is refused (``attnscope.models.attention_fn.refusal_reason``), switch to ``attnscope_qk``: the
+forward runs SDPA and records queries and keys, and the maps are lazy (``lazy_capture``). With
+``capture="eager"`` the forward materialises the probabilities (``output_attentions=True``): the
+reference the lazy maps are tested against.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.attention_fn import QKRecorder, attention_context
 from attnscope.models.backends.base import AttentionConfig, BackendBase, ModelInput
 from attnscope.models.errors import TooManyTokensError
+from attnscope.models.lazy_maps import QKMapSource
 from attnscope.models.tokens import TokenLabels
 
 ATTENTION_NAMES = ("self_attn", "attn", "attention", "self_attention", "mixer")
@@ -81,11 +89,39 @@ def stack_attentions(attentions, length: int | None = None) -> np.ndarray:
     return att
 
 
-class HFBackend(BackendBase):
-    """A Hugging Face text model with its tokenizer (shared by the encoder and causal-LM backends)."""
+@contextmanager
+def lazy_capture():
+    """``with lazy_capture() as recorder:`` run a forward of an ``attnscope_qk`` model; afterwards
+    ``recorder.ordered()`` holds each layer's queries, keys and mask inputs (this thread only)."""
+    recorder = QKRecorder()
+    with attention_context(recorder):
+        yield recorder
 
-    def __init__(self, spec, model: torch.nn.Module, tokenizer, device: torch.device, max_tokens: int, causal: bool):
+
+class HFBackend(BackendBase):
+    """A Hugging Face text model with its tokenizer (shared by the encoder and causal-LM backends).
+
+    ``capture``: ``"lazy"`` (the model runs ``attnscope_qk``; maps are computed from stored queries
+    and keys on request) or ``"eager"`` (the forward materialises every map). ``capture_refusal``:
+    why lazy capture was refused for this model, or None.
+    """
+
+    capture: str = "eager"
+    capture_refusal: str | None = None
+
+    def __init__(
+        self,
+        spec,
+        model: torch.nn.Module,
+        tokenizer,
+        device: torch.device,
+        max_tokens: int,
+        causal: bool,
+        capture: str = "eager",
+        capture_refusal: str | None = None,
+    ):
         self.spec, self.model, self.tokenizer, self.device = spec, model, tokenizer, device
+        self.capture, self.capture_refusal = capture, capture_refusal
         self.max_tokens = int(max_tokens)
         n_layers = int(model.config.num_hidden_layers)
         try:
@@ -94,6 +130,13 @@ class HFBackend(BackendBase):
             self._attention_modules = []
         self.attention = attention_config(model.config, self._attention_modules, causal)
         self.token_labels = TokenLabels(tokenizer)
+
+    def lazy_maps(self, records, index: int, length: int, inp: ModelInput) -> AttentionMaps:
+        """Lazy maps of example ``index`` (its first ``length`` positions) of a recorded forward."""
+        source = QKMapSource.from_records(records, index, length)
+        return AttentionMaps.lazy(
+            source, inp.tokens, special=inp.special, model=self.spec.name, causal=self.attention.causal
+        )
 
     def attention_modules(self) -> list[torch.nn.Module]:
         if not self._attention_modules:

@@ -23,7 +23,7 @@ from attnscope.models.backends.generation import (
     decode,
     next_token_summary,
 )
-from attnscope.models.backends.hf import HFBackend
+from attnscope.models.backends.hf import HFBackend, lazy_capture
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
 
 
@@ -70,8 +70,18 @@ class NextTokenClassifier(torch.nn.Module):
 class HFCausalLMBackend(HFBackend):
     """A Hugging Face causal LM with its tokenizer, eager attention, float32."""
 
-    def __init__(self, spec, model, tokenizer, device: torch.device, context: int, max_tokens: int):
-        super().__init__(spec, model, tokenizer, device, max_tokens, causal=True)
+    def __init__(
+        self,
+        spec,
+        model,
+        tokenizer,
+        device: torch.device,
+        context: int,
+        max_tokens: int,
+        capture: str = "eager",
+        capture_refusal: str | None = None,
+    ):
+        super().__init__(spec, model, tokenizer, device, max_tokens, True, capture, capture_refusal)
         self.context = int(context)
         self.labels = None
         self.classifier = NextTokenClassifier(model)
@@ -163,10 +173,15 @@ class HFCausalLMBackend(HFBackend):
         prediction at every position."""
         self.check_modality("text")
         ids = inp.ids_tensor(self.device)
-        out = self.model(input_ids=ids, output_attentions=True, output_hidden_states=hidden_states, use_cache=False)
-        weights = torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()
+        if self.capture == "lazy":
+            with lazy_capture() as recorder:
+                out = self.model(input_ids=ids, output_hidden_states=hidden_states, use_cache=False)
+            maps = self.lazy_maps(recorder.ordered(), 0, len(inp), self.make_input(inp.token_ids))
+        else:
+            out = self.model(input_ids=ids, output_attentions=True, output_hidden_states=hidden_states, use_cache=False)
+            weights = torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()
+            maps, _ = self._maps(list(inp.token_ids), weights)
         hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
-        maps, _ = self._maps(list(inp.token_ids), weights)
         output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
         return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention)
 

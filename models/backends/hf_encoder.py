@@ -9,15 +9,25 @@ import torch
 
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import Capture, ModelInput
-from attnscope.models.backends.hf import HFBackend, stack_attentions
+from attnscope.models.backends.hf import HFBackend, lazy_capture, stack_attentions
 
 
 class HFEncoderBackend(HFBackend):
     """A Hugging Face encoder (or sequence classifier) with its tokenizer, eager attention."""
 
-    def __init__(self, spec, model, tokenizer, device: torch.device, max_tokens: int, labels: list[str] | None = None):
+    def __init__(
+        self,
+        spec,
+        model,
+        tokenizer,
+        device: torch.device,
+        max_tokens: int,
+        labels: list[str] | None = None,
+        capture: str = "eager",
+        capture_refusal: str | None = None,
+    ):
         causal = bool(spec.extra.get("causal", getattr(model.config, "is_decoder", False)))
-        super().__init__(spec, model, tokenizer, device, max_tokens, causal=causal)
+        super().__init__(spec, model, tokenizer, device, max_tokens, causal, capture, capture_refusal)
         self.labels = labels
         # explainers call the sequence classifier itself (``.logits``, ``.attentions``, embeddings)
         self.classifier = model if spec.task == "classification" else None
@@ -42,8 +52,14 @@ class HFEncoderBackend(HFBackend):
         """Run an already tokenised, padded batch (``input_ids``, ``attention_mask``, ...) in one
         forward pass; each result is cut to its own length (padding keys removed, rows renormalised)."""
         enc = {k: v.to(self.device) for k, v in enc.items()}
-        out = self.model(**enc, output_attentions=True, output_hidden_states=hidden_states)
-        att = stack_attentions(out.attentions)  # (B, L, H, N, N)
+        lazy = self.capture == "lazy"
+        if lazy:
+            with lazy_capture() as recorder:
+                out = self.model(**enc, output_hidden_states=hidden_states)
+            records = recorder.ordered()
+        else:
+            out = self.model(**enc, output_attentions=True, output_hidden_states=hidden_states)
+            att = stack_attentions(out.attentions)  # (B, L, H, N, N)
         hs = None
         if hidden_states:
             hs = torch.stack(out.hidden_states, dim=1).float().cpu().numpy()  # (B, L+1, N, D)
@@ -54,16 +70,19 @@ class HFEncoderBackend(HFBackend):
         results = []
         for b, n in enumerate(lengths):
             inp = self.make_input(ids_all[b][:n])
-            w = att[b, :, :, :n, :n]
-            if n != att.shape[-1]:  # padding removed: renormalise over the kept keys
-                w = w / w.sum(axis=-1, keepdims=True)
-            maps = AttentionMaps(
-                weights=np.ascontiguousarray(w),
-                tokens=inp.tokens,
-                special=inp.special,
-                model=self.spec.name,
-                causal=self.attention.causal,
-            )
+            if lazy:
+                maps = self.lazy_maps(records, b, n, inp)
+            else:
+                w = att[b, :, :, :n, :n]
+                if n != att.shape[-1]:  # padding removed: renormalise over the kept keys
+                    w = w / w.sum(axis=-1, keepdims=True)
+                maps = AttentionMaps(
+                    weights=np.ascontiguousarray(w),
+                    tokens=inp.tokens,
+                    special=inp.special,
+                    model=self.spec.name,
+                    causal=self.attention.causal,
+                )
             hidden = None if hs is None else hs[b, :, :n]
             results.append(Capture(maps, outputs[b], hidden, token_ids=inp.token_ids, attention=self.attention))
         return results

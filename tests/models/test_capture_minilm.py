@@ -28,13 +28,20 @@ def test_shape_tokens_and_rows(minilm):
 
 
 def test_weights_equal_the_models_own_attentions(minilm):
+    """Eager capture gives the model's own probabilities bit for bit; lazy capture (the default,
+    maps recomputed from recorded queries and keys) equals them to 1e-5."""
+    from attnscope.models.loading import load_model
+
     text = SENTENCES[1]
-    maps = capture(minilm, text).maps
+    eager = load_model("minilm", device="cpu", capture="eager")
     enc = minilm.tokenizer(text, return_tensors="pt")
     with torch.no_grad():
-        out = minilm.model(**enc, output_attentions=True)
+        out = eager.model(**enc, output_attentions=True)
     ref = torch.stack(out.attentions, dim=1)[0].numpy()
-    np.testing.assert_array_equal(maps.weights, ref)
+    np.testing.assert_array_equal(capture(eager, text).maps.weights, ref)
+    lazy = capture(minilm, text).maps
+    assert minilm.capture == "lazy" and lazy.is_lazy
+    np.testing.assert_allclose(lazy.weights, ref, atol=1e-5, rtol=0)
 
 
 def test_weights_equal_softmax_qk_recomputed_from_hidden_states(minilm):

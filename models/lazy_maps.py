@@ -1,0 +1,162 @@
+"""Lazy attention maps from recorded queries and keys (see ``docs/methods/lazy-maps.md``).
+
+``QKMapSource`` keeps, per layer, one example's post-RoPE queries ``[head, token, dim]`` and keys
+``[kv_head, token, dim]`` (the model's dtype and device, as ``attnscope_qk`` recorded them) with the
+mask inputs, and computes any block ``[head, row, col]`` of
+
+    p = softmax_keys(mask(softcap(q k^T * scale)))        (with learned sinks: one more logit per head)
+
+on request, in float32, exactly as transformers' eager attention does: query head ``h`` reads key
+head ``kv_head_of[h]`` (grouped-query attention), masked keys are ``-inf``, a soft-cap is
+``c tanh(s / c)``, a sink is a logit column in the softmax that is then dropped. A block of a
+column range keeps the normalisation over every key of the row. Work is done in row chunks so that
+no more than ``CHUNK_ELEMENTS`` logits are alive at once (besides the returned block).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnscope.models.attention_fn import LayerRecord
+
+CHUNK_ELEMENTS = 1 << 24  # float32 logits alive per chunk (64 MiB)
+
+
+@dataclass(frozen=True)
+class QKLayer:
+    """One example's recorded attention inputs of one layer.
+
+    ``query [head, token, dim]``, ``key [kv_head, token, dim]``; ``mask``: ``[1 | head, token,
+    token]`` bool (True: attend) or float (added), or None with ``is_causal`` for the plain causal
+    mask; ``sinks [head]`` or None.
+    """
+
+    query: torch.Tensor
+    key: torch.Tensor
+    mask: torch.Tensor | None
+    is_causal: bool
+    scale: float
+    softcap: float | None = None
+    sinks: torch.Tensor | None = None
+
+
+def _tensor_bytes(tensors: Sequence[torch.Tensor | None]) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (a mask shared by layers counts once)."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if t is None:
+            continue
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
+class QKMapSource:
+    """A ``MapSource`` (``attnscope.analysis.map_source``) backed by recorded queries and keys."""
+
+    def __init__(self, layers: Sequence[QKLayer]):
+        if not layers:
+            raise ValueError("a QK map source needs at least one layer")
+        self.layers = list(layers)
+        first = self.layers[0]
+        self.n_heads = int(first.query.shape[0])
+        self.n_tokens = int(first.query.shape[1])
+        for i, lay in enumerate(self.layers):
+            if lay.query.shape[:2] != (self.n_heads, self.n_tokens) or lay.key.shape[1] != self.n_tokens:
+                raise ValueError(f"layer {i}: query {tuple(lay.query.shape)} / key {tuple(lay.key.shape)} disagree")
+            if self.n_heads % lay.key.shape[0]:
+                raise ValueError(f"layer {i}: {self.n_heads} query heads cannot share {lay.key.shape[0]} key heads")
+
+    @classmethod
+    def from_records(cls, records: Sequence[LayerRecord], index: int = 0, length: int | None = None) -> QKMapSource:
+        """Example ``index`` of a recorded batch, cut to its first ``length`` positions (right
+        padding removed). Tensors are copied out of the batch (contiguous), so the source holds
+        only this example; a mask shared by several layers stays shared."""
+        masks: dict[int, torch.Tensor | None] = {}
+        layers = []
+        for rec in records:
+            n = rec.query.shape[2] if length is None else int(length)
+            mask = None
+            if rec.mask is not None:
+                key = id(rec.mask)
+                if key not in masks:
+                    m = rec.mask[index if rec.mask.shape[0] > 1 else 0, :, :n, :n]
+                    masks[key] = m.contiguous().clone()
+                mask = masks[key]
+            layers.append(
+                QKLayer(
+                    query=rec.query[index, :, :n].contiguous().clone(),
+                    key=rec.key[index, :, :n].contiguous().clone(),
+                    mask=mask,
+                    is_causal=rec.is_causal,
+                    scale=rec.scale,
+                    softcap=rec.softcap,
+                    sinks=None if rec.sinks is None else rec.sinks.clone(),
+                )
+            )
+        return cls(layers)
+
+    # ------------------------------------------------------------------ MapSource
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (len(self.layers), self.n_heads, self.n_tokens, self.n_tokens)
+
+    @property
+    def nbytes(self) -> int:
+        tensors: list[torch.Tensor | None] = []
+        for lay in self.layers:
+            tensors += [lay.query, lay.key, lay.mask, lay.sinks]
+        return _tensor_bytes(tensors)
+
+    @property
+    def device(self) -> torch.device:
+        return self.layers[0].query.device
+
+    def block(self, layer: int, heads: Sequence[int], rows: slice, cols: slice) -> np.ndarray:
+        """float32 ``[len(heads), rows, cols]`` of ``layer`` (numpy, on the host)."""
+        return self.block_tensor(layer, heads, rows, cols).cpu().numpy()
+
+    @torch.inference_mode()
+    def block_tensor(self, layer: int, heads: Sequence[int], rows: slice, cols: slice) -> torch.Tensor:
+        """As ``block``, a float32 tensor on the source's device."""
+        lay = self.layers[layer]
+        r0, r1, _ = rows.indices(self.n_tokens)
+        c0, c1, _ = cols.indices(self.n_tokens)
+        r1, c1 = max(r0, r1), max(c0, c1)
+        group = self.n_heads // lay.key.shape[0]
+        head_idx = torch.as_tensor(list(heads), dtype=torch.long, device=lay.query.device)
+        q_all = lay.query.index_select(0, head_idx)  # [h, T, D]
+        k_all = lay.key.index_select(0, torch.div(head_idx, group, rounding_mode="floor")).float()  # [h, T, D]
+        out = torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=lay.query.device)
+        if r1 == r0 or c1 == c0:
+            return out
+        step = max(1, CHUNK_ELEMENTS // max(1, len(heads) * self.n_tokens))
+        for a in range(r0, r1, step):
+            b = min(r1, a + step)
+            # keys a causal row can see end at the row; later keys are 0 (no need to compute them)
+            k_end = b if lay.is_causal else self.n_tokens
+            logits = torch.matmul(q_all[:, a:b].float(), k_all[:, :k_end].transpose(1, 2)) * lay.scale
+            if lay.softcap is not None:
+                logits = lay.softcap * torch.tanh(logits / lay.softcap)
+            if lay.mask is not None:
+                m = lay.mask[:, a:b, :k_end]
+                if m.shape[0] > 1:
+                    m = m.index_select(0, head_idx)
+                logits = logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
+            elif lay.is_causal:
+                q_pos = torch.arange(a, b, device=logits.device)[:, None]
+                k_pos = torch.arange(k_end, device=logits.device)[None, :]
+                logits = logits.masked_fill(k_pos > q_pos, float("-inf"))
+            lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # [h, rows, 1]
+            if lay.sinks is not None:
+                sink = lay.sinks.float().index_select(0, head_idx)[:, None, None]
+                lse = torch.logaddexp(lse, sink.expand_as(lse))
+            c_end = min(c1, k_end)
+            if c_end > c0:
+                probs = torch.exp(logits[:, :, c0:c_end] - lse)
+                out[:, a - r0 : b - r0, : c_end - c0] = torch.nan_to_num(probs, nan=0.0)
+        return out

@@ -1,0 +1,118 @@
+"""Lazy maps (queries and keys recorded by ``attnscope_qk``, maps computed on request) equal the
+eager maps (``capture="eager"``, transformers' own probabilities) to 1e-5 in float32: MiniLM with a
+padded batch, SmolLM2, and every tiny decoder architecture (GPT-2, Llama and Qwen2 with grouped-query
+attention, Mistral's sliding window, Gemma 2's soft-capping with sliding and full layers, Phi's
+partial rotary)."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.capture import capture, capture_batch
+from attnscope.models.loading import load_model
+
+ATOL = 1e-5
+TEXT = "The capital of France is Paris. The cat sat on the mat, and then it slept on the mat."
+
+
+def _same(lazy: AttentionMaps, eager: AttentionMaps) -> float:
+    assert lazy.is_lazy and not eager.is_lazy
+    assert lazy.shape == eager.shape and lazy.tokens == eager.tokens
+    worst = 0.0
+    for layer in range(lazy.n_layers):
+        worst = max(worst, float(np.abs(lazy.layer(layer) - eager.layer(layer)).max()))
+    return worst
+
+
+@pytest.fixture(scope="module")
+def minilm_eager():
+    return load_model("minilm", device="cpu", capture="eager")
+
+
+def test_minilm_lazy_equals_eager_on_a_padded_batch(minilm, minilm_eager):
+    assert minilm.capture == "lazy" and minilm.capture_refusal is None
+    texts = ["A short one.", TEXT, "Another sentence of middling length for the batch."]
+    for a, b in zip(capture_batch(minilm, texts), capture_batch(minilm_eager, texts)):
+        assert _same(a.maps, b.maps) <= ATOL
+        np.testing.assert_allclose(a.output["embedding"], b.output["embedding"], atol=1e-5)
+        np.testing.assert_allclose(a.hidden_states, b.hidden_states, atol=1e-4)
+
+
+def test_blocks_keep_the_full_row_normalisation(minilm, minilm_eager):
+    a, b = capture(minilm, TEXT).maps, capture(minilm_eager, TEXT).maps
+    block = a.block(3, [2, 7], slice(4, 11), slice(2, 9))
+    np.testing.assert_allclose(block, b.weights[3][[2, 7]][:, 4:11, 2:9], atol=ATOL)
+    assert block.sum(-1).max() < 1.0  # a column range of a row sums to less than the whole row
+    np.testing.assert_allclose(a.head(5, 11), b.head(5, 11), atol=ATOL)
+    sel = a.select(layers=[1, 4], heads=[0, 3])
+    assert sel.is_lazy and sel.head_label(1, 1) == "L4H3"
+    np.testing.assert_allclose(sel.weights, b.select(layers=[1, 4], heads=[0, 3]).weights, atol=ATOL)
+
+
+def test_lazy_runs_hold_queries_and_keys_not_maps(minilm):
+    maps = capture(minilm, TEXT).maps
+    n = maps.n_tokens
+    # 6 layers x (12 query + 12 key heads) x n x 32 float32, no mask (no padding)
+    assert maps.nbytes == 6 * 24 * n * 32 * 4
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "qwen2", "mistral", "gemma2", "phi"])
+def test_tiny_causal_architectures_lazy_equals_eager(arch, tiny_causal_lms, monkeypatch):
+    root, _ = tiny_causal_lms
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))
+    lazy = load_model(f"local:{arch}", device="cpu")
+    eager = load_model(f"local:{arch}", device="cpu", capture="eager")
+    assert lazy.capture == "lazy", lazy.capture_refusal
+    a, b = lazy.run(lazy.encode_text(TEXT)), eager.run(eager.encode_text(TEXT))
+    assert a.maps.n_tokens > 8  # longer than the sliding window of 4
+    assert _same(a.maps, b.maps) <= ATOL
+    assert np.all(np.triu(a.maps.layer(0), 1) == 0.0)
+    np.testing.assert_allclose(a.hidden_states, b.hidden_states, atol=1e-4)
+    assert a.output["top_k"][-1][0]["token_id"] == b.output["top_k"][-1][0]["token_id"]
+
+
+def test_gemma2_soft_capping_and_window_are_active(tiny_causal_lms, monkeypatch):
+    """The check above would pass vacuously if capping or the window never changed a map."""
+    root, _ = tiny_causal_lms
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))
+    lm = load_model("local:gemma2", device="cpu")
+    maps = lm.run(lm.encode_text(TEXT)).maps
+    src = maps.source
+    assert src.layers[0].softcap == 2.0 and src.layers[0].mask is not None  # sliding layer: a window mask
+    w0 = maps.layer(0)
+    rows = np.arange(maps.n_tokens)
+    assert all(np.all(w0[:, i, : max(0, i - 3)] == 0.0) for i in rows)  # window of 4 keys
+    assert np.any(maps.layer(1)[:, -1, : maps.n_tokens - 4] > 0)  # full layer sees far keys
+    lay = src.layers[0]
+    q = lay.query.float()
+    raw = (q @ lay.key.float().repeat_interleave(2, 0).transpose(1, 2)) * lay.scale
+    assert raw.abs().max() > 2.0  # logits beyond the cap: capping changes them
+
+
+def test_smollm2_lazy_equals_eager(smollm2):
+    eager = load_model("smollm2", device="cpu", capture="eager")
+    assert smollm2.capture == "lazy"
+    a = smollm2.run(smollm2.encode_text(TEXT), hidden_states=False)
+    b = eager.run(eager.encode_text(TEXT), hidden_states=False)
+    assert _same(a.maps, b.maps) <= ATOL
+    assert a.output["top_k"][-1][0]["token_id"] == b.output["top_k"][-1][0]["token_id"]
+
+
+def test_eager_capture_is_the_setting_default_when_asked(monkeypatch):
+    monkeypatch.setenv("ATTNSCOPE_CAPTURE", "eager")
+    assert load_model("minilm", device="cpu").capture == "eager"
+    monkeypatch.setenv("ATTNSCOPE_CAPTURE", "fast")
+    with pytest.raises(ValueError, match="ATTNSCOPE_CAPTURE"):
+        load_model("minilm", device="cpu")
+
+
+def test_a_model_with_position_biases_is_refused_with_a_reason():
+    from transformers import T5Config, T5EncoderModel
+
+    from attnscope.models.attention_fn import refusal_reason
+
+    torch.manual_seed(0)
+    model = T5EncoderModel(T5Config(d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8, vocab_size=50))
+    reason = refusal_reason(model)
+    assert reason is not None and ("position" in reason or "AttentionInterface" in reason)
