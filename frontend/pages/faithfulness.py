@@ -38,7 +38,7 @@ def _controls() -> html.Div:
             html.Div(
                 className="control",
                 children=[
-                    html.Label("Convention"),
+                    html.Label("Convention", htmlFor="faith-convention"),
                     dcc.RadioItems(
                         id="faith-convention",
                         value="eraser",
@@ -52,7 +52,7 @@ def _controls() -> html.Div:
             html.Div(
                 className="control grow",
                 children=[
-                    html.Label("Explainers"),
+                    html.Label("Explainers", htmlFor="faith-explainers"),
                     dcc.Checklist(
                         id="faith-explainers",
                         value=DEFAULT_EXPLAINERS,
@@ -79,6 +79,7 @@ def _controls() -> html.Div:
                                 debounce=True,
                                 style={"width": "130px"},
                             ),
+                            html.Label("row", htmlFor="faith-attn-row", className="hint"),
                             dcc.RadioItems(
                                 id="faith-attn-row",
                                 value="cls",
@@ -169,6 +170,7 @@ def _dataset_panel() -> html.Section:
                     html.Span(id="faith-job-status", className="hint"),
                 ],
             ),
+            html.Label("HateXplain opt-in", htmlFor="faith-allow-offensive", className="sr-only"),
             dcc.Checklist(
                 id="faith-allow-offensive",
                 value=[],

@@ -57,6 +57,7 @@ def _particles() -> html.Div:
                         "fitted on every depth together, so motion in the picture is motion of the token.",
                         className="hint",
                     ),
+                    html.Label("dimensions", htmlFor="particle-dims", className="sr-only"),
                     dcc.RadioItems(
                         id="particle-dims",
                         options=[{"label": "2D", "value": 2}, {"label": "3D", "value": 3}],

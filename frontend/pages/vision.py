@@ -31,11 +31,14 @@ def layout(**_query) -> html.Div:
                         ],
                     ),
                     html.Button("Run", id="vision-run-button", n_clicks=0, className="run-button"),
-                    dcc.Upload(
-                        id="vision-upload",
-                        className="upload",
-                        accept="image/png,image/jpeg",
-                        children=html.Div(["or drop / ", html.A("choose an image"), " (PNG or JPEG)"]),
+                    html.Div(
+                        title="upload an image (PNG or JPEG)",
+                        children=dcc.Upload(
+                            id="vision-upload",
+                            className="upload",
+                            accept="image/png,image/jpeg",
+                            children=html.Div(["or drop / ", html.A("choose an image"), " (PNG or JPEG)"]),
+                        ),
                     ),
                     html.Div(id="vision-error", className="error", role="alert"),
                     html.Div(id="vision-status", className="api-status"),

@@ -1,0 +1,212 @@
+/* attnscope dashboard: clientside functions (loaded from /assets, no inline script, CSP-friendly). */
+(function () {
+  "use strict";
+  var noUpdate = function () { return window.dash_clientside.no_update; };
+
+  function plotDiv(graphId) {
+    var box = document.getElementById(graphId);
+    if (!box) { return null; }
+    return box.classList.contains("js-plotly-plot") ? box : box.querySelector(".js-plotly-plot");
+  }
+
+  var TYPED = { f8: Float64Array, f4: Float32Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
+    u2: Uint16Array, i4: Int32Array, u4: Uint32Array };
+
+  function decode(spec) {  /* plotly's {dtype, bdata, shape} typed-array spec -> nested arrays */
+    var bin = window.atob(spec.bdata);
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var flat = Array.from(new TYPED[spec.dtype](bytes.buffer));
+    if (!spec.shape) { return flat; }
+    var dims = String(spec.shape).split(",").map(Number);
+    if (dims.length < 2) { return flat; }
+    var out = [];
+    for (var r = 0; r < dims[0]; r++) { out.push(flat.slice(r * dims[1], (r + 1) * dims[1])); }
+    return out;
+  }
+
+  function plain(a) {
+    if (a === undefined || a === null) { return null; }
+    if (a.bdata && a.dtype) { return decode(a); }
+    if (ArrayBuffer.isView(a)) { return Array.from(a); }
+    if (Array.isArray(a)) { return a.map(plain); }
+    return a;
+  }
+
+  function save(blob, filename) {
+    var url = URL.createObjectURL(blob);
+    var link = document.createElement("a");
+    link.href = url;
+    link.download = filename;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 2000);
+  }
+
+  function csvCell(v) {
+    var s = v === null || v === undefined ? "" : String(v);
+    return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  }
+
+  /* The figure's numbers: every trace's name, type, x, y and (heatmaps) z. */
+  function traces(gd) {
+    return (gd.data || []).filter(function (t) { return t.mode !== "text"; }).map(function (t) {
+      return { name: t.name || null, type: t.type || "scatter", x: plain(t.x), y: plain(t.y), z: plain(t.z) };
+    });
+  }
+
+  function toCsv(ts) {
+    var heat = ts.filter(function (t) { return t.z; });
+    var rows = [];
+    if (heat.length === 1) {  // one matrix: its rows, with the axis labels
+      var t = heat[0];
+      var xs = t.x || t.z[0].map(function (_, j) { return j; });
+      var ys = t.y || t.z.map(function (_, i) { return i; });
+      rows.push([""].concat(xs).map(csvCell).join(","));
+      t.z.forEach(function (row, i) { rows.push([ys[i]].concat(row).map(csvCell).join(",")); });
+    } else {  // long format: one line per point of every trace
+      rows.push("trace,x,y" + (heat.length ? ",z" : ""));
+      ts.forEach(function (t, k) {
+        var name = t.name || "trace " + k;
+        if (t.z) {
+          t.z.forEach(function (row, i) {
+            row.forEach(function (v, j) {
+              rows.push([name, t.x ? t.x[j] : j, t.y ? t.y[i] : i, v].map(csvCell).join(","));
+            });
+          });
+        } else {
+          (t.y || []).forEach(function (v, i) { rows.push([name, t.x ? t.x[i] : i, v].map(csvCell).join(",")); });
+        }
+      });
+    }
+    return rows.join("\n") + "\n";
+  }
+
+  /* NPY (version 1.0, little-endian float32): the first heatmap's matrix, else the traces' y
+     stacked [trace, point] when they have one length, else the first trace's y. */
+  function toNpy(ts) {
+    var heat = ts.filter(function (t) { return t.z; });
+    var rows;
+    if (heat.length) { rows = heat[0].z; } else {
+      var ys = ts.map(function (t) { return (t.y || []).map(Number); });
+      var same = ys.every(function (y) { return y.length === ys[0].length; });
+      rows = same ? ys : [ys[0] || []];
+    }
+    var shape = [rows.length, rows.length ? rows[0].length : 0];
+    var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape[0] + ", " + shape[1] + "), }";
+    var total = 10 + header.length + 1;
+    header += " ".repeat((64 - (total % 64)) % 64) + "\n";
+    var head = new Uint8Array(10 + header.length);
+    head.set([0x93, 78, 85, 77, 80, 89, 1, 0]);
+    head[8] = header.length & 0xff;
+    head[9] = header.length >> 8;
+    for (var i = 0; i < header.length; i++) { head[10 + i] = header.charCodeAt(i); }
+    var body = new Float32Array(shape[0] * shape[1]);
+    rows.forEach(function (row, r) {
+      row.forEach(function (v, c) { body[r * shape[1] + c] = v === null ? NaN : Number(v); });
+    });
+    return new Blob([head, new Uint8Array(body.buffer)], { type: "application/octet-stream" });
+  }
+
+  function triggeredId() {
+    var ctx = window.dash_clientside.callback_context;
+    if (ctx.triggered_id) { return ctx.triggered_id; }
+    var prop = ctx.triggered && ctx.triggered[0] && ctx.triggered[0].prop_id;
+    return prop ? JSON.parse(prop.split(".")[0]) : null;
+  }
+
+  function gridImage(containerId, filename) {
+    /* One PNG of every thumbnail in ``containerId`` (rows of .grid-row, images in order). */
+    var box = document.getElementById(containerId);
+    if (!box) { return; }
+    var rows = Array.from(box.querySelectorAll(".grid-row")).map(function (r) {
+      return Array.from(r.querySelectorAll("img"));
+    }).filter(function (r) { return r.length; });
+    if (!rows.length) { return; }
+    var cell = 66, gap = 4, label = 40;
+    var cols = Math.max.apply(null, rows.map(function (r) { return r.length; }));
+    var canvas = document.createElement("canvas");
+    canvas.width = label + cols * (cell + gap);
+    canvas.height = rows.length * (cell + gap);
+    var c2d = canvas.getContext("2d");
+    c2d.fillStyle = "white";
+    c2d.fillRect(0, 0, canvas.width, canvas.height);
+    c2d.imageSmoothingEnabled = false;
+    c2d.fillStyle = "#1d2330";
+    c2d.font = "12px sans-serif";
+    rows.forEach(function (r, i) {
+      c2d.fillText("L" + i, 4, i * (cell + gap) + cell / 2 + 4);
+      r.forEach(function (img, j) { c2d.drawImage(img, label + j * (cell + gap), i * (cell + gap), cell, cell); });
+    });
+    canvas.toBlob(function (blob) { save(blob, filename); }, "image/png");
+  }
+
+  /* Names for what Dash 4 renders without one (its components take no aria props):
+     - a Checklist / RadioItems is a role=listbox div carrying the component's id: it is named by the
+       page's <label for=id> (aria-labelledby);
+     - dcc.Upload's hidden <input type=file>: named by the upload box's title. */
+  function nameControls() {
+    document.querySelectorAll("[role=listbox][id]:not([aria-labelledby]):not([aria-label])").forEach(function (el) {
+      var label = document.querySelector('label[for="' + el.id + '"]');
+      if (label) {
+        if (!label.id) { label.id = el.id + "-label"; }
+        el.setAttribute("aria-labelledby", label.id);
+      }
+    });
+    document.querySelectorAll("input[type=file]:not([aria-label])").forEach(function (el) {
+      var box = el.closest("[title]");
+      el.setAttribute("aria-label", box ? box.title : "choose a file");
+    });
+  }
+  var pending = false;
+  function schedule() {
+    if (pending) { return; }
+    pending = true;
+    window.requestAnimationFrame(function () { pending = false; nameControls(); });
+  }
+  function watch() {
+    nameControls();
+    new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", watch); } else { watch(); }
+
+  window.dash_clientside = Object.assign({}, window.dash_clientside, {
+    attnscope: {
+      /* the page's state -> the address bar, without a reload (back/forward re-open it) */
+      replaceQuery: function (search) {
+        if (search === null || search === undefined) { return noUpdate(); }
+        var url = window.location.pathname + search;
+        if (url !== window.location.pathname + window.location.search) {
+          window.history.replaceState(window.history.state, "", url);
+        }
+        return search;
+      },
+      exportFigure: function () {
+        var id = triggeredId();
+        if (!id) { return noUpdate(); }
+        var gd = plotDiv(id.graph);
+        if (!gd || !gd.data) { return noUpdate(); }
+        var name = "attnscope-" + id.graph;
+        if (id.fmt === "svg" || id.fmt === "png") {
+          var size = gd._fullLayout || {};
+          window.Plotly.downloadImage(gd, { format: id.fmt, filename: name, width: size.width, height: size.height });
+        } else if (id.fmt === "json") {
+          var title = gd.layout && gd.layout.title;
+          save(new Blob([JSON.stringify({ title: title && title.text ? title.text : title || null, traces: traces(gd) })],
+            { type: "application/json" }), name + ".json");
+        } else if (id.fmt === "csv") {
+          save(new Blob([toCsv(traces(gd))], { type: "text/csv" }), name + ".csv");
+        } else if (id.fmt === "npy") {
+          save(toNpy(traces(gd)), name + ".npy");
+        }
+        return id.fmt + " " + Date.now();
+      },
+      gridImage: function (nClicks, containerId) {
+        if (!nClicks) { return noUpdate(); }
+        gridImage(containerId, "attnscope-" + containerId + ".png");
+        return Date.now();
+      }
+    }
+  });
+})();

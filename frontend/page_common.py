@@ -1,0 +1,62 @@
+"""What every page's callbacks share: the API client of the running app, an empty figure that
+carries a message, and an error box with a Retry button."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from dash import html
+from flask import current_app
+
+from attnscope.frontend.api_client import ApiClient, ApiError
+
+
+def client() -> ApiClient:
+    """The API client of the running Dash app (set up in ``create_dash_app``)."""
+    return current_app.config["ATTNSCOPE_CLIENT"]
+
+
+def empty_figure(message: str, height: int = 320) -> go.Figure:
+    """A blank figure whose only content is ``message`` (wrapped: never cut off at the sides)."""
+    wrapped = "<br>".join(_wrap(message, 70))
+    fig = go.Figure()
+    fig.update_layout(
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=height,
+        plot_bgcolor="white",
+        annotations=[{"text": wrapped, "showarrow": False, "font": {"size": 14, "color": "#555"}}],
+    )
+    return fig
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return lines + ([line] if line else [])
+
+
+def error_box(page_id: str) -> html.Div:
+    """The page's error region: a message (``{page_id}-error``, ``role=alert``) and a Retry button
+    (``{page_id}-retry``) that the page's callbacks take as an ``Input``. Hidden while empty."""
+    return html.Div(
+        className="error-box",
+        id=f"{page_id}-error-box",
+        children=[
+            html.Span(id=f"{page_id}-error", className="error", role="alert"),
+            html.Button("Retry", id=f"{page_id}-retry", n_clicks=0, className="small-button retry-button"),
+        ],
+    )
+
+
+def describe_error(exc: ApiError, what: str) -> str:
+    """``exc`` in the page's terms: what failed, and what to do about it."""
+    if exc.status == 503:
+        return f"{what}: the API is not answering ({exc.detail}). It is retried by the banner above; or press Retry."
+    if exc.status == 404:
+        return f"{what}: {exc.detail}"
+    return f"{what}: {exc.detail}"
