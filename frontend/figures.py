@@ -10,7 +10,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-COLORSCALE = "Blues"
+from attnscope.frontend.plot_config import SEQUENTIAL
+
+COLORSCALE = SEQUENTIAL  # one colour-scale policy across pages (plot_config)
 _LUT = np.array(
     [[int(float(c)) for c in rgb[4:-1].split(",")] for rgb in sample_colorscale(COLORSCALE, np.linspace(0, 1, 256))],
     dtype=np.uint8,

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.frontend.figures import COLORSCALE, HEAD_COLORS
+from attnscope.frontend.plot_config import SEQUENTIAL
 
 
 def _fmt_offset(o) -> str:
@@ -29,7 +30,7 @@ def shift_grid_figure(shift_score: list, best_offset: list, best_mass: list) -> 
             text=text,
             texttemplate="%{text}",
             customdata=custom,
-            colorscale="Viridis",
+            colorscale=SEQUENTIAL,
             zmin=0,
             zmax=1,
             colorbar={"title": {"text": "shift score"}},
@@ -134,7 +135,7 @@ def head_entropy_figure(head_norm_entropy: list, model: str) -> go.Figure:
             z=z,
             x=[f"H{h}" for h in range(z.shape[1])],
             y=[f"L{l}" for l in range(z.shape[0])],
-            colorscale="Magma",
+            colorscale=SEQUENTIAL,
             zmin=0,
             zmax=1,
             colorbar={"title": {"text": "H / log n"}},
@@ -180,7 +181,9 @@ def importance_figure(tokens: list[str], series: dict[str, list[float]]) -> go.F
 def grid_importance_figure(grid: list, title: str) -> go.Figure:
     """Importance over an image grid ``[rows, cols]`` (rollout on patches/pixels)."""
     z = np.asarray(grid, dtype=float)
-    fig = go.Figure(go.Heatmap(z=z, colorscale="Inferno", hovertemplate="row %{y} col %{x}<br>%{z:.4f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(z=z, colorscale=SEQUENTIAL, hovertemplate="row %{y} col %{x}<br>%{z:.4f}<extra></extra>")
+    )
     fig.update_layout(
         title={"text": title, "font": {"size": 13}},
         yaxis={"autorange": "reversed", "scaleanchor": "x"},
@@ -198,7 +201,7 @@ def census_figure(mean: list, metric: str) -> go.Figure:
             z=z,
             x=[f"H{h}" for h in range(z.shape[1])],
             y=[f"L{l}" for l in range(z.shape[0])],
-            colorscale="Viridis",
+            colorscale=SEQUENTIAL,
             colorbar={"title": {"text": metric}},
             hovertemplate="%{y}%{x}<br>mean %{z:.4f}<extra></extra>",
         )

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from attnscope.frontend.figures import HEAD_COLORS
+from attnscope.frontend.plot_config import diverging_range
 
 ATTENTION_SCALE = [[0.0, "rgba(255,69,0,0)"], [0.15, "rgba(255,69,0,0.35)"], [1.0, "rgba(255,215,0,0.95)"]]
 
@@ -216,10 +217,7 @@ def conv_vs_attention_figure(conv: np.ndarray, attention: np.ndarray, channel: i
         fig.add_trace(
             go.Heatmap(
                 z=z,
-                zmin=lo,
-                zmax=hi,
-                colorscale="RdBu",
-                reversescale=True,
+                **diverging_range([lo, hi]),
                 showscale=i == 1,
                 hovertemplate="row %{y} · col %{x}<br>%{z:.5f}<extra></extra>",
             ),

@@ -8,7 +8,7 @@ from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
 
 
-def layout():
+def layout(**_query):
     return html.Div(
         children=[
             dcc.Store(id="census-job"),

@@ -1,19 +1,31 @@
-"""Structure: shift heads and their implied kernels, sharpening across layers, rollout and flow."""
+"""Structure: shift heads and their implied kernels, sharpening across layers, rollout and flow.
+
+Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&compare=M2&through=5``."""
 
 import dash
 from dash import dcc, html
 
+from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages.structure_callbacks import PARAMS
+from attnscope.frontend.plot_config import graph
+from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/structure", name="Structure", order=2, title="attnscope · structure")
 
 
-def layout():
-    graph = lambda i: dcc.Loading(dcc.Graph(id=i, config={"displaylogo": False}), type="dot")  # noqa: E731
+def layout(**query):
+    state, problems = parse_query(query, PARAMS)
     return html.Div(
         children=[
             dcc.Store(id="shift-data"),
+            dcc.Store(id="structure-query", data=state),
+            dcc.Store(id="structure-run-data"),
+            dcc.Store(id="structure-head"),
+            url_sync("structure"),
+            problems_message(problems, "structure"),
             html.Div(id="structure-run", className="panel hint"),
+            error_box("structure"),
             html.Div(
                 className="row",
                 children=[
@@ -36,7 +48,7 @@ def layout():
                                         min=1,
                                         max=64,
                                         step=1,
-                                        value=8,
+                                        value=state["k"],
                                         debounce=True,
                                         className="small-input",
                                     ),
@@ -47,7 +59,7 @@ def layout():
                                         min=0,
                                         max=1,
                                         step=0.05,
-                                        value=0.5,
+                                        value=state["threshold"],
                                         debounce=True,
                                         className="small-input",
                                     ),
@@ -58,11 +70,7 @@ def layout():
                     ),
                     html.Section(
                         className="panel half",
-                        children=[
-                            html.H2("Implied convolution"),
-                            graph("kernel-figure"),
-                            graph("kernel-head-map"),
-                        ],
+                        children=[html.H2("Implied convolution"), graph("kernel-figure"), graph("kernel-head-map")],
                     ),
                 ],
             ),
@@ -76,6 +84,7 @@ def layout():
                             html.Label("compare with", htmlFor="compare-model"),
                             dcc.Dropdown(
                                 id="compare-model",
+                                value=state["compare"],
                                 placeholder="another model on the same text",
                                 className="wide-dropdown",
                             ),

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
-from dash import Input, Output, State, callback, dcc
+from dash import Input, Output, State, callback, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import head_detail_figure
-from attnscope.frontend.pages.explore_callbacks import _empty, client
+from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.plot_config import graph_config
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
 from attnscope.frontend.structure_figures import (
     evolution_figure,
     grid_importance_figure,
@@ -16,65 +20,106 @@ from attnscope.frontend.structure_figures import (
     kernel_figure,
     shift_grid_figure,
 )
+from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
-NO_RUN = "Run a text on the Explore page first; this page analyses that run."
+PARAMS = {
+    **RUN_PARAMS,
+    "k": Param(int, default=8, lo=1, hi=64),
+    "threshold": Param(float, default=0.5, lo=0, hi=1),
+    "head": Param(str, max_len=12),
+    "compare": Param(str, max_len=100),
+    "through": Param(int, lo=0, hi=1000),
+}
+HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
+register_url_sync("structure")
 
 
-@callback(Output("structure-run", "children"), Input("run-store", "data"))
-def describe_run(run):
-    if not run:
-        return NO_RUN
+@callback(
+    Output("structure-run-data", "data"),
+    Output("structure-run", "children"),
+    Output("structure-error", "children"),
+    Output("run-store", "data", allow_duplicate=True),
+    Input("structure-query", "data"),
+    Input("structure-retry", "n_clicks"),
+    State("run-store", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def resolve(query, _retry, stored):
+    """The run this page analyses: the address's, else the session's (made again if the API forgot it)."""
+    query = query or {}
+    run, message = resolve_run(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    if run is None:
+        failed = message != NO_RUN
+        return None, NO_RUN if failed else message, message if failed else "", no_update
     text = run["text"] if len(run["text"]) < 120 else run["text"][:117] + "…"
-    return f"Run {run['id']} · {run['model']} · {run['shape'][0]} layers × {run['shape'][1]} heads · “{text}”"
+    about = f"Run {run['id']} · {run['model']} · {run['shape'][0]} layers × {run['shape'][1]} heads · “{text}”"
+    about += f" — {message}" if message else ""
+    return run, about, "", (run if not stored or stored.get("id") != run["id"] else no_update)
 
 
 @callback(
     Output("shift-grid", "figure"),
     Output("shift-data", "data"),
-    Input("run-store", "data"),
+    Input("structure-run-data", "data"),
     Input("shift-k", "value"),
     Input("shift-threshold", "value"),
 )
 def render_shift(run, k, threshold):
     if not run:
-        return _empty(NO_RUN), None
+        return empty_figure(NO_RUN), None
     try:
         data = client().shift(run["id"], k=int(k or 8), threshold=float(0.5 if threshold is None else threshold))
     except ApiError as exc:
-        return _empty(str(exc)), None
+        return empty_figure(f"Shift analysis failed: {exc.detail}"), None
     fig = shift_grid_figure(data["shift_score"], data["best_offset"], data["best_mass"])
     keep = {key: data[key] for key in ("kernel", "offsets", "kernel_shape", "r2", "shift_score")}
     return fig, keep
 
 
+def pick_head(click, wanted: str | None, score) -> tuple[int, int, str]:
+    """``(layer, head, note)``: the clicked cell, else the address's ``head`` (``L2H3``) when it is in
+    range, else the strongest shift head; ``note`` says when the address's head was not usable."""
+    score = np.asarray(score)
+    if click and click.get("points"):
+        point = click["points"][0]
+        return int(point["y"][1:]), int(point["x"][1:]), ""
+    note = ""
+    if wanted:
+        m = HEAD_LABEL.match(wanted)
+        if m and int(m[1]) < score.shape[0] and int(m[2]) < score.shape[1]:
+            return int(m[1]), int(m[2]), ""
+        note = f"head={wanted} is not a head of this model (L0H0 … L{score.shape[0] - 1}H{score.shape[1] - 1}); "
+    layer, head = (int(i) for i in np.unravel_index(score.argmax(), score.shape))
+    return layer, head, note + "showing the strongest shift head"
+
+
 @callback(
     Output("kernel-figure", "figure"),
     Output("kernel-head-map", "figure"),
+    Output("structure-head", "data"),
     Input("shift-grid", "clickData"),
     Input("shift-data", "data"),
-    State("run-store", "data"),
+    State("structure-run-data", "data"),
+    State("structure-query", "data"),
 )
-def render_kernel(click, shift, run):
+def render_kernel(click, shift, run, query):
     if not run or not shift:
-        return _empty("Click a head in the shift grid."), _empty("")
-    if click and click.get("points"):
-        point = click["points"][0]
-        layer, head = int(point["y"][1:]), int(point["x"][1:])
-    else:  # default: the strongest shift head
-        score = np.asarray(shift["shift_score"])
-        layer, head = (int(i) for i in np.unravel_index(score.argmax(), score.shape))
+        return empty_figure("Click a head in the shift grid."), empty_figure(""), no_update
+    layer, head, note = pick_head(click, (query or {}).get("head"), shift["shift_score"])
     label = f"L{layer}H{head}"
     kfig = kernel_figure(
         shift["kernel"][layer][head], shift["offsets"], shift["kernel_shape"], label, shift["r2"][layer][head]
     )
+    if note and "not a head" in note:
+        kfig.add_annotation(text=note, showarrow=False, xref="paper", yref="paper", x=0, y=1.12, xanchor="left")
     try:
         weights = client().attention(run["id"], layer, head, encoding="json")
     except ApiError as exc:
-        return kfig, _empty(str(exc))
-    return kfig, head_detail_figure(weights, run["tokens"], f"{label} · its map")
+        return kfig, empty_figure(f"The map of {label} could not be loaded: {exc.detail}"), label
+    return kfig, head_detail_figure(weights, run["tokens"], f"{label} · its map"), label
 
 
-@callback(Output("compare-model", "options"), Input("run-store", "data"))
+@callback(Output("compare-model", "options"), Input("structure-run-data", "data"))
 def compare_options(run):
     try:
         models = client().models().models
@@ -88,12 +133,12 @@ def compare_options(run):
     Output("evolution-figure", "figure"),
     Output("entropy-heatmap", "figure"),
     Output("evolution-error", "children"),
-    Input("run-store", "data"),
+    Input("structure-run-data", "data"),
     Input("compare-model", "value"),
 )
 def render_evolution(run, other_model):
     if not run:
-        return _empty(NO_RUN), _empty(""), ""
+        return empty_figure(NO_RUN), empty_figure(""), ""
     error = ""
     try:
         other_id = None
@@ -101,37 +146,46 @@ def render_evolution(run, other_model):
             try:
                 other_id = client().create_run(other_model, run["text"]).id
             except ApiError as exc:
-                error = f"{other_model}: {exc}"
+                error = f"{other_model}: {exc.detail}"
         data = client().evolution(run["id"], compare_to=other_id)
     except ApiError as exc:
-        return _empty(str(exc)), _empty(""), str(exc)
+        return empty_figure(str(exc)), empty_figure(""), str(exc)
     profiles = [data["profile"]] + ([data["compare"]] if data.get("compare") else [])
     return evolution_figure(profiles), head_entropy_figure(data["profile"]["head_norm_entropy"], run["model"]), error
 
 
-@callback(Output("importance-layer", "options"), Output("importance-layer", "value"), Input("run-store", "data"))
-def importance_layers(run):
-    """One choice per layer; the last (what the model's output draws on) by default."""
+@callback(
+    Output("importance-layer", "options"),
+    Output("importance-layer", "value"),
+    Input("structure-run-data", "data"),
+    State("structure-query", "data"),
+)
+def importance_layers(run, query):
+    """One choice per layer; the address's ``through``, else the last (what the model's output draws on)."""
     if not run:
         return [], None
     n = run["shape"][0]
-    return [{"label": f"layer {l}" + (" (last)" if l == n - 1 else ""), "value": l} for l in range(n)], n - 1
+    wanted = (query or {}).get("through")
+    value = wanted if wanted is not None and 0 <= wanted < n else n - 1
+    return [{"label": f"layer {l}" + (" (last)" if l == n - 1 else ""), "value": l} for l in range(n)], value
 
 
 @callback(
     Output("importance-figure", "figure"),
     Output("importance-note", "children"),
     Output("importance-grid", "children"),
-    Input("run-store", "data"),
+    Input("structure-run-data", "data"),
     Input("importance-layer", "value"),
 )
 def render_importance(run, layer):
+    from dash import dcc
+
     if not run:
-        return _empty(NO_RUN), "", None
+        return empty_figure(NO_RUN), "", None
     try:
         roll = client().importance(run["id"], "rollout", layer=layer)
     except ApiError as exc:
-        return _empty(str(exc)), "", None
+        return empty_figure(f"Rollout failed: {exc.detail}"), "", None
     series = {"rollout": roll["values"]}
     note = (
         f"Output position: {'[CLS]-like row ' + str(roll['row']) if roll['row'] is not None else 'mean over rows'}"
@@ -140,10 +194,34 @@ def render_importance(run, layer):
     try:
         series["flow"] = client().importance(run["id"], "flow", layer=layer)["values"]
     except ApiError as exc:
-        note += f" Flow not shown: {exc}"
+        note += f" Flow not shown: {exc.detail}"
     grid = None
     if roll.get("grid"):
         grid = dcc.Graph(
-            figure=grid_importance_figure(roll["grid"], "Rollout over the image grid"), config={"displaylogo": False}
+            figure=grid_importance_figure(roll["grid"], "Rollout over the image grid"),
+            config=graph_config("attnscope-rollout-grid"),
         )
     return importance_figure(run["tokens"], series), note, grid
+
+
+@callback(
+    Output("structure-url", "data"),
+    Input("structure-run-data", "data"),
+    Input("shift-k", "value"),
+    Input("shift-threshold", "value"),
+    Input("structure-head", "data"),
+    Input("compare-model", "value"),
+    Input("importance-layer", "value"),
+    prevent_initial_call=True,
+)
+def to_address(run, k, threshold, head, compare, through):
+    last = run["shape"][0] - 1 if run else None
+    values = {
+        **run_query(run),
+        "k": k,
+        "threshold": threshold,
+        "head": head,
+        "compare": compare,
+        "through": None if through == last else through,
+    }
+    return query_string(values, PARAMS)

@@ -4,12 +4,11 @@ project's own markup; those that come from Dash's components are listed with the
 at 390 px."""
 
 import pytest
-
 from axe_harness import axe_violations, install_axe, split_dash_own
 
 pytestmark = pytest.mark.browser
 
-PAGES = ["/", "/structure", "/faithfulness", "/census", "/measure", "/vision", "/compare"]
+PAGES = ["/", "/structure", "/faithfulness", "/census", "/measure", "/vision"]
 
 
 @pytest.mark.parametrize("path", PAGES)
