@@ -27,8 +27,10 @@ import torch
 
 from attnscope.analysis.markov_kernel import AttentionParams, scores
 from attnscope.analysis.measure import max_entropy_check
+from attnscope.models.cancel import check_cancelled
 from attnscope.models.capture import Capture, encode_text
 from attnscope.models.loading import LoadedModel
+from attnscope.models.shell import module_shell, submodule_of
 
 log = logging.getLogger(__name__)
 
@@ -165,10 +167,13 @@ def layer_context(loaded: LoadedModel, text: str, layer: int) -> tuple[np.ndarra
         raise UnsupportedLayerError(
             "layer_context records BERT's self-attention module; for zoo layers use AttentionSublayer on layer_input"
         )
-    sa = attention_module(loaded, layer).self
+    # the recorder hooks a per-request shell (shared weights): a hook on the shared module would also
+    # record every concurrent request's forward pass
+    shell = module_shell(loaded.model)
+    sa = submodule_of(shell, loaded.model, attention_module(loaded, layer).self)
     enc = {k: v.to(loaded.device) for k, v in encode_text(loaded, [text]).items()}
     with record_io(sa) as calls:
-        loaded.model(**enc)
+        shell(**enc)
     if len(calls) != 1:
         raise RuntimeError(f"expected one call of layer {layer}'s self-attention, saw {len(calls)}")
     args, kwargs, output = calls[0]
@@ -194,6 +199,7 @@ class AttentionSublayer:
         self.pre_norm = is_pre_norm(loaded)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        check_cancelled()  # one evaluation per call: a cancelled request stops here (models/cancel.py)
         if self.pre_norm:  # zoo MultiHeadAttention: output projection included, fresh state
             out = self.attention(x[None], {})[0][0]
         else:

@@ -12,6 +12,9 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     VERSION = "0+unknown"
 
 
+DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "api", "dashboard", "testserver")
+
+
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -27,6 +30,15 @@ class Settings:
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
     ATTNSCOPE_PRELOAD         comma-separated models loaded at start-up, default minilm
     ATTNSCOPE_MODEL_DIRS      roots for local Hugging Face checkpoints (read by models.registry)
+    ATTNSCOPE_ALLOWED_HOSTS   comma-separated Host names the API answers (DNS-rebinding guard; '*' = any),
+                              default localhost, 127.0.0.1, ::1, the compose service names api and dashboard,
+                              and testserver (Starlette's test client)
+    ATTNSCOPE_HEAVY_WORKERS   threads running model work (heavy routes), default 2
+    ATTNSCOPE_HEAVY_QUEUE     heavy requests waiting beyond those; one more gets 429 + Retry-After, default 32
+    ATTNSCOPE_MAX_BODY_BYTES  largest JSON body, default 1 MiB (413 before the body is read)
+    ATTNSCOPE_MAX_UPLOAD_BYTES largest multipart upload, default 11 MiB (a 10 MB image + form overhead)
+    ATTNSCOPE_COMPUTE_BUDGET  per-request budget of tokens x steps x explainers (faithfulness), default 400000
+    ATTNSCOPE_RATE_LIMIT      per-client rate limit (the limits package's syntax, e.g. "600/minute"); empty: off
     """
 
     device: str = "auto"
@@ -35,6 +47,13 @@ class Settings:
     allowed_origins: list[str] = field(default_factory=list)
     api_token: str | None = None
     preload: list[str] = field(default_factory=list)
+    allowed_hosts: list[str] = field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
+    heavy_workers: int = 2
+    heavy_queue: int = 32
+    max_body_bytes: int = 2**20
+    max_upload_bytes: int = 11 * 2**20
+    compute_budget: int = 400_000
+    rate_limit: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -46,4 +65,11 @@ class Settings:
             allowed_origins=_csv(env.get("ATTNSCOPE_ALLOWED_ORIGINS", "")),
             api_token=env.get("ATTNSCOPE_API_TOKEN") or None,
             preload=_csv(env.get("ATTNSCOPE_PRELOAD", "minilm")),
+            allowed_hosts=_csv(env.get("ATTNSCOPE_ALLOWED_HOSTS", "")) or list(DEFAULT_ALLOWED_HOSTS),
+            heavy_workers=int(env.get("ATTNSCOPE_HEAVY_WORKERS", "2")),
+            heavy_queue=int(env.get("ATTNSCOPE_HEAVY_QUEUE", "32")),
+            max_body_bytes=int(env.get("ATTNSCOPE_MAX_BODY_BYTES", str(2**20))),
+            max_upload_bytes=int(env.get("ATTNSCOPE_MAX_UPLOAD_BYTES", str(11 * 2**20))),
+            compute_budget=int(env.get("ATTNSCOPE_COMPUTE_BUDGET", "400000")),
+            rate_limit=env.get("ATTNSCOPE_RATE_LIMIT") or None,
         )

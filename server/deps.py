@@ -6,6 +6,7 @@ import secrets
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from attnscope.server.config import Settings
 from attnscope.server.service import RunService
@@ -20,13 +21,21 @@ def get_service(request: Request) -> RunService:
     return request.app.state.service
 
 
-def require_token(request: Request) -> None:
-    """When ATTNSCOPE_API_TOKEN is set, demand ``Authorization: Bearer <token>``."""
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="needed when the server sets ATTNSCOPE_API_TOKEN: 'Authorization: Bearer <token>'",
+)
+
+
+async def require_token(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> None:
+    """When ATTNSCOPE_API_TOKEN is set, demand ``Authorization: Bearer <token>`` (async: no threadpool)."""
     token = request.app.state.settings.api_token
     if not token:
         return
-    got = request.headers.get("authorization", "")
-    if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:], token)):
+    if credentials is None or not secrets.compare_digest(credentials.credentials.encode(), token.encode()):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "this API needs a token: send the header 'Authorization: Bearer <ATTNSCOPE_API_TOKEN>'",

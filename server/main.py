@@ -9,11 +9,13 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
 from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
 from attnscope.server.config import VERSION, Settings
 from attnscope.server.deps import require_token
-from attnscope.server.errors import install_error_handlers
+from attnscope.server.errors import document_common_errors, install_error_handlers
+from attnscope.server.executor import HeavyExecutor
 from attnscope.server.jobs import JobStore
 from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
@@ -38,11 +40,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         cache = ModelCache(device=settings.device)
         app.state.settings = settings
+        app.state.device_name = str(pick_device(settings.device))
+        app.state.executor = HeavyExecutor(settings.heavy_workers, settings.heavy_queue)
         app.state.service = RunService(cache, RunStore(settings.max_runs))
         app.state.jobs = JobStore(app.state.service)
         if settings.preload:
             threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
         yield
+        app.state.executor.shutdown()
         app.state.jobs.shutdown()
 
     app = FastAPI(
@@ -67,4 +72,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
+    document_common_errors(app)
     return app

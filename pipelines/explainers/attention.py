@@ -86,13 +86,19 @@ class AttentionGradient(Explainer):
         ids, mask = self.tensors(ex)
         model = classifier_module(self.loaded)
         with torch.enable_grad():
-            out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
-            atts = out.attentions  # L x (1, H, N, N), part of the graph (eval: dropout is identity)
-            for a in atts:
-                a.retain_grad()
-            torch.softmax(out.logits, dim=-1)[0, target].backward()
-        weighted = np.stack([(a.grad * a).clamp(min=0).mean(dim=1)[0].detach().cpu().numpy() for a in atts])
-        model.zero_grad(set_to_none=True)
+            # per-request leaf: the gradient flows to this request's embeddings and its own attention
+            # tensors only (torch.autograd.grad), never into the shared parameters' .grad
+            embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)  # [1, token, dim]
+            out = model(inputs_embeds=embeds, attention_mask=mask, output_attentions=True)
+            atts = tuple(out.attentions)  # L x [1, head, query, key], part of the graph (eval: no dropout)
+            prob = torch.softmax(out.logits, dim=-1)[0, target]
+            grads = torch.autograd.grad(prob, atts, allow_unused=True)
+        weighted = np.stack(  # [layer, query, key]; a map the output does not depend on contributes 0
+            [
+                (torch.zeros_like(a) if g is None else g * a).clamp(min=0).mean(dim=1)[0].detach().cpu().numpy()
+                for g, a in zip(grads, atts)
+            ]
+        )
         return gradient_rollout(weighted)[readout_row(len(ex), self.loaded.attention.causal)]
 
 

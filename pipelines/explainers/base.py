@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.plausibility import word_mask_to_tokens
+from attnscope.models.cancel import check_cancelled
 from attnscope.models.loading import LoadedModel
 
 
@@ -157,6 +158,7 @@ def make_predict(loaded: LoadedModel, max_batch_tokens: int | None = None, max_b
         out = np.zeros((len(batch), int(model.config.num_labels)), dtype=np.float64)
         start = 0
         while start < len(order):
+            check_cancelled()  # one batch per check: a cancelled request stops here (models/cancel.py)
             longest = len(batch[order[start]])
             end = start
             while end < len(order) and end - start < max_batch:

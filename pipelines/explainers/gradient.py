@@ -1,10 +1,21 @@
 """Captum attribution methods as explainers: the explained output is p(target | x).
 
-Integrated gradients and DeepLift attribute at the word-embedding layer (baseline: every
-non-special token replaced by [PAD], special tokens kept); Saliency (L2 norm of the gradient over
-the embedding dimension) and InputXGradient take the word embeddings as input; Occlusion is
-captum's FeatureAblation, one token at a time, replaced by [MASK]. Scores are summed over the
-embedding dimension. Internal batch sizes keep long inputs within memory.
+Every method attributes w.r.t. the word embeddings of THIS request (``inputs_embeds``, a tensor made
+per call), never through hooks on the shared embedding layer: captum's layer methods
+(LayerIntegratedGradients, LayerDeepLift) register forward hooks on the model every request shares,
+and two concurrent requests then read each other's activations. Gradients come from
+``torch.autograd.grad`` w.r.t. those embeddings (captum's ``compute_gradients``): nothing is written
+into the shared parameters' ``.grad``. For the word-embedding layer the two are the same
+computation (the model adds positions and norms after ``inputs_embeds`` exactly as after its own
+look-up).
+
+Integrated gradients and DeepLift use the baseline "every non-special token replaced by [PAD],
+special tokens kept" (its embeddings); DeepLift's rescale rules are hooks on the model's
+nonlinearities, so it runs on a per-request module shell sharing the weights
+(``attnscope.models.shell``). Saliency (L2 norm of the gradient over the embedding dimension) and
+InputXGradient take the word embeddings as input; Occlusion is captum's FeatureAblation, one token
+at a time, replaced by [MASK]. Scores are summed over the embedding dimension. Internal batch sizes
+keep long inputs within memory.
 """
 
 from __future__ import annotations
@@ -12,24 +23,47 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnscope.models.cancel import check_cancelled
+from attnscope.models.shell import module_shell
 from attnscope.pipelines.explainers.base import Encoded, Explainer, classifier_module, text_tokenizer
 
 
 class _ProbModel(torch.nn.Module):
-    """ids (+ mask) -> class probabilities; captum's DeepLift needs an ``nn.Module``."""
+    """ids (+ mask) -> class probabilities; captum's DeepLift and FeatureAblation need an ``nn.Module``."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
 
     def forward(self, input_ids, attention_mask=None):
+        check_cancelled()  # captum calls this once per batch: a cancelled request stops here
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         return torch.softmax(self.model(input_ids=input_ids, attention_mask=attention_mask).logits, dim=-1)
 
 
+class _EmbedsProbModel(torch.nn.Module):
+    """inputs_embeds ``[batch, token, dim]`` (+ mask ``[batch, token]``) -> class probabilities ``[batch, class]``."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, embeds, attention_mask):
+        check_cancelled()
+        if attention_mask.shape[0] != embeds.shape[0]:  # captum batches the inputs, not always the extra args
+            attention_mask = attention_mask[:1].expand(embeds.shape[0], -1)
+        return torch.softmax(self.model(inputs_embeds=embeds, attention_mask=attention_mask).logits, dim=-1)
+
+
 def _word_embeddings(model: torch.nn.Module) -> torch.nn.Module:
     return model.get_input_embeddings()
+
+
+def _embed(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """This request's word embeddings ``[1, token, dim]``, detached (a new leaf, no graph to the weights)."""
+    with torch.no_grad():
+        return _word_embeddings(model)(ids).detach()
 
 
 def _reference_ids(explainer: Explainer, ex: Encoded) -> torch.Tensor:
@@ -40,26 +74,26 @@ def _reference_ids(explainer: Explainer, ex: Encoded) -> torch.Tensor:
 
 
 class IntegratedGradients(Explainer):
-    """Captum LayerIntegratedGradients on the word embeddings; ``last_delta`` is captum's
-    convergence delta (completeness error) of the latest call."""
+    """Captum IntegratedGradients on this request's word embeddings ([PAD] baseline); ``last_delta``
+    is captum's convergence delta (completeness error) of the latest call."""
 
     name = "integrated_gradients"
-    description = "captum LayerIntegratedGradients on the word embeddings ([PAD] baseline)"
+    description = "captum IntegratedGradients on the word embeddings ([PAD] baseline)"
     last_delta: float = float("nan")
 
     def explain(self, ex: Encoded) -> np.ndarray:
-        from captum.attr import LayerIntegratedGradients
+        from captum.attr import IntegratedGradients as CaptumIG
 
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
         model = classifier_module(self.loaded)
-        lig = LayerIntegratedGradients(_ProbModel(model), _word_embeddings(model))
         steps = int(self.options.get("n_steps", 32))
         batch = max(1, int(self.options.get("internal_batch_size", max(1, 4096 // len(ex)))))
+        ig = CaptumIG(_EmbedsProbModel(model))
         with torch.enable_grad():
-            attr, delta = lig.attribute(
-                ids,
-                baselines=_reference_ids(self, ex),
+            attr, delta = ig.attribute(
+                _embed(model, ids),
+                baselines=_embed(model, _reference_ids(self, ex)),
                 target=target,
                 additional_forward_args=(mask,),
                 n_steps=steps,
@@ -71,20 +105,27 @@ class IntegratedGradients(Explainer):
 
 
 class DeepLift(Explainer):
-    """Captum LayerDeepLift on the word embeddings ([PAD] baseline)."""
+    """Captum DeepLift (rescale rule) on this request's word embeddings ([PAD] baseline), run on a
+    per-request shell of the model: its rules are hooks on the nonlinearities."""
 
     name = "deeplift"
-    description = "captum LayerDeepLift on the word embeddings ([PAD] baseline)"
+    description = "captum DeepLift on the word embeddings ([PAD] baseline)"
 
     def explain(self, ex: Encoded) -> np.ndarray:
-        from captum.attr import LayerDeepLift
+        from captum.attr import DeepLift as CaptumDeepLift
 
         target = self.target_of(ex)
         ids, mask = self.tensors(ex)
         model = classifier_module(self.loaded)
-        dl = LayerDeepLift(_ProbModel(model), _word_embeddings(model))
+        shell = module_shell(model)  # hooks land here, never on the shared modules
+        dl = CaptumDeepLift(_EmbedsProbModel(shell))
         with torch.enable_grad():
-            attr = dl.attribute(ids, baselines=_reference_ids(self, ex), target=target, additional_forward_args=(mask,))
+            attr = dl.attribute(
+                _embed(model, ids).requires_grad_(True),
+                baselines=_embed(model, _reference_ids(self, ex)),
+                target=target,
+                additional_forward_args=(mask,),
+            )
         return attr.sum(dim=-1)[0].detach().cpu().double().numpy()
 
 
@@ -98,12 +139,9 @@ class _EmbeddingMethod(Explainer):
         ids, mask = self.tensors(ex)
         model = classifier_module(self.loaded)
 
-        def forward(embeds, attention_mask):
-            return torch.softmax(model(inputs_embeds=embeds, attention_mask=attention_mask).logits, dim=-1)
-
         with torch.enable_grad():
-            embeds = _word_embeddings(model)(ids).detach().requires_grad_(True)
-            method = getattr(captum.attr, self.method)(forward)
+            embeds = _embed(model, ids).requires_grad_(True)
+            method = getattr(captum.attr, self.method)(_EmbedsProbModel(model))
             kwargs = {"abs": False} if self.method == "Saliency" else {}
             return method.attribute(embeds, target=target, additional_forward_args=(mask,), **kwargs)[0].detach()
 

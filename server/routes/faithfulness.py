@@ -35,6 +35,7 @@ from attnscope.pipelines.faithfulness_eval import (
     token_cap,
 )
 from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.executor import heavy
 from attnscope.server.jobs import register_job_kind
 from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
 from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION
@@ -63,6 +64,7 @@ def read_explainers() -> list[ExplainerInfo]:
     responses={404: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
     summary="Explain a run's prediction and score the explanations (ERASER metrics)",
 )
+@heavy
 def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceDep) -> FaithfulnessPublic:
     # plain def: model work runs in the threadpool, never on the event loop
     try:

@@ -1,22 +1,24 @@
-"""GET /health: liveness and what the process holds."""
+"""GET /health: liveness and what the process holds, on a cheap path.
+
+``async def`` with no dependencies that run in the threadpool: it reads memory only, so it answers
+while the heavy executor and the threadpool are full (docs/guide/configuration.md, limits)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from attnscope.models.device import pick_device
 from attnscope.server.config import VERSION
-from attnscope.server.deps import ServiceDep, SettingsDep
 from attnscope.server.schemas import Health
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", response_model=Health, summary="Liveness and state of the API process")
-def read_health(settings: SettingsDep, service: ServiceDep) -> Health:
+@router.get("/health", response_model=Health, summary="Liveness and state of the API process (cheap, never queued)")
+async def read_health(request: Request) -> Health:
+    state = request.app.state
     return Health(
         version=VERSION,
-        device=str(pick_device(settings.device)),
-        loaded_models=service.models.loaded_names(),
-        runs_stored=len(service.store),
+        device=state.device_name,
+        loaded_models=state.service.models.loaded_names(),
+        runs_stored=len(state.service.store),
     )

@@ -18,6 +18,7 @@ from attnscope.pipelines.layers import UnsupportedLayerError, encoder_layers, la
 from attnscope.pipelines.lipschitz import lipschitz_report
 from attnscope.pipelines.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
 from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.executor import heavy
 from attnscope.server.schemas import (
     BlockBoundPublic,
     ErrorBody,
@@ -99,6 +100,7 @@ def _layers_of(service, model: str) -> int:
     responses=ERRORS,
     summary="W1 between successive layers' token measures, and the max-entropy check per layer",
 )
+@heavy
 def read_measure(
     run: RunDep,
     service: ServiceDep,
@@ -137,6 +139,7 @@ def read_measure(
     responses=ERRORS,
     summary="DERIVED W1-Lipschitz bound of one attention layer against an empirical estimate",
 )
+@heavy
 def read_lipschitz(
     name: str,
     request: Request,
@@ -200,6 +203,7 @@ def read_lipschitz(
     responses=ERRORS,
     summary="Hidden states per depth projected to 2D/3D by one PCA fitted on all depths together",
 )
+@heavy
 def read_particles(run: RunDep, dims: Annotated[int, Query(ge=2, le=3, description="2 or 3 components")] = 2):
     hs = _hidden(run)
     coords, ratio = joint_pca(hs, k=dims)
@@ -222,6 +226,7 @@ def read_particles(run: RunDep, dims: Annotated[int, Query(ge=2, le=3, descripti
     responses=ERRORS,
     summary="Iterate a shared block (HA models) or one layer's block past its trained depth",
 )
+@heavy
 def read_fixed_point(
     run: RunDep,
     service: ServiceDep,

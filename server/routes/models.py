@@ -6,6 +6,7 @@ from fastapi import APIRouter, HTTPException, status
 
 from attnscope.models.registry import get_spec, list_specs
 from attnscope.server.deps import ServiceDep, SettingsDep
+from attnscope.server.executor import heavy
 from attnscope.server.schemas import ModelList, ModelPublic, ModelStructure
 
 router = APIRouter(tags=["models"])
@@ -39,6 +40,7 @@ def read_models(settings: SettingsDep) -> ModelList:
     response_model=ModelStructure,
     summary="Learned per-head geometry (Gaussian heads: centre and covariance per layer and head)",
 )
+@heavy
 def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
     get_spec(name)  # 404 for unknown models before loading anything
     structure = service.models.get(name).structure()

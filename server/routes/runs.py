@@ -11,6 +11,7 @@ from attnscope.analysis.codec import MEDIA_TYPE, pack
 from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.executor import heavy
 from attnscope.server.schemas import (
     AttentionRows,
     AttentionSlice,
@@ -71,6 +72,7 @@ def to_public(run: Run) -> RunPublic:
     summary="Run a text (text models) or a dataset sample (vision models) and keep its attention; causal LMs "
     "also predict the next token at every position and can generate",
 )
+@heavy
 def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
     if body.sample is not None:
@@ -92,6 +94,7 @@ def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     summary=f"Upload a PNG/JPEG (at most {MAX_IMAGE_BYTES // 2**20} MB, 4096x4096 pixels, 1 or 3 "
     "channels) and run it through a vision model",
 )
+@heavy
 def create_image_run(
     service: ServiceDep,
     file: Annotated[UploadFile, File(description="PNG or JPEG image")],

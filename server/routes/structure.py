@@ -15,6 +15,7 @@ from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.executor import heavy
 from attnscope.server.schemas import EvolutionProfile, EvolutionResult, HeadsResult, ImportanceResult, ShiftResult
 
 router = APIRouter(prefix="/runs", tags=["structure"])
@@ -36,6 +37,7 @@ def _offset(o):
 
 
 @router.get("/{run_id}/shift", response_model=ShiftResult, summary="Shift scan and implied convolution per head")
+@heavy
 def read_shift(
     run: RunDep,
     k: K = DEFAULT_K,
@@ -69,6 +71,7 @@ def read_shift(
 
 
 @router.get("/{run_id}/heads", response_model=HeadsResult, summary="Head types with scores, and attention distance")
+@heavy
 def read_heads(
     run: RunDep,
     service: ServiceDep,
@@ -120,6 +123,7 @@ def _profile(model: str, ev: Evolution) -> EvolutionProfile:
     response_model=EvolutionResult,
     summary="Entropy, sharpening and layer-to-layer similarity; optionally beside another run",
 )
+@heavy
 def read_evolution(
     run: RunDep,
     service: ServiceDep,
@@ -197,6 +201,7 @@ def _through(maps, layer: int | None):
 @router.get(
     "/{run_id}/rollout", response_model=ImportanceResult, summary="Attention rollout as token (and pixel) importance"
 )
+@heavy
 def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
     maps = _through(run.capture.maps, layer)
     return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens)), "rollout", maps)
@@ -207,6 +212,7 @@ def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> Importan
     response_model=ImportanceResult,
     summary=f"Attention flow (max-flow; inputs up to {MAX_FLOW_TOKENS} tokens)",
 )
+@heavy
 def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
     maps = _through(run.capture.maps, layer)
     if maps.n_tokens > MAX_FLOW_TOKENS:

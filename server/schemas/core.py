@@ -245,7 +245,17 @@ class AttentionSlice(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    detail: str
+    """Every error answer of the API (4xx and 5xx, validation included): what went wrong and what to
+    change, in one readable string, and a stable machine-readable ``code``."""
+
+    detail: str = Field(..., description="what went wrong and what to change")
+    code: str = Field(
+        ...,
+        description="stable error code: bad_request, unauthorized, forbidden, not_found, method_not_allowed, "
+        "conflict, too_large, unsupported_media_type, invalid, budget_exceeded, busy, rate_limited, "
+        "internal, unavailable",
+        examples=["invalid"],
+    )
 
 
 class ConvAttentionPair(BaseModel):

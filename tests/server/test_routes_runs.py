@@ -72,9 +72,11 @@ def test_attention_binary_uint8_is_smaller(client, run):
     assert arr.shape == (12, 9, 9)
 
 
-def test_model_work_runs_in_the_threadpool():
-    """Routes that run models are plain ``def`` so FastAPI never blocks the event loop with them."""
-    assert not inspect.iscoroutinefunction(runs_routes.create_run)
+def test_model_work_runs_off_the_event_loop():
+    """Routes that run models hand their plain ``def`` body to the heavy executor (never the event
+    loop, never the request threadpool); cheap reads stay plain ``def`` in the threadpool."""
+    assert inspect.iscoroutinefunction(runs_routes.create_run)
+    assert not inspect.iscoroutinefunction(runs_routes.create_run.__heavy__)
     assert not inspect.iscoroutinefunction(runs_routes.read_attention)
 
 
