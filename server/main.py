@@ -1,4 +1,9 @@
-"""``create_app()``: the FastAPI application under ``/api/v1`` with OpenAPI docs at ``/docs``."""
+"""``create_app()``: the FastAPI application under ``/api/v1`` with OpenAPI docs at ``/docs``.
+
+The interactive docs (Swagger UI at ``/docs``, ReDoc at ``/redoc``) load their scripts and styles from
+the application itself (``/docs-assets``, the files the ``fastapi-offline`` package ships), never from a
+CDN: the API works on a machine without internet access.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi_offline import FastAPIOffline
 
 from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
@@ -23,6 +29,7 @@ from attnscope.server.store import RunStore
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"
+DOCS_ASSETS = "/docs-assets"  # Swagger UI and ReDoc scripts, served locally
 
 
 def _preload(cache: ModelCache, names: list[str]) -> None:
@@ -50,7 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.executor.shutdown()
         app.state.jobs.shutdown()
 
-    app = FastAPI(
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS,
         title="attnscope API",
         version=VERSION,
         description="Attention maps of every layer and head, live. Runs are kept in a bounded "
