@@ -58,6 +58,41 @@ class RunningStats:
     def result_mean(self) -> np.ndarray:
         return np.where(self.count > 0, self.mean, np.nan)
 
+    def merge(self, other: RunningStats) -> None:
+        """Add ``other``'s values (Chan et al. 1979, the pairwise update of mean and M2).
+
+        Merging shard states in a fixed order gives the same floats wherever the shards ran.
+        """
+        if other.mean is None:
+            return
+        if self.mean is None:
+            self.count, self.mean, self._m2 = other.count.copy(), other.mean.copy(), other._m2.copy()
+            return
+        if other.mean.shape != self.mean.shape:
+            raise ValueError(f"cannot merge running stats of shape {other.mean.shape} into {self.mean.shape}")
+        n = self.count + other.count
+        safe = np.maximum(n, 1)
+        delta = other.mean - self.mean
+        self.mean = np.where(n > 0, self.mean + delta * other.count / safe, 0.0)
+        self._m2 = self._m2 + other._m2 + delta**2 * self.count * other.count / safe
+        self.count = n
+
+    def state(self) -> dict:
+        """JSON-able state (``count``, ``mean``, ``m2`` as nested lists; floats round-trip exactly)."""
+        if self.mean is None:
+            return {"count": None, "mean": None, "m2": None}
+        return {"count": self.count.tolist(), "mean": self.mean.tolist(), "m2": self._m2.tolist()}
+
+    @classmethod
+    def from_state(cls, state: dict) -> RunningStats:
+        """The inverse of ``state()``."""
+        stats = cls()
+        if state.get("mean") is not None:
+            stats.count = np.asarray(state["count"], dtype=np.int64)
+            stats.mean = np.asarray(state["mean"], dtype=np.float64)
+            stats._m2 = np.asarray(state["m2"], dtype=np.float64)
+        return stats
+
 
 @dataclass(frozen=True)
 class Census:

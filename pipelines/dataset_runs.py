@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from attnscope.analysis.census import census
+from attnscope.analysis.census import RunningStats
 from attnscope.analysis.heads import sink_scores
 from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.maps import AttentionMaps
@@ -79,14 +79,37 @@ def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
     }
 
 
-def run_census(
-    loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, progress: Progress | None = None
-) -> dict:
-    """Per-head mean and std of ``CENSUS_METRICS`` over ``n`` examples; JSON-able, with CSV ``rows``."""
-    examples = pick_examples(dataset, n, split, seed)
-    res = census(iter_maps(loaded, examples, progress), head_metrics, total=len(examples), progress=False)
-    mean = {k: np.asarray(v) for k, v in res.mean.items()}
-    std = {k: np.asarray(v) for k, v in res.std.items()}
+def census_shard(loaded: LoadedModel, examples: list[Example], progress: Progress | None = None) -> dict:
+    """Running statistics of ``CENSUS_METRICS`` over ``examples`` (one shard of a census job).
+
+    Returns a JSON-able ``{"n": examples, "stats": {metric: RunningStats.state()}}``: per-head
+    ``count``/``mean``/``m2`` arrays ``[layer, head]``. ``merge_census`` folds shards in order.
+    """
+    stats = {k: RunningStats() for k in CENSUS_METRICS}
+    n = 0
+    for maps in iter_maps(loaded, examples, progress):
+        values = head_metrics(maps)
+        for k in CENSUS_METRICS:
+            stats[k].add(values[k])
+        n += 1
+    return {"n": n, "stats": {k: s.state() for k, s in stats.items()}}
+
+
+def merge_census(partials: list[dict], model: str, dataset: str, split: str | None = None, seed: int = 0) -> dict:
+    """The census result from ``census_shard`` outputs, merged in list order (Chan's pairwise update).
+
+    Per-head mean and std of every metric, JSON-able, with CSV ``rows`` (one per head).
+    """
+    stats = {k: RunningStats() for k in CENSUS_METRICS}
+    n = 0
+    for part in partials:
+        n += int(part["n"])
+        for k in CENSUS_METRICS:
+            stats[k].merge(RunningStats.from_state(part["stats"][k]))
+    if n == 0:
+        raise ValueError("census got no examples")
+    mean = {k: s.result_mean() for k, s in stats.items()}
+    std = {k: s.std for k, s in stats.items()}
     n_layers, n_heads = mean["shift_score"].shape
     rows = []
     for layer in range(n_layers):
@@ -98,14 +121,23 @@ def run_census(
             rows.append(row)
     return {
         "kind": "census",
-        "model": loaded.spec.name,
+        "model": model,
         "dataset": dataset,
         "split": split,
-        "n": res.n,
+        "n": n,
         "seed": seed,
         "metrics": {k: {"mean": mean[k].tolist(), "std": std[k].tolist()} for k in CENSUS_METRICS},
         "rows": rows,
     }
+
+
+def run_census(
+    loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, progress: Progress | None = None
+) -> dict:
+    """Per-head mean and std of ``CENSUS_METRICS`` over ``n`` examples; JSON-able, with CSV ``rows``
+    (one shard: the API's census job runs the same code in shards, see ``census_shard``)."""
+    examples = pick_examples(dataset, n, split, seed)
+    return merge_census([census_shard(loaded, examples, progress)], loaded.spec.name, dataset, split, seed)
 
 
 PROBE_CLASSIFIERS = ("logistic", "cnn")

@@ -25,7 +25,7 @@ from attnscope.analysis.faithfulness import (
 from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
 from attnscope.models.loading import LoadedModel
 from attnscope.pipelines.datasets import K_FRACTION, load_dataset
-from attnscope.pipelines.explainers import Encoded, encode_words, make_explainer, make_predict, require_classifier
+from attnscope.pipelines.explainers import Encoded, make_explainer, make_predict, require_classifier
 from attnscope.pipelines.explainers.base import text_tokenizer
 
 log = logging.getLogger(__name__)
@@ -171,85 +171,18 @@ def evaluate_dataset(
 ) -> dict:
     """The explainer x metric table over examples ``start .. start + n`` of a data set (JSON-able,
     with ``rows`` for CSV). Explainers skip examples longer than their ``token_cap`` (flow: 64)."""
+    from attnscope.pipelines.faithfulness_shards import faithfulness_shard, merge_faithfulness
+
     require_classifier(loaded)
     metrics = check_metrics(metrics)
     examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start : start + n]
     if not examples:
         raise ValueError(f"no examples in {dataset!r} from index {start}")
-    if tuple(examples[0].labels) != tuple(loaded.labels or ()):
-        raise ValueError(
-            f"data set {dataset!r} has labels {list(examples[0].labels)} but model "
-            f"{loaded.spec.name!r} predicts {loaded.labels}; pick a model trained for this task"
-        )
     k = K_FRACTION[dataset] if k is None else k
-    predict = make_predict(loaded)
-    faith: dict[str, list] = {e: [] for e in explainers}
-    plaus: dict[str, list] = {e: [] for e in explainers}
-    seconds: dict[str, list] = {e: [] for e in explainers}
-    skipped: dict[str, int] = {e: 0 for e in explainers}
-    correct = truncated = tokens_cut = human_total = human_lost = 0
-    began = time.time()
-    for i, item in enumerate(examples):
-        ex = encode_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
-        truncated += int(ex.truncated > 0)
-        tokens_cut += ex.truncated
-        human_total += ex.meta.get("human_total") or 0
-        human_lost += ex.human_lost
-        runnable = []
-        for name in explainers:
-            cap = token_cap(name, options)
-            if cap is not None and len(ex) > cap:
-                skipped[name] += 1
-            else:
-                runnable.append(name)
-        res = explain_example(
-            loaded,
-            ex,
-            runnable,
-            k=k,
-            convention=convention,
-            removal=removal,
-            count=count,
-            metrics=metrics,
-            options=options,
-            predict=predict,
-        )
-        correct += int(int(np.argmax(res["probs"])) == item.label)
-        for name in runnable:
-            if name in res["faithfulness"]:
-                faith[name].append(res["faithfulness"][name])
-            if name in res["plausibility"]:
-                plaus[name].append(res["plausibility"][name])
-            seconds[name].append(res["seconds"][name])
-        if progress:
-            progress(i + 1, len(examples))
-    rows = [_row(e, faith[e], plaus[e], seconds[e], metrics) for e in explainers]
-    curves = {
-        e: {k2: aggregate(faith[e]).get(k2) for k2 in ("bins", "comp_curve", "suff_curve")}
-        for e in explainers
-        if faith[e]
-    }
-    return {
-        "model": loaded.spec.name,
-        "dataset": dataset,
-        "start": start,
-        "n": len(examples),
-        "convention": convention,
-        "removal": get_convention(convention, removal).removal,
-        "count": get_convention(convention, removal, count).count,
-        "k": k,
-        "metrics": list(metrics),
-        "accuracy": round(correct / len(examples), 4),
-        "truncation": {
-            "max_tokens": min(max_tokens or loaded.max_tokens, loaded.max_tokens),
-            "examples_truncated": truncated,
-            "tokens_cut": tokens_cut,
-            "human_tokens": human_total,
-            "human_tokens_lost": human_lost,
-            "human_fraction_lost": round(human_lost / human_total, 4) if human_total else None,
-        },
-        "skipped": skipped,
-        "curves": curves,
-        "wall_time_s": round(time.time() - began, 1),
-        "rows": rows,
-    }
+    opts = dict(k=k, convention=convention, removal=removal, count=count, metrics=metrics, max_tokens=max_tokens)
+    opts["options"] = options
+    part = faithfulness_shard(loaded, dataset, examples, explainers, progress=progress, **opts)
+    del opts["options"]
+    return merge_faithfulness(
+        [part], model=loaded.spec.name, dataset=dataset, start=start, explainers=explainers, **opts
+    )

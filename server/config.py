@@ -39,6 +39,11 @@ class Settings:
     ATTNSCOPE_MAX_UPLOAD_BYTES largest multipart upload, default 11 MiB (a 10 MB image + form overhead)
     ATTNSCOPE_COMPUTE_BUDGET  per-request budget of tokens x steps x explainers (faithfulness), default 400000
     ATTNSCOPE_RATE_LIMIT      per-client rate limit (the limits package's syntax, e.g. "600/minute"); empty: off
+    ATTNSCOPE_DATABASE_URL    SQLAlchemy URL of the database (default: an SQLite file in the state folder)
+    ATTNSCOPE_STATE_DIR       folder of that SQLite file ($ATTNSCOPE_DATA_DIR/state, else ~/.local/state/attnscope)
+    ATTNSCOPE_MAX_QUEUED_JOBS jobs waiting in the queue before POST /jobs answers 429, default 16
+    ATTNSCOPE_RAY_ADDRESS     a Ray cluster (e.g. ray://head:10001 or head:6379): data-set jobs run there
+    ATTNSCOPE_RAY_WORKERS     Ray actors (each holds the job's model), default 2
     """
 
     device: str = "auto"
@@ -54,6 +59,11 @@ class Settings:
     max_upload_bytes: int = 11 * 2**20
     compute_budget: int = 400_000
     rate_limit: str | None = None
+    database_url: str | None = None
+    state_dir: str | None = None
+    max_queued_jobs: int = 16
+    ray_address: str | None = None
+    ray_workers: int = 2
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -72,4 +82,9 @@ class Settings:
             max_upload_bytes=int(env.get("ATTNSCOPE_MAX_UPLOAD_BYTES", str(11 * 2**20))),
             compute_budget=int(env.get("ATTNSCOPE_COMPUTE_BUDGET", "400000")),
             rate_limit=env.get("ATTNSCOPE_RATE_LIMIT") or None,
+            database_url=env.get("ATTNSCOPE_DATABASE_URL") or None,
+            state_dir=env.get("ATTNSCOPE_STATE_DIR") or None,
+            max_queued_jobs=int(env.get("ATTNSCOPE_MAX_QUEUED_JOBS", "16")),
+            ray_address=env.get("ATTNSCOPE_RAY_ADDRESS") or None,
+            ray_workers=int(env.get("ATTNSCOPE_RAY_WORKERS", "2")),
         )

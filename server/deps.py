@@ -44,11 +44,11 @@ async def require_token(
 
 
 def get_run(run_id: str, service: Annotated[RunService, Depends(get_service)]) -> Run:
-    run = service.store.get(run_id)
+    run = service.store.get(run_id) or service.restore(run_id)
     if run is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
-            f"no run with id {run_id!r}: it never existed or was evicted from the store; "
+            f"no run with id {run_id!r}: it never existed here (nor in the database); "
             "create it again with POST /api/v1/runs",
         )
     return run

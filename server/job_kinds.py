@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from attnscope.models.registry import require_text_model
-from attnscope.pipelines.dataset_runs import run_census, run_probe
+from attnscope.models.registry import get_spec, require_text_model
+from attnscope.pipelines.dataset_runs import census_shard, merge_census, pick_examples, run_probe
 from attnscope.pipelines.datasets import check_split
-from attnscope.server.jobs import register_job_kind
+from attnscope.server.jobs import register_job_kind, register_sharded_job_kind
 
 
 class CensusParams(BaseModel):
@@ -45,9 +46,24 @@ class ProbeParams(CensusParams):
     )
 
 
-def _census(params: CensusParams, service, progress) -> dict:
-    loaded = service.models.get(params.model)
-    return run_census(loaded, params.dataset, params.n, params.split, params.seed, progress)
+@lru_cache(maxsize=8)
+def _examples(dataset: str, n: int, split: str | None, seed: int) -> tuple:
+    return tuple(pick_examples(dataset, n, split, seed))
+
+
+def census_size(params: CensusParams) -> int:
+    """Examples a census covers (``n``, or the whole split when it is smaller)."""
+    return len(_examples(params.dataset, params.n, params.split, params.seed))
+
+
+def census_run_shard(params: CensusParams, models, start: int, stop: int, progress) -> dict:
+    """Examples ``[start, stop)`` of the census' seeded sample: per-head running statistics."""
+    examples = list(_examples(params.dataset, params.n, params.split, params.seed)[start:stop])
+    return census_shard(models.get(params.model), examples, progress)
+
+
+def census_merge(params: CensusParams, partials: list[dict]) -> dict:
+    return merge_census(partials, get_spec(params.model).name, params.dataset, params.split, params.seed)
 
 
 def _probe(params: ProbeParams, service, progress) -> dict:
@@ -65,11 +81,14 @@ def _probe(params: ProbeParams, service, progress) -> dict:
     )
 
 
-register_job_kind(
+register_sharded_job_kind(
     "census",
     CensusParams,
-    _census,
-    "per-head shift, entropy, distance and sink statistics over N examples (mean and std)",
+    size=census_size,
+    run_shard=census_run_shard,
+    merge=census_merge,
+    description="per-head shift, entropy, distance and sink statistics over N examples (mean and std)",
+    shard_size=25,
 )
 register_job_kind(
     "probe", ProbeParams, _probe, "per-layer accuracy of predicting the label from that layer's attention maps alone"

@@ -19,10 +19,13 @@ from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
 from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
 from attnscope.server.config import VERSION, Settings
+from attnscope.server.db.engine import open_database
+from attnscope.server.db.run_records import RunRecords
 from attnscope.server.deps import require_token
 from attnscope.server.errors import document_common_errors, install_error_handlers
 from attnscope.server.executor import HeavyExecutor
-from attnscope.server.jobs import JobStore
+from attnscope.server.executors import InProcessExecutor
+from attnscope.server.job_manager import JobManager
 from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
@@ -40,29 +43,49 @@ def _preload(cache: ModelCache, names: list[str]) -> None:
             log.exception("could not preload model %s", name)
 
 
+def make_executor(settings: Settings, service: RunService):
+    """In-process, or Ray when ``ATTNSCOPE_RAY_ADDRESS`` is set (a clear error when it does not answer)."""
+    if not settings.ray_address:
+        return InProcessExecutor(service)
+    from attnscope.server.ray_executor import RayExecutor
+
+    return RayExecutor(settings.ray_address, workers=settings.ray_workers, device=settings.device)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # the database first: a bad ATTNSCOPE_DATABASE_URL / ATTNSCOPE_STATE_DIR stops start-up with a clear message
+        db = open_database(settings.database_url, settings.state_dir)
         cache = ModelCache(device=settings.device)
         app.state.settings = settings
         app.state.device_name = str(pick_device(settings.device))
         app.state.executor = HeavyExecutor(settings.heavy_workers, settings.heavy_queue)
-        app.state.service = RunService(cache, RunStore(settings.max_runs))
-        app.state.jobs = JobStore(app.state.service)
+        app.state.db = db
+        app.state.service = RunService(cache, RunStore(settings.max_runs), RunRecords(db))
+        try:
+            executor = make_executor(settings, app.state.service)
+        except Exception:
+            db.close()
+            raise
+        app.state.jobs = JobManager(app.state.service, db, executor, max_queued=settings.max_queued_jobs)
+        app.state.jobs.start()
         if settings.preload:
             threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
         yield
         app.state.executor.shutdown()
         app.state.jobs.shutdown()
+        db.close()
 
     app = FastAPIOffline(
         static_url=DOCS_ASSETS,
         title="attnscope API",
         version=VERSION,
-        description="Attention maps of every layer and head, live. Runs are kept in a bounded "
-        "LRU store keyed by a content hash of (model, text). Attention is served one layer or one "
+        description="Attention maps of every layer and head, live. Runs are keyed by a content hash of (model, input): "
+        "their inputs are kept in the database, their arrays in a bounded in-memory store, recomputed on demand. "
+        "Data-set jobs, their progress and results are kept in the database. Attention is served one layer or one "
         "head at a time, as JSON or as a compact float16/uint8 binary encoding.",
         lifespan=lifespan,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 
 import numpy as np
@@ -22,17 +23,22 @@ from attnscope.models.registry import get_spec
 from attnscope.models.zoo import samples
 from attnscope.server.store import Run, RunStore, run_key
 
+log = logging.getLogger(__name__)
+
 
 class RunService:
     """Creates runs (model work, called from threadpool routes) and serves them from the store."""
 
-    def __init__(self, models: ModelCache, store: RunStore):
+    def __init__(self, models: ModelCache, store: RunStore, records=None):
         self.models = models
         self.store = store
+        self.records = records  # server.db.run_records.RunRecords: a run's input outlives the process
         self._probes: dict[str, tuple[AttentionMaps, np.ndarray]] = {}
         self._probe_lock = threading.Lock()
 
-    def _cached_run(self, model: str, modality: str, key: str, make, generates: bool = False) -> Run:
+    def _cached_run(
+        self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None
+    ) -> Run:
         """The stored run for ``(model, key)``, or ``make(loaded) -> Run`` stored under that id.
         Refuses a model of the wrong modality (or, with ``generates``, one that is no causal LM)
         before any loading."""
@@ -53,7 +59,47 @@ class RunService:
         cached = self.store.get(run_id)
         if cached is not None:
             return cached
-        return self.store.put(make(self.models.get(model), run_id))
+        run = self.store.put(make(self.models.get(model), run_id))
+        self._save(run, record or {})
+        return run
+
+    def _save(self, run: Run, record: dict) -> None:
+        if self.records is None or not record:
+            return
+        cap = run.capture
+        output = {k: v for k, v in cap.output.items() if k != "generation"}
+        try:
+            self.records.save(
+                run.id,
+                run.model,
+                token_ids=None if cap.token_ids is None else [int(i) for i in cap.token_ids],
+                prediction=json.loads(json.dumps(output, default=str)),
+                **record,
+            )
+        except Exception:  # the run is served from memory all the same; the log says why it was not kept
+            log.exception("could not save run %s in the database", run.id)
+
+    def restore(self, run_id: str) -> Run | None:
+        """A run no longer in memory (evicted, or the process restarted), computed again from the
+        input the database kept; None when the database has no such run."""
+        if self.records is None:
+            return None
+        inp = self.records.get(run_id)
+        if inp is None:
+            return None
+        if inp.source_kind == "upload":
+            run = self.create_upload_run(inp.model, inp.image)
+        elif inp.source_kind == "sample":
+            run = self.create_sample_run(inp.model, inp.source["dataset"], int(inp.source["index"]))
+        else:
+            opts = inp.options or {}
+            g = opts.get("generate")
+            generate = None if g is None else GenerateOptions(g["max_new_tokens"], g.get("temperature"), g["seed"])
+            run = self.create_run(inp.model, inp.text, generate=generate, chat=bool(opts.get("chat")))
+        if run.id != run_id:
+            log.warning("run %s recomputed under id %s (its content hash changed)", run_id, run.id)
+            return None
+        return run
 
     def create_run(self, model: str, text: str, generate: GenerateOptions | None = None, chat: bool = False) -> Run:
         """A text run; causal LMs may ``generate`` after the text and wrap it in their ``chat``
@@ -68,7 +114,8 @@ class RunService:
             cap = capture_prompt(loaded, text, generate, chat)
             return Run(id=run_id, model=model, text=text, capture=cap, options=options)
 
-        return self._cached_run(model, "text", key, make, generates=options is not None)
+        record = {"source_kind": "text", "text": text, "options": options}
+        return self._cached_run(model, "text", key, make, generates=options is not None, record=record)
 
     def probe(self, model: str) -> tuple[AttentionMaps, np.ndarray]:
         """Maps and ids of the repeated-random-token probe for ``model`` (computed once)."""
@@ -79,14 +126,14 @@ class RunService:
                 self._probes[model] = repeated_token_probe(self.models.get(model))
             return self._probes[model]
 
-    def _image_run(self, model: str, key: str, image: np.ndarray, source: dict) -> Run:
+    def _image_run(self, model: str, key: str, image: np.ndarray, source: dict, record: dict) -> Run:
         def make(loaded, run_id: str) -> Run:
             prepared = loaded.prepare_image(image)
             cap = capture_image(loaded, prepared)
             src = {**source, "height": int(prepared.shape[0]), "width": int(prepared.shape[1])}
             return Run(id=run_id, model=model, text="", capture=cap, image=prepared, source=src)
 
-        return self._cached_run(model, "vision", key, make)
+        return self._cached_run(model, "vision", key, make, record=record)
 
     def create_sample_run(self, model: str, dataset: str, index: int) -> Run:
         image, label = samples.sample(dataset, index)
@@ -95,9 +142,12 @@ class RunService:
             f"sample:{dataset}:{index}",
             image,
             {"kind": "sample", "dataset": dataset, "index": index, "label": label},
+            {"source_kind": "sample", "source": {"dataset": dataset, "index": index}},
         )
 
     def create_upload_run(self, model: str, blob: bytes) -> Run:
         image = decode_image(blob)
         digest = hashlib.sha256(blob).hexdigest()
-        return self._image_run(model, f"image:{digest}", image, {"kind": "upload", "sha256": digest})
+        source = {"kind": "upload", "sha256": digest}
+        record = {"source_kind": "upload", "source": source, "image": blob, "image_sha256": digest}
+        return self._image_run(model, f"image:{digest}", image, source, record)

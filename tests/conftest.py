@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 import time
 
@@ -11,6 +12,8 @@ import httpx
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# every API the tests start keeps its database in a fresh folder (never the user's state folder)
+os.environ.setdefault("ATTNSCOPE_STATE_DIR", tempfile.mkdtemp(prefix="attnscope-test-state-"))
 
 # Property tests: a fixed example stream and no example database in CI, so a run is reproducible.
 from hypothesis import settings as _hyp_settings  # noqa: E402

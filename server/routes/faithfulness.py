@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from attnscope.analysis.faithfulness import get_convention
 from attnscope.analysis.rollout import TooLongForFlowError
-from attnscope.models.registry import require_text_model
+from attnscope.models.registry import get_spec, require_text_model
 from attnscope.pipelines.datasets import check_split
 from attnscope.pipelines.explainers import (
     EXPLAINERS,
@@ -31,12 +31,13 @@ from attnscope.pipelines.faithfulness_eval import (
     FAITHFULNESS_METRICS,
     METRICS,
     UnknownMetricError,
+    check_metrics,
     explain_example,
     token_cap,
 )
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
-from attnscope.server.jobs import register_job_kind
+from attnscope.server.jobs import register_sharded_job_kind
 from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
 from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION
 
@@ -256,31 +257,69 @@ class FaithfulnessJobParams(BaseModel):
         return v
 
 
-def run_faithfulness_job(params: FaithfulnessJobParams, service, progress) -> dict:
-    from attnscope.pipelines.faithfulness_eval import evaluate_dataset
+def _job_examples(params: FaithfulnessJobParams) -> list:
+    from attnscope.pipelines.datasets import load_dataset
 
-    loaded = service.models.get(params.model)
-    return evaluate_dataset(
-        loaded,
+    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[: params.n]
+
+
+def faithfulness_size(params: FaithfulnessJobParams) -> int:
+    n = len(_job_examples(params))
+    if n == 0:
+        raise ValueError(f"no examples in {params.dataset!r}")
+    return n
+
+
+def _job_k(params: FaithfulnessJobParams) -> float:
+    from attnscope.pipelines.datasets import K_FRACTION
+
+    return K_FRACTION[params.dataset] if params.k is None else params.k
+
+
+def faithfulness_run_shard(params: FaithfulnessJobParams, models, start: int, stop: int, progress) -> dict:
+    """Examples ``[start, stop)``: each explainer's scores and metrics, one record per example."""
+    from attnscope.pipelines.faithfulness_shards import faithfulness_shard
+
+    return faithfulness_shard(
+        models.get(params.model),
         params.dataset,
+        _job_examples(params)[start:stop],
         params.explainers,
-        n=params.n,
+        k=_job_k(params),
         convention=params.convention,
         removal=params.removal,
         count=params.count,
-        k=params.k,
-        metrics=params.metrics,
+        metrics=check_metrics(params.metrics),
         max_tokens=params.max_tokens,
-        split=params.split,
-        allow_offensive=params.allow_offensive,
         options=params.options,
         progress=progress,
     )
 
 
-register_job_kind(
+def faithfulness_merge(params: FaithfulnessJobParams, partials: list[dict]) -> dict:
+    from attnscope.pipelines.faithfulness_shards import merge_faithfulness
+
+    return merge_faithfulness(
+        partials,
+        model=get_spec(params.model).name,
+        dataset=params.dataset,
+        start=0,
+        explainers=params.explainers,
+        metrics=check_metrics(params.metrics),
+        convention=params.convention,
+        removal=params.removal,
+        count=params.count,
+        k=_job_k(params),
+        max_tokens=params.max_tokens,
+    )
+
+
+register_sharded_job_kind(
     "faithfulness",
     FaithfulnessJobParams,
-    run_faithfulness_job,
-    "ERASER faithfulness + plausibility table (explainer x metric) over a data set",
+    size=faithfulness_size,
+    run_shard=faithfulness_run_shard,
+    merge=faithfulness_merge,
+    description="ERASER faithfulness + plausibility table (explainer x metric) over a data set",
+    shard_size=10,
 )

@@ -1,4 +1,7 @@
-"""Dataset-level jobs: submit, poll progress, download the result as JSON or CSV, cancel."""
+"""Dataset-level jobs: submit, poll progress, download the result as JSON or CSV, cancel, resume.
+
+Jobs live in the database: they, their progress and their results survive restarts of the API.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +11,25 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 
-from attnscope.server.jobs import JOB_KINDS, Job, JobStore, rows_to_csv
+from attnscope.server.errors import ApiError, error_responses
+from attnscope.server.job_manager import JobManager, NotResumableError, QueueFullError
+from attnscope.server.jobs import JOB_KINDS, Job, rows_to_csv
 from attnscope.server.schemas import JobCreate, JobKindPublic, JobPublic
+from attnscope.server.schemas.jobs import JobStatus
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
+NOT_FOUND = error_responses({404: "no job with this id"})
 
-def _store(request: Request) -> JobStore:
+
+def _manager(request: Request) -> JobManager:
     return request.app.state.jobs
 
 
 def to_public(job: Job) -> JobPublic:
     formats = []
     if job.status == "done":
-        formats = ["json"] + (["csv"] if isinstance(job.result, dict) and job.result.get("rows") else [])
+        formats = ["json"] + (["csv"] if job.has_rows else [])
     return JobPublic(
         id=job.id,
         kind=job.kind,
@@ -30,6 +38,9 @@ def to_public(job: Job) -> JobPublic:
         progress=job.progress,
         done=job.done,
         total=job.total,
+        shards_done=job.shards_done,
+        shards_total=job.shards_total,
+        worker=job.worker,
         message=job.message,
         error=job.error,
         created=job.created,
@@ -40,7 +51,7 @@ def to_public(job: Job) -> JobPublic:
 
 
 def _job(request: Request, job_id: str) -> Job:
-    job = _store(request).get(job_id)
+    job = _manager(request).get(job_id)
     if job is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job with id {job_id!r}; list jobs with GET /api/v1/jobs")
     return job
@@ -59,6 +70,13 @@ def read_job_kinds() -> list[JobKindPublic]:
     response_model=JobPublic,
     status_code=status.HTTP_202_ACCEPTED,
     summary="Start a dataset-level job; poll GET /jobs/{id} for progress",
+    responses=error_responses(
+        {
+            422: "unknown kind or invalid params (the detail names the field)",
+            429: "the job queue is full (ATTNSCOPE_MAX_QUEUED_JOBS): retry after the Retry-After header's seconds, "
+            "or cancel a queued job; X-Queue-Length and X-Queue-Limit say how full",
+        }
+    ),
 )
 def create_job(body: JobCreate, request: Request) -> JobPublic:
     kind = JOB_KINDS.get(body.kind)
@@ -74,15 +92,28 @@ def create_job(body: JobCreate, request: Request) -> JobPublic:
             f"params.{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
         )
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, msgs) from None
-    return to_public(_store(request).submit(body.kind, params))
+    try:
+        return to_public(_manager(request).submit(body.kind, params))
+    except QueueFullError as exc:
+        headers = {
+            "Retry-After": str(exc.retry_after),
+            "X-Queue-Length": str(exc.queued),
+            "X-Queue-Limit": str(exc.limit),
+        }
+        raise ApiError(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), code="busy", headers=headers) from None
 
 
-@router.get("", response_model=list[JobPublic], summary="All jobs kept, newest last")
-def read_jobs(request: Request) -> list[JobPublic]:
-    return [to_public(j) for j in _store(request).list()]
+@router.get("", response_model=list[JobPublic], summary="The newest jobs (from the database), oldest first")
+def read_jobs(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000, description="at most this many, the newest")] = 100,
+    kind: Annotated[str | None, Query(description="only jobs of this kind")] = None,
+    status_: Annotated[JobStatus | None, Query(alias="status", description="only jobs in this state")] = None,
+) -> list[JobPublic]:
+    return [to_public(j) for j in _manager(request).list(limit, kind, status_)]
 
 
-@router.get("/{job_id}", response_model=JobPublic, summary="A job's status and progress")
+@router.get("/{job_id}", response_model=JobPublic, responses=NOT_FOUND, summary="A job's status and progress")
 def read_job(job_id: str, request: Request) -> JobPublic:
     return to_public(_job(request, job_id))
 
@@ -90,7 +121,13 @@ def read_job(job_id: str, request: Request) -> JobPublic:
 @router.get(
     "/{job_id}/result",
     summary="A finished job's result (JSON, or CSV of its rows)",
-    responses={200: {"content": {"application/json": {}, "text/csv": {}}}},
+    responses={
+        200: {"content": {"application/json": {}, "text/csv": {}}},
+        **NOT_FOUND,
+        **error_responses(
+            {409: "the job is not done (the detail says its state)", 422: "format=csv of a result without table rows"}
+        ),
+    },
 )
 def read_job_result(job_id: str, request: Request, format: Annotated[Literal["json", "csv"], Query()] = "json"):
     job = _job(request, job_id)
@@ -99,21 +136,43 @@ def read_job_result(job_id: str, request: Request, format: Annotated[Literal["js
             f"job {job_id} is {job.status}"
             + (f": {job.error}" if job.error else "")
             + ("; poll GET /api/v1/jobs/{id} until status is done" if job.status in ("queued", "running") else "")
+            + (f"; resume it with POST /api/v1/jobs/{job_id}/resume" if job.status == "interrupted" else "")
         )
         raise HTTPException(status.HTTP_409_CONFLICT, detail)
+    result = _manager(request).result(job_id)
     filename = f"attnscope-{job.kind}-{job.id}.{format}"
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
     if format == "csv":
-        rows = job.result.get("rows") if isinstance(job.result, dict) else None
+        rows = result.get("rows") if isinstance(result, dict) else None
         if not rows:
             raise HTTPException(
                 status.HTTP_422_UNPROCESSABLE_CONTENT, "this job's result has no table rows; use format=json"
             )
         return PlainTextResponse(rows_to_csv(rows), media_type="text/csv", headers=headers)
-    return JSONResponse(job.result, headers=headers)
+    return JSONResponse(result, headers=headers)
 
 
-@router.delete("/{job_id}", response_model=JobPublic, summary="Cancel a queued or running job")
+@router.post(
+    "/{job_id}/resume",
+    response_model=JobPublic,
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Resume an interrupted job from its last saved shard",
+    responses={**NOT_FOUND, **error_responses({409: "the job is not interrupted (the detail says its state)"})},
+)
+def resume_job(job_id: str, request: Request) -> JobPublic:
+    _job(request, job_id)
+    try:
+        return to_public(_manager(request).resume(job_id))
+    except NotResumableError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+
+
+@router.delete(
+    "/{job_id}",
+    response_model=JobPublic,
+    responses=NOT_FOUND,
+    summary="Cancel a job: a queued one is cancelled at once, a running one at its next progress report",
+)
 def cancel_job(job_id: str, request: Request) -> JobPublic:
     _job(request, job_id)
-    return to_public(_store(request).cancel(job_id))
+    return to_public(_manager(request).cancel(job_id))

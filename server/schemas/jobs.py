@@ -14,14 +14,26 @@ class JobCreate(BaseModel):
     params: dict = Field(default_factory=dict, description="parameters of that kind")
 
 
+JobStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
+
+
 class JobPublic(BaseModel):
+    """A job as the database holds it; it survives restarts of the API."""
+
     id: str
     kind: str
     params: dict
-    status: Literal["queued", "running", "done", "failed", "cancelled"]
+    status: JobStatus = Field(
+        ...,
+        description="queued, running, done, failed, cancelled, or interrupted (the API stopped while it ran: "
+        "POST /jobs/{id}/resume continues it from its last saved shard)",
+    )
     progress: float = Field(..., ge=0, le=1)
-    done: int
-    total: int
+    done: int = Field(..., description="examples finished (saved shards plus the running shards' progress)")
+    total: int = Field(..., description="examples the job covers (0 until it starts)")
+    shards_done: int = Field(0, description="shards finished and saved in the database (checkpoints)")
+    shards_total: int = Field(0, description="shards of examples the job is split into")
+    worker: str | None = Field(None, description="what ran it: in-process@host:pid or ray@address")
     message: str = ""
     error: str | None = None
     created: float

@@ -33,11 +33,15 @@ def test_store_needs_room():
         RunStore(0)
 
 
-def test_evicted_run_answers_404_through_the_api():
+def test_evicted_run_is_recomputed_from_the_database_and_an_unknown_one_answers_404():
     with TestClient(create_app(Settings(preload=[], max_runs=1))) as c:
-        first = c.post("/api/v1/runs", json={"text": "first text"}).json()["id"]
-        c.post("/api/v1/runs", json={"text": "second text"})
-        assert c.get(f"/api/v1/runs/{first}").status_code == 404
+        made = c.post("/api/v1/runs", json={"text": "first text"}).json()
+        c.post("/api/v1/runs", json={"text": "second text"})  # evicts the first from memory
+        again = c.get(f"/api/v1/runs/{made['id']}")
+        assert again.status_code == 200 and again.json()["tokens"] == made["tokens"]
+        assert again.json()["prediction"] == made["prediction"]
+        r = c.get("/api/v1/runs/0123456789abcdef01234567")
+        assert r.status_code == 404 and "POST /api/v1/runs" in r.json()["detail"]
 
 
 def test_api_token_guards_everything_but_health():

@@ -1,0 +1,111 @@
+"""Open the database named by the settings, migrate it to the newest schema, check it is writable.
+
+``ATTNSCOPE_DATABASE_URL`` (any SQLAlchemy URL, e.g. ``postgresql+psycopg2://user@host/db``) wins;
+otherwise an SQLite file ``attnscope.db`` in WAL mode under the state folder:
+``ATTNSCOPE_STATE_DIR``, else ``$ATTNSCOPE_DATA_DIR/state`` when that is set, else
+``~/.local/state/attnscope``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+SQLITE_FILE = "attnscope.db"
+
+
+class DatabaseUnavailableError(RuntimeError):
+    """The configured database cannot be opened, migrated or written; the message names the setting."""
+
+
+def default_state_dir() -> Path:
+    """Where the SQLite file lives when no URL is set (see the module docstring)."""
+    if os.environ.get("ATTNSCOPE_STATE_DIR"):
+        return Path(os.environ["ATTNSCOPE_STATE_DIR"])
+    if os.environ.get("ATTNSCOPE_DATA_DIR"):
+        return Path(os.environ["ATTNSCOPE_DATA_DIR"]) / "state"
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "attnscope"
+
+
+def resolve_url(database_url: str | None = None, state_dir: str | Path | None = None) -> tuple[str, str]:
+    """``(url, setting)``: the URL to open and the name of the setting it came from."""
+    if database_url:
+        return database_url, "ATTNSCOPE_DATABASE_URL"
+    folder = Path(state_dir) if state_dir else default_state_dir()
+    return f"sqlite:///{folder / SQLITE_FILE}", "ATTNSCOPE_STATE_DIR"
+
+
+@dataclass
+class Database:
+    """An engine and its session factory (``with db.session() as s, s.begin(): ...``)."""
+
+    engine: Engine
+    session: sessionmaker[Session]
+    url: str  # password hidden
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # every new connection: WAL, foreign keys, wait on locks
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=10000")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+
+def open_database(database_url: str | None = None, state_dir: str | Path | None = None) -> Database:
+    """Open, migrate (Alembic ``upgrade head``) and write-check the database; raise
+    ``DatabaseUnavailableError`` naming the setting to change when any of that fails."""
+    url, setting = resolve_url(database_url, state_dir)
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise DatabaseUnavailableError(f"{setting}={url!r} is not a database URL: {exc}") from None
+    shown = parsed.render_as_string(hide_password=True)
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if sqlite and parsed.database and parsed.database != ":memory:":
+        folder = Path(parsed.database).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseUnavailableError(
+                f"cannot create the state folder {folder} ({exc.strerror}); set {setting} to a writable folder"
+            ) from None
+    try:
+        kwargs = {"connect_args": {"check_same_thread": False, "timeout": 10}} if sqlite else {"pool_pre_ping": True}
+        engine = create_engine(parsed, **kwargs)
+    except (SQLAlchemyError, ImportError) as exc:
+        raise DatabaseUnavailableError(f"cannot use the database {shown} from {setting}: {exc}") from None
+    if sqlite:
+        _sqlite_pragmas(engine)
+    try:
+        with engine.begin() as conn:
+            cfg = Config()
+            cfg.set_main_option("script_location", str(MIGRATIONS))
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+        with engine.begin() as conn:  # a read-only file passes the migration when there is nothing to do
+            conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise DatabaseUnavailableError(
+            f"the database {shown} (from {setting}) cannot be opened, migrated or written: {reason}; "
+            f"point {setting} at a writable, valid database (a new file is created when none exists)"
+        ) from None
+    return Database(engine, sessionmaker(engine, expire_on_commit=False), shown)
