@@ -64,7 +64,8 @@ DESCRIPTIONS = {
     500: "a bug: the detail says so, the traceback is in the server log",
     503: "a model checkpoint is missing or does not match its manifest",
 }
-_PATH = re.compile(r"(?<![\w.:/])/(?:[\w.@+-]+/)+[\w.@+-]*")  # an absolute POSIX path
+# an absolute POSIX path; the API's own routes (/api/v1/...) are advice to the user and stay
+_PATH = re.compile(r"(?<![\w.:/])/(?!api/v\d+/)(?:[\w.@+-]+/)+[\w.@+-]*")
 
 
 class ApiError(HTTPException):
