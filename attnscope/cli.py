@@ -192,7 +192,8 @@ def run_faithfulness(args: argparse.Namespace) -> int:
 
     from attnscope.models.loading import load_model
     from attnscope.pipelines.explainers import DEFAULT_EXPLAINERS
-    from attnscope.pipelines.faithfulness_eval import METRICS, evaluate_dataset
+    from attnscope.pipelines.faithfulness_eval import METRICS
+    from attnscope.pipelines.faithfulness_shards import evaluate_dataset
     from attnscope.server.jobs import rows_to_csv
 
     loaded = load_model(args.model)

@@ -24,7 +24,6 @@ from attnscope.analysis.faithfulness import (
 )
 from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
 from attnscope.models.loading import LoadedModel
-from attnscope.pipelines.datasets import K_FRACTION, load_dataset
 from attnscope.pipelines.explainers import Encoded, make_explainer, make_predict, require_classifier
 from attnscope.pipelines.explainers.base import text_tokenizer
 
@@ -149,40 +148,3 @@ def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Seq
         row["iou_recall"] = round(agg_p["iou_recall"], 4)
     row["seconds_per_example"] = round(float(np.mean(seconds)), 3) if seconds else None
     return row
-
-
-def evaluate_dataset(
-    loaded: LoadedModel,
-    dataset: str,
-    explainers: Sequence[str],
-    *,
-    n: int = 200,
-    convention: str = "eraser",
-    removal: str | None = None,
-    count: str | None = None,
-    k: float | None = None,
-    metrics: Sequence[str] = METRICS,
-    max_tokens: int | None = None,
-    split: str | None = None,
-    start: int = 0,
-    allow_offensive: bool = False,
-    options: dict | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> dict:
-    """The explainer x metric table over examples ``start .. start + n`` of a data set (JSON-able,
-    with ``rows`` for CSV). Explainers skip examples longer than their ``token_cap`` (flow: 64)."""
-    from attnscope.pipelines.faithfulness_shards import faithfulness_shard, merge_faithfulness
-
-    require_classifier(loaded)
-    metrics = check_metrics(metrics)
-    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start : start + n]
-    if not examples:
-        raise ValueError(f"no examples in {dataset!r} from index {start}")
-    k = K_FRACTION[dataset] if k is None else k
-    opts = dict(k=k, convention=convention, removal=removal, count=count, metrics=metrics, max_tokens=max_tokens)
-    opts["options"] = options
-    part = faithfulness_shard(loaded, dataset, examples, explainers, progress=progress, **opts)
-    del opts["options"]
-    return merge_faithfulness(
-        [part], model=loaded.spec.name, dataset=dataset, start=start, explainers=explainers, **opts
-    )

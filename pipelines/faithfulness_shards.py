@@ -16,8 +16,9 @@ import numpy as np
 from attnscope.analysis.faithfulness import FaithfulnessResult, aggregate, get_convention
 from attnscope.analysis.plausibility import PRF, Plausibility
 from attnscope.models.loading import LoadedModel
-from attnscope.pipelines.datasets import Example
+from attnscope.pipelines.datasets import K_FRACTION, Example, load_dataset
 from attnscope.pipelines.explainers import encode_words, make_predict, require_classifier
+from attnscope.pipelines.faithfulness_eval import METRICS, _row, check_metrics, explain_example, token_cap
 
 Progress = Callable[[int, int], None]
 
@@ -66,8 +67,6 @@ def faithfulness_shard(
     the model's limit, "wall_time_s"}``, JSON-able. A record holds the prediction's correctness,
     truncation counts, the explainers skipped by their token cap, and per explainer the
     ``FaithfulnessResult`` (as a dict), plausibility and seconds."""
-    from attnscope.pipelines.faithfulness_eval import explain_example, token_cap
-
     require_classifier(loaded)
     if not examples:
         return {"examples": [], "max_tokens": loaded.max_tokens, "wall_time_s": 0.0}
@@ -124,8 +123,6 @@ def merge_faithfulness(
 ) -> dict:
     """The explainer x metric table (JSON-able, with ``rows`` for CSV) from ``faithfulness_shard``
     outputs in example order."""
-    from attnscope.pipelines.faithfulness_eval import _row
-
     records = [r for part in partials for r in part["examples"]]
     if not records:
         raise ValueError(f"no examples in {dataset!r} from index {start}")
@@ -166,3 +163,38 @@ def merge_faithfulness(
         "wall_time_s": round(sum(p["wall_time_s"] for p in partials), 1),
         "rows": rows,
     }
+
+
+def evaluate_dataset(
+    loaded: LoadedModel,
+    dataset: str,
+    explainers: Sequence[str],
+    *,
+    n: int = 200,
+    convention: str = "eraser",
+    removal: str | None = None,
+    count: str | None = None,
+    k: float | None = None,
+    metrics: Sequence[str] = METRICS,
+    max_tokens: int | None = None,
+    split: str | None = None,
+    start: int = 0,
+    allow_offensive: bool = False,
+    options: dict | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """The explainer x metric table over examples ``start .. start + n`` of a data set (JSON-able,
+    with ``rows`` for CSV). Explainers skip examples longer than their ``token_cap`` (flow: 64)."""
+    require_classifier(loaded)
+    metrics = check_metrics(metrics)
+    examples = load_dataset(dataset, split, allow_offensive=allow_offensive)[start : start + n]
+    if not examples:
+        raise ValueError(f"no examples in {dataset!r} from index {start}")
+    k = K_FRACTION[dataset] if k is None else k
+    opts = dict(k=k, convention=convention, removal=removal, count=count, metrics=metrics, max_tokens=max_tokens)
+    opts["options"] = options
+    part = faithfulness_shard(loaded, dataset, examples, explainers, progress=progress, **opts)
+    del opts["options"]
+    return merge_faithfulness(
+        [part], model=loaded.spec.name, dataset=dataset, start=start, explainers=explainers, **opts
+    )

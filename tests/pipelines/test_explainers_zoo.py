@@ -17,7 +17,8 @@ from attnscope.pipelines.explainers import (
     make_predict,
 )
 from attnscope.pipelines.explainers.base import char_spans_to_tokens, classifier_module
-from attnscope.pipelines.faithfulness_eval import evaluate_dataset, explain_example
+from attnscope.pipelines.faithfulness_eval import explain_example
+from attnscope.pipelines.faithfulness_shards import evaluate_dataset
 
 pytestmark = pytest.mark.skipif(read_manifest("text-ea") is None, reason="zoo not trained")
 TEXT = "A gripping , funny and deeply moving film ."

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from attnscope.pipelines.explainers import encode_words
-from attnscope.pipelines.faithfulness_eval import UnknownMetricError, evaluate_dataset, explain_example
+from attnscope.pipelines.faithfulness_eval import UnknownMetricError, explain_example
+from attnscope.pipelines.faithfulness_shards import evaluate_dataset
 
 
 @pytest.fixture(scope="module")

@@ -98,7 +98,9 @@ def test_maps_equal_the_eager_forward_and_are_causal(api, eager, arch):
     ref = torch.stack(out.attentions, 1)[0].numpy()
     maps = _maps(api, run)
     assert run["shape"] == list(ref.shape) == [2, 4, len(ids), len(ids)]
-    np.testing.assert_allclose(maps, ref, atol=1e-6)
+    # the server computes maps lazily from the recorded q/k (its own softmax): equal to the eager
+    # forward's probabilities to 1e-5 in float32 (the stated bound; summation order differs)
+    np.testing.assert_allclose(maps, ref, atol=1e-5)
     assert np.all(np.triu(maps, 1) == 0.0)
     if arch == "mistral":  # a window of 4 keys: row q sees q-3..q only
         q = len(ids) - 1
