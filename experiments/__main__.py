@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         "--arms", nargs="+", default=None, help="zoo models (default: every arm; reproduce: gauss9-iso)"
     )
     parser.add_argument(
+        "--probes", nargs="+", default=["logistic", "cnn"], choices=["logistic", "cnn"], help="map-probe classifiers"
+    )
+    parser.add_argument("--no-measure", action="store_true", help="measure: only rewrite the tables from results/")
+    parser.add_argument(
         "--epochs-scale", type=float, default=1.0, help="multiply every arm's epochs alike (1: the zoo's budget)"
     )
     args = parser.parse_args(argv)
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step in ("measure", "all"):
         from attnscope.experiments import report
 
-        report.write_all(args.seeds, arms)
+        report.write_all(args.seeds, arms, probes=tuple(args.probes), measure_missing=not args.no_measure)
     log.info("experiments done in %.0f s on %d thread(s)", time.time() - start, torch.get_num_threads())
     return 0
 

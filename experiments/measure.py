@@ -45,6 +45,7 @@ EVAL_SEED = 0
 FOLDS = 5
 SIZE = 32
 GAUSS_RADIUS = 6
+PROBES = ("logistic", "cnn")
 
 
 def load_arm(name: str, root: Path) -> ZooBackend:
@@ -108,8 +109,8 @@ def gaussian_likeness(backend: ZooBackend, digit: np.ndarray) -> list[dict]:
     return out
 
 
-def measure_arm(name: str, root: Path, n: int = N_EVAL) -> dict:
-    """Entropy and probe (EA/HA arms) or convolution-likeness (Gaussian arms) of one trained arm."""
+def measure_arm(name: str, root: Path, n: int = N_EVAL, probes=PROBES) -> dict:
+    """Entropy and the ``probes`` (EA/HA arms) or convolution-likeness (Gaussian arms) of one trained arm."""
     backend = load_arm(name, root)
     modality = ZOO[name]["modality"]
     inputs, labels = eval_set(modality, n)
@@ -121,5 +122,5 @@ def measure_arm(name: str, root: Path, n: int = N_EVAL) -> dict:
         "name": name,
         "n": len(items),
         "norm_entropy": layer_entropy(items),
-        "probe": {c: probe(items, labels, mode, c) for c in ("logistic", "cnn")},
+        "probe": {c: probe(items, labels, mode, c) for c in probes},
     }

@@ -50,17 +50,31 @@ def measure_path(name: str, seed: int) -> Path:
     return seeds.RESULTS / "measures" / f"{name}-seed{seed}.json"
 
 
-def measure_all(seed_list, arms, n_eval: int = measure.N_EVAL) -> None:
-    """Measure every trained (arm, seed) without a measurement yet (on ``n_eval`` examples)."""
+def measure_all(seed_list, arms, n_eval: int = measure.N_EVAL, probes=measure.PROBES) -> None:
+    """Measure every trained (arm, seed) without a measurement yet (on ``n_eval`` examples, with ``probes``)."""
     for seed in seed_list:
         for name in arms:
             path = measure_path(name, seed)
             if path.is_file() or not seeds.trained(name, seed):
                 continue
             log.info("measuring %s seed %d", name, seed)
-            out = {**measure.measure_arm(name, seeds.arm_root(name, seed), n_eval), "seed": seed}
+            out = {**measure.measure_arm(name, seeds.arm_root(name, seed), n_eval, probes), "seed": seed}
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+
+
+def add_probe(name: str, seed: int, classifier: str, n_eval: int = measure.N_EVAL) -> None:
+    """Add one probe classifier to an existing measurement of (arm, seed) (same evaluation set and protocol)."""
+    path = measure_path(name, seed)
+    out = json.loads(path.read_text())
+    if classifier in out.get("probe", {}):
+        return
+    backend = measure.load_arm(name, seeds.arm_root(name, seed))
+    modality = backend.arch["kind"]
+    inputs, labels = measure.eval_set(modality, n_eval)
+    items = measure.capture_maps(backend, inputs)
+    out["probe"][classifier] = measure.probe(items, labels, "crop" if modality == "text" else "pool", classifier)
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 
 def arm_values(name: str, seed_list) -> dict[str, dict[int, float]]:
@@ -204,11 +218,19 @@ def to_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def write_all(seed_list=seeds.SEEDS, arms=seeds.ARMS + seeds.GAUSS_ARMS, n_eval: int = measure.N_EVAL) -> dict:
-    """Measure what is missing (on ``n_eval`` examples per modality), then write the tables (module docstring)
-    under ``seeds.RESULTS`` (``results/experiments``); returns the ``claims.json`` content."""
+def write_all(
+    seed_list=seeds.SEEDS,
+    arms=seeds.ARMS + seeds.GAUSS_ARMS,
+    n_eval: int = measure.N_EVAL,
+    probes=measure.PROBES,
+    measure_missing: bool = True,
+) -> dict:
+    """Measure what is missing (on ``n_eval`` examples per modality, with ``probes``; skipped when not
+    ``measure_missing``), then write the tables (module docstring) under ``seeds.RESULTS``
+    (``results/experiments``) from every record and measurement there; returns the ``claims.json`` content."""
     seed_list = list(seed_list)
-    measure_all(seed_list, arms, n_eval)
+    if measure_missing:
+        measure_all(seed_list, arms, n_eval, probes)
     out = seeds.RESULTS
     out.mkdir(parents=True, exist_ok=True)
     twins = [a for a in arms if a not in seeds.GAUSS_ARMS]

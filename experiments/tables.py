@@ -8,13 +8,13 @@ from attnscope.experiments import seeds
 TWINS = {"text": ("text-vanilla", "text-ea", "text-ha"), "vision": ("vit", "ea-vit", "ha-vit")}
 
 
-def _cell(row: dict | None, digits: int = 3, scale: float = 1.0) -> str:
+def _cell(row: dict | None, digits: int = 3, scale: float = 1.0, n: int | None = None) -> str:
+    """``mean ± sd``; ``(n = k)`` added when the cell has fewer seeds than the arm (``n``)."""
     if row is None:
         return "–"
     mean = row["mean"] * scale
-    if row["sd"] in (None, ""):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {row['sd'] * scale:.{digits}f}"
+    text = f"{mean:.{digits}f}" if row["sd"] in (None, "") else f"{mean:.{digits}f} ± {row['sd'] * scale:.{digits}f}"
+    return text if n is None or int(row["n_seeds"]) == n else f"{text} (n = {row['n_seeds']})"
 
 
 def arm_table(claims: dict, arms) -> list[str]:
@@ -29,9 +29,10 @@ def arm_table(claims: dict, arms) -> list[str]:
         if acc is None:
             continue
         cells = [f"`{a}`", str(acc["n_seeds"]), f"{int(rows[a, 'params']['mean']):,}", _cell(acc, 2, 100.0)]
-        cells += [_cell(rows.get((a, f"norm_entropy_L{li}"))) for li in layers]
-        cells += [_cell(rows.get((a, f"probe_cnn_L{li}"))) for li in layers]
-        cells += [_cell(rows.get((a, f"probe_logistic_L{li}"))) for li in layers]
+        n = int(acc["n_seeds"])
+        cells += [_cell(rows.get((a, f"norm_entropy_L{li}")), n=n) for li in layers]
+        cells += [_cell(rows.get((a, f"probe_cnn_L{li}")), n=n) for li in layers]
+        cells += [_cell(rows.get((a, f"probe_logistic_L{li}")), n=n) for li in layers]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -55,7 +56,9 @@ def gap_table(claims: dict) -> list[str]:
 
 def _sd(row: dict, key: str, digits: int = 1) -> str:
     sd = row.get(f"{key}_sd")
-    return f"{row[key]:.{digits}f}" if sd in (None, "") else f"{row[key]:.{digits}f} ± {sd:.{digits}f}"
+    if sd in (None, ""):  # one seed: a count stays a whole number
+        return f"{row[key]:.{digits}f}" if digits > 1 else f"{row[key]:g}"
+    return f"{row[key]:.{digits}f} ± {sd:.{digits}f}"
 
 
 def gaussian_table(claims: dict) -> list[str]:

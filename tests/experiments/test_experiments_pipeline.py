@@ -35,7 +35,7 @@ def test_train_measure_report_on_a_tiny_setting(tmp_experiments):
     for name in ARMS:
         assert (tmp_experiments / "build" / "seed1" / name / "model.safetensors").is_file()
 
-    claims = report.write_all(SEEDS, ARMS, n_eval=40)
+    claims = report.write_all(SEEDS, ARMS, n_eval=40, probes=("logistic",))  # the CNN probe: tests/pipelines
     assert claims["seeds"] == SEEDS and "t with n - 1" in claims["interval"]
     out = tmp_experiments / "results"
     assert {p.name for p in out.iterdir()} >= {"arms.csv", "gaps.csv", "claims.json", "tables.md", "measures"}
@@ -51,8 +51,9 @@ def test_train_measure_report_on_a_tiny_setting(tmp_experiments):
 
     # per arm: accuracy, entropy per layer (3 layers) and both probes, over 2 seeds
     rows = {(r["arm"], r["metric"]): r for r in read_csv(out / "arms.csv")}
-    for metric in ("accuracy", "norm_entropy_L2", "probe_logistic_L0", "probe_cnn_L2"):
+    for metric in ("accuracy", "norm_entropy_L2", "probe_logistic_L0", "probe_logistic_L2"):
         assert rows["vit", metric]["n_seeds"] == "2", metric
+    assert ("vit", "probe_cnn_L0") not in rows
     assert 0 < float(rows["vit", "norm_entropy_L0"]["mean"]) <= 1
 
     assert "| `vit` | 2 | 84,250 |" in (out / "tables.md").read_text()
@@ -61,7 +62,7 @@ def test_train_measure_report_on_a_tiny_setting(tmp_experiments):
     stamp = {p: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     stamp |= {p: p.stat().st_mtime_ns for p in (out / "measures").iterdir()}
     seeds.train_all(ARMS, SEEDS, epochs_scale=SCALE)
-    report.measure_all(SEEDS, ARMS, n_eval=40)
+    report.measure_all(SEEDS, ARMS, n_eval=40, probes=("logistic",))
     assert {p: p.stat().st_mtime_ns for p in stamp} == stamp
 
 
