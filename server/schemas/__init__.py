@@ -3,6 +3,7 @@ one module per resource, all re-exported here."""
 
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
+    MAX_TEMPERATURE,
     MAX_TEXT_CHARS,
     AttentionRows,
     AttentionSlice,
