@@ -93,7 +93,8 @@ def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(dash_pa
 
     # the model view: 30 x 9 causal maps, query heads grouped by the kv head they share
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 270", timeout=120_000)
-    assert texts(page, "#model-grid .grid-header .col-label")[:4] == ["H0 (kv 0)", "H1 (kv 0)", "H2 (kv 0)", "H3 (kv 1)"]
+    columns = texts(page, "#model-grid .grid-header .col-label")
+    assert columns[:4] == ["H0 (kv 0)", "H1 (kv 0)", "H2 (kv 0)", "H3 (kv 1)"]
     assert page.locator("#model-grid .head-thumb[title^='L3 H4 (kv 1)']").count() == 1
 
     # Structure: the sink and induction heads of this run (induction on the 2 x 30 random-token probe)
