@@ -83,3 +83,13 @@ def test_the_checker_catches_a_forbidden_import(tmp_path, monkeypatch):
         "from attnscope.server.schemas import RunPublic\nfrom attnscope.server.main import create_app\n"
     )
     assert [v.split(" imports ")[1] for v in violations("frontend")] == ["attnscope.server.main"]
+
+
+def test_every_installed_package_has_a_layering_rule():
+    """A new top-level package (pyproject's package-dir) must be named here, or its imports go unchecked."""
+    import tomllib
+
+    dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    layered = {folder for name, folder in dirs.items() if name != "attnscope"}  # attnscope/: the CLI on top
+    assert layered == set(RULES) == PROJECT, f"give {sorted(layered - set(RULES))} a rule in RULES and PROJECT"
+    assert {"pipelines", "experiments"} <= set(RULES)  # the packages the models/ split made
