@@ -142,7 +142,8 @@ def render_prediction(position, pred, run):
         return class_figure(pred["labels"], pred["probs"], pred["predicted"])
     if pred["kind"] != "next-token":
         return empty_figure(
-            f"{run['model']} outputs an embedding ({pred.get('dim')} dimensions): no class or token to predict."
+            f"{run['model']} outputs an embedding ({pred.get('dim')} dimensions): no class or token to predict.",
+            height=120,
         )
     tokens = run["tokens"]
     if position is None or not 0 <= position < len(tokens):

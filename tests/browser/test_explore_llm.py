@@ -54,7 +54,7 @@ def test_the_model_menu_is_grouped_by_task_and_has_no_vision_model(dash_page, ap
 def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(dash_page, smollm2_converted, texts):
     page = dash_page
     _pick_model(page, "smollm2", "smollm2 · llama · causal-lm")
-    page.wait_for_selector("#generate-section:not(.llm-hidden)", timeout=30_000)
+    page.wait_for_selector("#generate-section", state="visible", timeout=30_000)
     page.fill("#text-input", PROMPT)
     page.fill("#gen-max-new", "8")
     page.click("#generate-button")
@@ -111,11 +111,12 @@ def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(dash_pa
 def test_a_classifier_shows_its_predicted_class_and_probabilities(dash_page):
     page = dash_page
     _pick_model(page, "minilm-sst2", "minilm-sst2 · bert · classification")
-    assert "llm-hidden" in page.get_attribute("#generate-section", "class")  # no Generate for a classifier
+    page.wait_for_selector("#generate-section", state="hidden")  # no Generate for a classifier
     page.fill("#text-input", "A gorgeous, witty and moving film.")
     page.click("#run-button")
     page.wait_for_selector("#prediction-figure .gtitle:has-text('Predicted class: positive')", timeout=60_000)
     assert sorted(_ticks(page, "prediction-figure", "yaxis")) == ["negative", "positive"]
+    assert page.locator("#prediction-position-box").is_hidden()  # positions are for next tokens
     probs = page.evaluate("() => document.querySelector('#prediction-figure .js-plotly-plot').data[0].x")
     assert abs(sum(probs) - 1) < 1e-4 and max(probs) > 0.5
     assert page.console_errors == []
