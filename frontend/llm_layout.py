@@ -77,10 +77,18 @@ def generate_panel() -> html.Section:
                         className="inline",
                         children=[
                             html.Label("step", htmlFor="gen-step", id="gen-step-label"),
-                            html.Div(
-                                dcc.Slider(id="gen-step", min=1, max=1, step=1, value=1, included=False),
+                            # a native range input: labelled, arrow keys step one token
+                            dcc.Input(
+                                id="gen-step",
+                                type="range",
+                                min=1,
+                                max=1,
+                                step=1,
+                                value=1,
+                                list="gen-step-marks",
                                 className="gen-slider",
                             ),
+                            html.Datalist(id="gen-step-marks"),
                             html.Label("layer", htmlFor="gen-layer"),
                             dcc.Dropdown(id="gen-layer", clearable=False, className="small-dropdown"),
                         ],

@@ -54,7 +54,7 @@ def _llm(page, out: str) -> None:
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 270", timeout=600_000)
     page.click("#gen-layer")
     page.get_by_role("option", name="layer 18", exact=True).click()
-    page.locator("#gen-step [role=slider]").focus()
+    page.locator("#gen-step").focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_selector("#gen-step-figure .gtitle:has-text('Step 2/8')", timeout=60_000)
     page.wait_for_selector("#gen-step-figure .gtitle:has-text('layer 18')", timeout=60_000)

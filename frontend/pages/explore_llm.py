@@ -89,7 +89,7 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
     Output("prediction-position", "value"),
     Output("prediction-position-box", "className"),
     Output("gen-step", "max"),
-    Output("gen-step", "marks"),
+    Output("gen-step-marks", "children"),
     Output("gen-step", "value"),
     Output("gen-step-box", "className"),
     Output("gen-layer", "options"),
@@ -100,7 +100,7 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
 def load_prediction(run, selected):
     """The run's prediction (``GET /runs/{id}``: the session keeps runs without it), the positions to
     choose from, and the generation's steps."""
-    nothing = (None, [], None, _with("inline", True), 1, {}, 1, HIDDEN, [], None)
+    nothing = (None, [], None, _with("inline", True), 1, [], 1, HIDDEN, [], None)
     if not run:
         return nothing
     try:
@@ -119,7 +119,7 @@ def load_prediction(run, selected):
         n_prompt - 1 if causal else None,
         _with("inline", not causal),
         max(1, len(steps)),
-        step_marks(len(steps)) if steps else {},
+        [html.Option(value=k, label=v) for k, v in step_marks(len(steps)).items()] if steps else [],
         1,
         "" if steps else HIDDEN,
         [{"label": f"layer {l}", "value": l} for l in range(n_layers)],
@@ -163,9 +163,18 @@ def step_to_position(step, run):
     """Stepping through a generation shows, in the prediction panel, the distribution each token was
     chosen from (the position before it)."""
     steps = ((run or {}).get("generation") or {}).get("steps") or []
-    if not step or not 1 <= step <= len(steps):
+    step = _step_number(step)
+    if step is None or not 1 <= step <= len(steps):
         return no_update
     return steps[step - 1]["query"]
+
+
+def _step_number(value) -> int | None:
+    """The range input's value (a number, or its text) as a step number."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 @callback(
@@ -201,7 +210,7 @@ def render_step(step, layer, run):
     if not run or not generation or not generation.get("steps"):
         return empty_figure("Press Generate: each generated token's attention shows here."), [], "step"
     steps = generation["steps"]
-    step = min(max(int(step or 1), 1), len(steps))
+    step = min(max(_step_number(step) or 1, 1), len(steps))
     layer = 0 if layer is None else int(layer)
     current = steps[step - 1]
     n_prompt = steps[0]["position"]

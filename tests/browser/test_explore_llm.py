@@ -5,6 +5,7 @@ Structure page's sink and induction heads; a classifier's predicted class and pr
 
 import httpx
 import pytest
+from axe_harness import axe_violations, install_axe, split_dash_own
 
 pytestmark = pytest.mark.browser
 
@@ -51,8 +52,10 @@ def test_the_model_menu_is_grouped_by_task_and_has_no_vision_model(dash_page, ap
     page.keyboard.press("Escape")
 
 
-def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(dash_page, smollm2_converted, texts):
-    page = dash_page
+def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(page, open_dash, smollm2_converted, texts):
+    install_axe(page)
+    open_dash("/")
+    page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)
     _pick_model(page, "smollm2", "smollm2 · llama · causal-lm")
     page.wait_for_selector("#generate-section", state="visible", timeout=30_000)
     page.fill("#text-input", PROMPT)
@@ -76,7 +79,7 @@ def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(dash_pa
 
     # step through every generated token with the slider: one more key each step
     generated = ["␣Paris"]
-    page.locator("#gen-step [role=slider]").focus()
+    page.locator("#gen-step").focus()
     for step in range(2, 9):
         page.keyboard.press("ArrowRight")
         page.wait_for_selector(f"#gen-step-figure .gtitle:has-text('Step {step}/8')", timeout=30_000)
@@ -90,6 +93,8 @@ def test_generate_8_tokens_step_through_them_and_see_the_top_next_tokens(dash_pa
         page.wait_for_selector(f"#prediction-figure .gtitle:has-text('position {3 + step}')", timeout=30_000)
         assert _ticks(page, "prediction-figure", "yaxis")[0] == current[0]
     assert len(texts(page, "#gen-text .gen-token")) == 13 and "".join(generated).startswith("␣Paris.")
+    ours, _ = split_dash_own(axe_violations(page))  # the panels as shown, slider included
+    assert ours == [], "\n".join(f"{v['id']} ({v['impact']}): {v['help']} at {v['targets']}" for v in ours)
 
     # the model view: 30 x 9 causal maps, query heads grouped by the kv head they share
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 270", timeout=120_000)
