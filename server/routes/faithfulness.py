@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 from fastapi import APIRouter, HTTPException, status
-from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, Field, JsonValue, ValidationInfo, field_validator, model_validator
 
 from attnscope.analysis.faithfulness import get_convention
 from attnscope.analysis.rollout import TooLongForFlowError
@@ -38,7 +38,7 @@ from attnscope.pipelines.faithfulness_eval import (
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
 from attnscope.server.jobs import register_sharded_job_kind
-from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
+from attnscope.server.schemas import ErrorBody, ExplainerPublic, ExplainerScores, FaithfulnessCreate, FaithfulnessPublic
 from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION
 
 router = APIRouter(tags=["faithfulness"])
@@ -54,9 +54,9 @@ def _check_names(explainers: list[str], metrics: list[str]) -> None:
         raise ValueError(f"unknown metric(s) {bad}; choose from {', '.join(METRICS)}")
 
 
-@router.get("/faithfulness/explainers", response_model=list[ExplainerInfo], summary="Explainers available")
-def read_explainers() -> list[ExplainerInfo]:
-    return [ExplainerInfo(name=n, description=c.description) for n, c in EXPLAINERS.items()]
+@router.get("/faithfulness/explainers", response_model=list[ExplainerPublic], summary="Explainers available")
+def read_explainers() -> list[ExplainerPublic]:
+    return [ExplainerPublic(name=n, description=c.description) for n, c in EXPLAINERS.items()]
 
 
 @router.post(
@@ -158,7 +158,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
                     if m in body.metrics
                 }
             )
-        results.append(ExplainerResult(**item))
+        results.append(ExplainerScores(**item))
     labels, probs, label_ids = list(loaded.labels or []), res["probs"], None
     target_label = labels[res["target"]] if labels else None
     if next_token:  # the 10 most likely next tokens, not the whole vocabulary
@@ -205,7 +205,7 @@ def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail)
 
 
-class FaithfulnessJobParams(BaseModel):
+class FaithfulnessParams(BaseModel):
     """Parameters of the ``faithfulness`` job: the explainer x metric table over a data set."""
 
     model: str = "minilm-sst2"
@@ -224,7 +224,7 @@ class FaithfulnessJobParams(BaseModel):
     k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
     max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
     allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
-    options: dict[str, dict] = Field(default_factory=dict)
+    options: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
 
     @field_validator("model")
     @classmethod
@@ -257,26 +257,26 @@ class FaithfulnessJobParams(BaseModel):
         return v
 
 
-def _job_examples(params: FaithfulnessJobParams) -> list:
+def _job_examples(params: FaithfulnessParams) -> list:
     from attnscope.pipelines.datasets import load_dataset
 
     return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[: params.n]
 
 
-def faithfulness_size(params: FaithfulnessJobParams) -> int:
+def faithfulness_size(params: FaithfulnessParams) -> int:
     n = len(_job_examples(params))
     if n == 0:
         raise ValueError(f"no examples in {params.dataset!r}")
     return n
 
 
-def _job_k(params: FaithfulnessJobParams) -> float:
+def _job_k(params: FaithfulnessParams) -> float:
     from attnscope.pipelines.datasets import K_FRACTION
 
     return K_FRACTION[params.dataset] if params.k is None else params.k
 
 
-def faithfulness_run_shard(params: FaithfulnessJobParams, models, start: int, stop: int, progress) -> dict:
+def faithfulness_run_shard(params: FaithfulnessParams, models, start: int, stop: int, progress) -> dict:
     """Examples ``[start, stop)``: each explainer's scores and metrics, one record per example."""
     from attnscope.pipelines.faithfulness_shards import faithfulness_shard
 
@@ -296,7 +296,7 @@ def faithfulness_run_shard(params: FaithfulnessJobParams, models, start: int, st
     )
 
 
-def faithfulness_merge(params: FaithfulnessJobParams, partials: list[dict]) -> dict:
+def faithfulness_merge(params: FaithfulnessParams, partials: list[dict]) -> dict:
     from attnscope.pipelines.faithfulness_shards import merge_faithfulness
 
     return merge_faithfulness(
@@ -316,7 +316,7 @@ def faithfulness_merge(params: FaithfulnessJobParams, partials: list[dict]) -> d
 
 register_sharded_job_kind(
     "faithfulness",
-    FaithfulnessJobParams,
+    FaithfulnessParams,
     size=faithfulness_size,
     run_shard=faithfulness_run_shard,
     merge=faithfulness_merge,

@@ -20,7 +20,7 @@ from attnscope.pipelines.shared_block import BlockContraction, NoSharedBlockErro
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
 from attnscope.server.schemas import (
-    BlockBoundPublic,
+    BlockBound,
     ErrorBody,
     FixedPointPublic,
     LipschitzPublic,
@@ -276,9 +276,9 @@ def _finite(v: float) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def _block_bound_public(c: BlockContraction) -> BlockBoundPublic:
+def _block_bound_public(c: BlockContraction) -> BlockBound:
     g, o, e = c.global_bound, c.orbit, c.estimate
-    return BlockBoundPublic(
+    return BlockBound(
         log10_global_bound=g.log10_bound,
         ln1_factor=g.ln1_factor,
         attention_factor=g.attention_factor,

@@ -13,9 +13,9 @@ from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
 from attnscope.server.schemas import (
-    AttentionRows,
-    AttentionSlice,
-    ConvAttentionPair,
+    AttentionRowsPublic,
+    AttentionSlicePublic,
+    ConvAttentionPublic,
     ErrorBody,
     Generation,
     ImageSource,
@@ -122,12 +122,12 @@ def read_run(run: RunDep) -> RunPublic:
 
 @router.get(
     "/{run_id}/conv-vs-attention",
-    response_model=ConvAttentionPair,
+    response_model=ConvAttentionPublic,
     responses=ERRORS,
     summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
     "layer built from it, side by side",
 )
-def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
+def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPublic:
     from attnscope.models.registry import get_spec
 
     feats = run.capture.extras.get("conv_vs_attention")
@@ -139,7 +139,7 @@ def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0
     _check_range("channel", channel, feats.shape[-1])
     side = int(round(feats.shape[1] ** 0.5))
     conv, attn = feats[0, :, channel].reshape(side, side), feats[1, :, channel].reshape(side, side)
-    return ConvAttentionPair(
+    return ConvAttentionPublic(
         run_id=run.id,
         channel=channel,
         n_channels=int(feats.shape[-1]),
@@ -160,7 +160,7 @@ def _check_range(name: str, value: int | None, size: int) -> None:
 
 @router.get(
     "/{run_id}/rows/{query}",
-    response_model=AttentionRows,
+    response_model=AttentionRowsPublic,
     responses={
         **ERRORS,
         200: {"content": {MEDIA_TYPE: {}}, "description": "JSON, or with format=float16|uint8 a compact binary blob"},
@@ -191,7 +191,7 @@ def read_attention_rows(
     if format != "json":
         blob = pack(weights, format, run_id=run.id, query=query, tokens=tokens)
         return Response(blob, media_type=MEDIA_TYPE)
-    return AttentionRows(
+    return AttentionRowsPublic(
         run_id=run.id,
         query=query,
         token=maps.tokens[query],
@@ -203,7 +203,7 @@ def read_attention_rows(
 
 @router.get(
     "/{run_id}/attention",
-    response_model=AttentionSlice,
+    response_model=AttentionSlicePublic,
     responses={
         **ERRORS,
         200: {
@@ -233,7 +233,7 @@ def read_attention(
     if format != "json":
         blob = pack(weights, format, run_id=run.id, layer=layer, head=head, tokens=list(maps.tokens))
         return Response(blob, media_type=MEDIA_TYPE)
-    return AttentionSlice(
+    return AttentionSlicePublic(
         run_id=run.id,
         layer=layer,
         head=head,
