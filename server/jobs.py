@@ -53,6 +53,14 @@ class JobKind:
     run_shard: ShardRunner | None = None
     merge: Merge | None = None
     shard_size: int = 25
+    check: Callable[[Any], None] | None = None  # checks that need the registries; raises ParamsError
+
+    def validate(self, params: dict) -> BaseModel:
+        """``params`` as this kind's model: a ``ValidationError`` or ``ParamsError`` says what to change."""
+        model = self.params_model.model_validate(params)
+        if self.check is not None:
+            self.check(model)
+        return model
 
     @property
     def sharded(self) -> bool:
@@ -69,9 +77,19 @@ class JobKind:
 JOB_KINDS: dict[str, JobKind] = {}
 
 
-def register_job_kind(name: str, params_model: type[BaseModel], runner: Runner, description: str = "") -> None:
+class ParamsError(ValueError):
+    """A job's params passed their model but not a kind's own check; the message names the parameter."""
+
+
+def register_job_kind(
+    name: str,
+    params_model: type[BaseModel],
+    runner: Runner,
+    description: str = "",
+    check: Callable[[Any], None] | None = None,
+) -> None:
     """A kind that runs whole, in-process (``runner(params, service, progress) -> dict``)."""
-    JOB_KINDS[name] = JobKind(name, params_model, description, runner=runner)
+    JOB_KINDS[name] = JobKind(name, params_model, description, runner=runner, check=check)
 
 
 def register_sharded_job_kind(
@@ -83,13 +101,14 @@ def register_sharded_job_kind(
     merge: Merge,
     description: str = "",
     shard_size: int = 25,
+    check: Callable[[Any], None] | None = None,
 ) -> None:
     """A kind split into shards of ``shard_size`` examples (see the module docstring). ``run_shard``
     and ``merge`` must be importable module-level functions (Ray ships them to workers by name)."""
     if shard_size < 1:
         raise ValueError("shard_size must be at least 1")
     JOB_KINDS[name] = JobKind(
-        name, params_model, description, size=size, run_shard=run_shard, merge=merge, shard_size=shard_size
+        name, params_model, description, size=size, run_shard=run_shard, merge=merge, shard_size=shard_size, check=check
     )
 
 

@@ -9,16 +9,7 @@ from flask import current_app
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 from attnscope.server.schemas import FaithfulnessPublic
-
-EXAMPLE_METRICS = [
-    "comprehensiveness",
-    "sufficiency",
-    "aopc_comprehensiveness",
-    "aopc_sufficiency",
-    "token_f1",
-    "iou_f1",
-    "auprc",
-]
+from attnscope.server.schemas.faithfulness import DEFAULT_METRICS
 
 
 def client() -> ApiClient:
@@ -92,7 +83,7 @@ def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
             "explainers": explainers,
             "convention": convention,
             "k": k or 0.2,
-            "metrics": EXAMPLE_METRICS,
+            "metrics": list(DEFAULT_METRICS),
             "options": options,
         }
         if spans:

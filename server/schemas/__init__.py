@@ -52,9 +52,13 @@ from attnscope.server.schemas.faithfulness import (  # noqa: F401
     FaithfulnessPublic,
 )
 from attnscope.server.schemas.jobs import (  # noqa: F401
+    JOB_PARAMS,
+    CensusParams,
+    FaithfulnessParams,
     JobCreate,
     JobKindPublic,
     JobPublic,
+    ProbeParams,
 )
 from attnscope.server.schemas.measure import (  # noqa: F401
     BLOCK_BOUND_STATUS,

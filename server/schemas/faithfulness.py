@@ -8,6 +8,15 @@ from pydantic import BaseModel, Field, JsonValue
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
 DEFAULT_EXPLAINERS = ("attention", "rollout", "attn_grad", "integrated_gradients", "random")
+DEFAULT_METRICS = (
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "token_f1",
+    "iou_f1",
+    "auprc",
+)
 COUNT_DESCRIPTION = (
     "override the convention's counting rule for k% of the tokens: eraser-code (remove n - int((1-k) n), keep "
     "int(k n), as ERASER's code; the eraser conventions' default), ceil (both ceil(k n)), ferret (both int(k n), "
@@ -23,18 +32,7 @@ class FaithfulnessCreate(BaseModel):
         min_length=1,
         description="explainer names (GET /faithfulness/explainers)",
     )
-    metrics: list[str] = Field(
-        default_factory=lambda: [
-            "comprehensiveness",
-            "sufficiency",
-            "aopc_comprehensiveness",
-            "aopc_sufficiency",
-            "token_f1",
-            "iou_f1",
-            "auprc",
-        ],
-        min_length=1,
-    )
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
     count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)

@@ -64,3 +64,13 @@ def test_every_schema_follows_the_naming_rule():
     odd = [n for n in MODELS if not n.endswith(SUFFIXES) and n != "ErrorBody" and n not in nested]
     assert not odd, f"schemas outside the naming rule: {odd}"
     assert NESTED <= nested
+
+
+def test_job_params_models_live_here_and_name_every_kind():
+    from attnscope.server.job_kinds import register_job_kinds
+    from attnscope.server.jobs import JOB_KINDS
+
+    register_job_kinds()
+    assert set(schemas.JOB_PARAMS) == {"census", "probe", "faithfulness"} <= set(JOB_KINDS)
+    for name, model in schemas.JOB_PARAMS.items():
+        assert JOB_KINDS[name].params_model is model and model.__module__ == "attnscope.server.schemas.jobs"
