@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from typing import Annotated
 
 import numpy as np
+from cachetools import LRUCache
 from fastapi import APIRouter, HTTPException, Query, Request, status
 
 from attnscope.analysis.measure import joint_pca, w1_between_inputs, w1_successive
@@ -42,20 +42,16 @@ class _Results:
     """Small LRU of expensive results (Lipschitz estimates), kept on ``app.state``."""
 
     def __init__(self, size: int = 64):
-        self.size, self._items, self._lock = size, OrderedDict(), threading.Lock()
+        self._items: LRUCache = LRUCache(maxsize=size)
+        self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
+            return self._items.get(key)
 
     def put(self, key, value) -> None:
         with self._lock:
             self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
 
 def _results(request: Request) -> _Results:
