@@ -14,6 +14,7 @@ import numpy as np
 from fastapi import APIRouter, HTTPException, status
 
 from attnscope.analysis.faithfulness import get_convention
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.rollout import TooLongForFlowError
 from attnscope.pipelines.explainers import (
     EXPLAINERS,
@@ -71,22 +72,15 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         ) from None
     next_token = loaded.labels is None  # a causal LM: the classes are the vocabulary
     n_classes = int(loaded.classifier.config.num_labels)
-    if body.target is not None and body.target >= n_classes:
+    if body.target is not None:
         what = "tokens in its vocabulary" if next_token else "classes"
-        raise HTTPException(
-            UNPROCESSABLE,
-            f"target={body.target} is out of range: model {run.model!r} has {n_classes} {what} (0..{n_classes - 1})",
-        )
+        check_index("target", body.target, n_classes, f"model {run.model!r}", what)
     if body.position is not None and not next_token:
         raise HTTPException(UNPROCESSABLE, "position applies to causal LMs (the next token after it); omit it")
     if next_token:  # the run's own ids (prompt and generated tokens), cut after the explained position
         ids = list(run.capture.token_ids)
         position = len(ids) - 1 if body.position is None else body.position
-        if position >= len(ids):
-            raise HTTPException(
-                UNPROCESSABLE,
-                f"position={position} is out of range: the run has {len(ids)} positions (0..{len(ids) - 1})",
-            )
+        check_index("position", position, len(ids), "the run", "positions")
         if body.human_rationale is not None or body.human_spans is not None:
             raise HTTPException(UNPROCESSABLE, "human rationales apply to classifiers' texts, not to next tokens")
         ex = encode_ids(loaded, ids[: position + 1], target=body.target)

@@ -11,6 +11,7 @@ import numpy as np
 from cachetools import LRUCache
 from fastapi import APIRouter, HTTPException, Query, Request, status
 
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.measure import joint_pca, w1_between_inputs, w1_successive
 from attnscope.models.capture import capture
 from attnscope.models.registry import get_spec
@@ -66,8 +67,7 @@ def _unprocessable(detail: str) -> HTTPException:
 
 
 def _check_layer(layer: int, n_layers: int) -> None:
-    if not 0 <= layer < n_layers:
-        raise _unprocessable(f"layer={layer} is out of range: this model has {n_layers} layers, use 0..{n_layers - 1}")
+    check_index("layer", layer, n_layers)
 
 
 def _hidden(run) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 
 from attnscope.analysis.codec import MEDIA_TYPE, pack
+from attnscope.analysis.indices import check_index
 from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
@@ -151,11 +152,8 @@ def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0
 
 
 def _check_range(name: str, value: int | None, size: int) -> None:
-    if value is not None and not 0 <= value < size:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"{name}={value} is out of range: this model has {size} {name}s, use 0..{size - 1}",
-        )
+    if value is not None:
+        check_index(name, value, size)
 
 
 @router.get(
@@ -178,11 +176,7 @@ def read_attention_rows(
     ] = None,
 ):
     maps = run.capture.maps
-    if not 0 <= query < maps.n_tokens:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"query={query} is out of range: this run has {maps.n_tokens} positions, use 0..{maps.n_tokens - 1}",
-        )
+    check_index("query", query, maps.n_tokens, "this run", "positions")
     keys = query + 1 if maps.causal else maps.n_tokens
     weights = np.ascontiguousarray(maps.weights[:, :, query, :keys])  # [layer, head, key]
     tokens = list(maps.tokens[:keys])

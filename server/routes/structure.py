@@ -11,6 +11,7 @@ from attnscope.analysis.distance import attention_distance
 from attnscope.analysis.evolution import Evolution, compare, evolution
 from attnscope.analysis.heads import classify_heads
 from attnscope.analysis.implied_conv import implied_convolution
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
 from attnscope.pipelines.induction_probe import probe_note
@@ -162,9 +163,7 @@ def _row(row: str, n: int) -> int | None:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, f"row={row!r}: use 'cls', 'mean' or a position 0..{n - 1}"
         ) from None
-    if not 0 <= value < n:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"row={value} is out of range: use 0..{n - 1}")
-    return value
+    return check_index("row", value, n, "this run", "positions")
 
 
 def _importance(run, imp, method: str, maps, cap: int | None = None) -> ImportancePublic:
@@ -190,11 +189,7 @@ def _through(maps, layer: int | None):
     """The maps of layers 0..layer (all of them when ``layer`` is None), or a 422."""
     if layer is None:
         return maps
-    if not 0 <= layer < maps.n_layers:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"layer={layer} is out of range: this run has {maps.n_layers} layers, use 0..{maps.n_layers - 1}",
-        )
+    check_index("layer", layer, maps.n_layers, "this run")
     return maps.select(layers=range(layer + 1))
 
 
