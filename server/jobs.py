@@ -14,7 +14,9 @@ partials (Chan's update of running statistics, concatenation of per-example reco
 A **whole** kind (``register_job_kind(name, params_model, runner)``) runs as one shard, in-process:
 ``runner(params, service, progress)`` returns the result. ``progress(done, total)`` raises
 ``JobCancelled`` when the job was cancelled. When a result has ``"rows"`` (flat dicts) it can be
-downloaded as CSV. Guide: ``docs/guide/jobs.md``.
+downloaded as CSV. A kind's ``params_model`` lives in ``attnscope.server.schemas.jobs`` (pure
+pydantic); its ``check(params)`` runs the checks that need the registries and raises ``ParamsError``
+(a 422 naming the parameter). Guide: ``docs/guide/census.md``.
 """
 
 from __future__ import annotations
