@@ -74,11 +74,11 @@ def load_head_types(run):
         data = client().heads(run["id"])
     except ApiError as exc:
         return None, [], None, html.P(f"Head types could not be computed: {exc.detail}", className="error")
-    records = data["heads"]
+    records = [h.model_dump(by_alias=True) for h in data.heads]  # dicts: "self", absent scores left out
     names = score_names(records)
     default = "sink" if "sink" in names else ("previous" if "previous" in names else (names or [None])[0])
     options = [{"label": SCORE_NAMES.get(n, n), "value": n} for n in names]
-    return records, options, default, summary(records, run.get("kv_head_of"), data.get("probe"))
+    return records, options, default, summary(records, run.get("kv_head_of"), data.probe)
 
 
 @callback(
