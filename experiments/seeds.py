@@ -84,8 +84,9 @@ def committed_record(name: str, seed: int) -> dict:
         "wall_time_s": m["wall_time_s"],
         "torch": m["torch"],
         "checkpoint": "committed",
-        "note": "the committed zoo checkpoint (seed 0, the zoo's recipe); `python -m attnscope.experiments "
-        "reproduce` retrains an arm with seed 0 and checks the bytes are the committed ones",
+        "note": "the committed zoo checkpoint (seed 0, the zoo's recipe); retraining it is not byte-identical across "
+        "machines and thread counts: `python -m attnscope.experiments reproduce --arms NAME` measures how far "
+        "(docs/claims.md)",
     }
     path = record_path(name, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
