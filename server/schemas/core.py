@@ -17,6 +17,13 @@ class Health(BaseModel):
     device: str
     loaded_models: list[str]
     runs_stored: int
+    runs_bytes: int = Field(
+        ..., description="bytes the runs kept in memory hold (maps or their queries/keys, hidden states, outputs)"
+    )
+    runs_max_bytes: int = Field(
+        ...,
+        description="the cap on runs_bytes (ATTNSCOPE_MAX_RUN_BYTES); least recently used runs are evicted beyond it",
+    )
 
 
 class ModelPublic(BaseModel):
