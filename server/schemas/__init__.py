@@ -3,9 +3,14 @@ one module per resource, all re-exported here."""
 
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
+    MAX_SLICE_BYTES,
+    MAX_STRIDE,
     MAX_TEXT_CHARS,
+    MAX_TOP_K,
+    RANGE_PATTERN,
     AttentionRows,
     AttentionSlice,
+    AttentionTopK,
     ConvAttentionPair,
     DatasetSample,
     ErrorBody,
