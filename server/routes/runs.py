@@ -189,7 +189,10 @@ def read_attention_rows(
             f"query={query} is out of range: this run has {maps.n_tokens} positions, use 0..{maps.n_tokens - 1}",
         )
     keys = query + 1 if maps.causal else maps.n_tokens
-    weights = np.ascontiguousarray(maps.weights[:, :, query, :keys])  # [layer, head, key]
+    rows, cols = slice(query, query + 1), slice(0, keys)  # one row of each layer [layer, head, key]: not the stack
+    weights = np.stack(
+        [maps.block(li, rows=rows, cols=cols)[:, 0] for li in range(maps.n_layers)]
+    )  # [layer, head, key]
     tokens = list(maps.tokens[:keys])
     if format is None:
         format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
