@@ -8,7 +8,7 @@ No side keeps hidden states (the HF forwards do not return them either). Prints 
 target <= 1.0), c0/a and d/b in wall time and in process CPU time (steadier on a loaded machine), then
 the size of one example's full [6, 12, 128, 128] maps as JSON lists versus the compact encodings.
 
-    .venv/bin/python bench/capture.py [--repeats 9] [--rounds 3] [--device cpu]
+    .venv/bin/python bench/capture.py [--repeats 9] [--rounds 3] [--device cpu] [--threads 1]
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default; 1 on a loaded machine)")
     ap.add_argument("--device", default=None)
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     lazy = load_model("minilm", device=args.device, capture="lazy")
     eager = load_model("minilm", device=args.device, capture="eager")
