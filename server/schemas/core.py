@@ -11,7 +11,7 @@ MAX_NEW_TOKENS = 256  # = attnscope.models.backends.generation.MAX_NEW_TOKENS (t
 MAX_TEMPERATURE = 10.0
 
 
-class Health(BaseModel):
+class HealthPublic(BaseModel):
     status: Literal["ok"] = "ok"
     version: str
     device: str
@@ -163,11 +163,20 @@ class GenerationStep(BaseModel):
     prob: float | None = Field(None, description="the model's probability of this token (temperature 1)")
 
 
+class GenerationOptions(BaseModel):
+    """How a generation was decoded (the request's options after defaults)."""
+
+    max_new_tokens: int
+    temperature: float | None = None
+    seed: int = 0
+    greedy: bool
+
+
 class Generation(BaseModel):
     text: str
     token_ids: list[int]
     stopped: Literal["eos", "max_new_tokens"]
-    options: dict
+    options: GenerationOptions
     steps: list[GenerationStep]
 
 
@@ -202,7 +211,7 @@ class RunPublic(BaseModel):
     generation: Generation | None = None
 
 
-class AttentionRows(BaseModel):
+class AttentionRowsPublic(BaseModel):
     """Every layer's and head's attention row of one query position, ``[layer, head, key]`` (causal
     maps: keys ``0..query``, the prompt and the tokens generated before)."""
 
@@ -211,7 +220,7 @@ class AttentionRows(BaseModel):
     token: str
     shape: list[int]
     tokens: list[str]
-    weights: list
+    weights: list[list[list[float]]] = Field(..., description="[layer][head][key]")
 
 
 class DatasetSample(BaseModel):
@@ -231,7 +240,7 @@ class HeadGeometry(BaseModel):
     cov: list[list[float]] = Field(..., description="2x2 covariance (grid units squared)")
 
 
-class ModelStructure(BaseModel):
+class ModelStructurePublic(BaseModel):
     """Learned per-head geometry of a model (Gaussian heads: centre and spread), ``layers[layer][head]``."""
 
     model: str
@@ -246,7 +255,7 @@ MAX_TOP_K = 256  # keys per row of a top-k slice
 RANGE_PATTERN = r"^[0-9]{0,6}:[0-9]{0,6}$"  # "a:b", either end may be left out
 
 
-class AttentionSlice(BaseModel):
+class AttentionSlicePublic(BaseModel):
     """One head ``[query, key]`` or one layer ``[head, query, key]`` (of the ``rows`` x ``cols``
     window, pooled by ``stride``) as nested lists."""
 
@@ -255,14 +264,16 @@ class AttentionSlice(BaseModel):
     head: int | None = None
     shape: list[int]
     tokens: list[str]
-    weights: list
+    weights: list[list[float]] | list[list[list[float]]] = Field(
+        ..., description="[query][key] (one head) or [head][query][key] (one layer)"
+    )
     rows: list[int] = Field(default_factory=list, description="[start, stop) query positions of the slice")
     cols: list[int] = Field(default_factory=list, description="[start, stop) key positions of the slice")
     stride: int = Field(1, description="each cell pools a stride x stride block of weights")
     pool: Literal["max", "mean"] = "max"
 
 
-class AttentionTopK(BaseModel):
+class AttentionTopKPublic(BaseModel):
     """Per query row of the ``rows`` window, the ``k`` keys of ``cols`` with the largest weight,
     largest first: ``indices`` (absolute key positions) and ``weights``, each ``[query, k]`` for one
     head or ``[head, query, k]`` for a layer."""
@@ -275,8 +286,8 @@ class AttentionTopK(BaseModel):
     rows: list[int]
     cols: list[int]
     tokens: list[str]
-    indices: list
-    weights: list
+    indices: list[list[int]] | list[list[list[int]]] = Field(..., description="[query][k] or [head][query][k]")
+    weights: list[list[float]] | list[list[list[float]]] = Field(..., description="[query][k] or [head][query][k]")
 
 
 class ErrorBody(BaseModel):
@@ -293,7 +304,7 @@ class ErrorBody(BaseModel):
     )
 
 
-class ConvAttentionPair(BaseModel):
+class ConvAttentionPublic(BaseModel):
     """One output channel of a conv-as-attention run's first layer, computed both ways ``[row, col]``."""
 
     run_id: str
