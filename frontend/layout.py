@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dash import dcc, html
 
+from attnscope.frontend.llm_layout import llm_panels
+
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
 
@@ -95,8 +97,9 @@ def explore_page() -> html.Div:
     return html.Div(
         children=[
             dcc.Store(id="selected-head"),
-            dcc.Store(id="detail-window"),
+            dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
             controls(),
+            llm_panels(),
             model_view(),
             detail_views(),
         ]

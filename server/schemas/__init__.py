@@ -23,6 +23,7 @@ from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
     MAX_SLICE_BYTES,
     MAX_STRIDE,
+    MAX_TEMPERATURE,
     MAX_TEXT_CHARS,
     MAX_TOP_K,
     RANGE_PATTERN,
