@@ -28,6 +28,7 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow  # 4 trainings of 2-3 steps, each evaluated on the 2,000 held-out digits, and 4 measurements
 def test_train_measure_report_on_a_tiny_setting(tmp_experiments):
     records = seeds.train_all(ARMS, SEEDS, epochs_scale=SCALE)
     assert [(r["name"], r["seed"]) for r in records] == [(a, s) for s in SEEDS for a in ARMS]
