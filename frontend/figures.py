@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-from attnscope.frontend.plot_config import SEQUENTIAL
+from attnscope.frontend.plot_config import SEQUENTIAL, scale_map, scaling_title
 
 COLORSCALE = SEQUENTIAL  # one colour-scale policy across pages (plot_config)
 _LUT = np.array(
@@ -56,21 +56,25 @@ def thumbnail_src(matrix: np.ndarray, max_size: int = 64) -> str:
     return "data:image/png;base64," + base64.b64encode(_png(_LUT[idx])).decode()
 
 
-def head_detail_figure(weights: np.ndarray, tokens: list[str], title: str) -> go.Figure:
-    """Heatmap of one head ``[query, key]``: token labels on both axes, exact weights on hover."""
+def head_detail_figure(weights: np.ndarray, tokens: list[str], title: str, scaling: str = "global") -> go.Figure:
+    """Heatmap of one head ``[query, key]``: token labels on both axes, exact weights on hover.
+    ``scaling``: ``global`` (the weights, 0..max), ``row`` or ``log`` (``plot_config.scale_map``;
+    the hover names the scaled value)."""
     n = len(tokens)
     idx = list(range(n))
     hover = [[f"{tokens[q]} → {tokens[k]}" for k in idx] for q in idx]
+    z, colors = (weights, {"colorscale": COLORSCALE, "zmin": 0}) if scaling == "global" else scale_map(weights, scaling)
     fig = go.Figure(
         go.Heatmap(
-            z=weights,
+            z=z,
             x=idx,
             y=idx,
             customdata=hover,
-            colorscale=COLORSCALE,
-            zmin=0,
-            colorbar={"title": {"text": "weight"}},
-            hovertemplate="query %{y} · key %{x}<br>%{customdata}<br>weight %{z:.5f}<extra></extra>",
+            **colors,
+            colorbar={"title": {"text": scaling_title(scaling)}},
+            hovertemplate="query %{y} · key %{x}<br>%{customdata}<br>"
+            + scaling_title(scaling)
+            + " %{z:.5f}<extra></extra>",
         )
     )
     # every token labelled up to 64 tokens; beyond that every k-th (hover still names each cell), and
@@ -145,13 +149,16 @@ def head_view_figure(
                 textfont={"size": 13 if n <= 100 else 8},
             )
         )
+    # the legend sits in its own strip at the bottom of the figure (container coordinates), below the
+    # plot area: it never covers the last tokens; room for 4 heads a row (a 390 px screen)
+    legend_px = 24 * -(-len(heads) // 4)
     fig.update_layout(
         title={"text": f"Head view · layer {layer}"},
-        height=max(360, row_px * n + 120),
+        height=max(360, row_px * n + 120) + legend_px,
         xaxis={"visible": False, "range": [-0.6, 1.6]},
-        yaxis={"visible": False},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        yaxis={"visible": False, "range": [-(n - 1) - 0.6, 0.6]},
+        margin={"l": 10, "r": 10, "t": 50, "b": 14 + legend_px},
         plot_bgcolor="white",
-        legend={"orientation": "h", "y": -0.02},
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
     )
     return fig

@@ -75,5 +75,5 @@ def test_head_view_of_a_long_input_is_denser():
     w[0, :, 0] = 0.5
     tokens = [f"t{i}" for i in range(512)]
     fig = head_view_figure(w, tokens, heads=[0], layer=0)
-    assert fig.layout.height == 9 * 512 + 120  # 22 px per token below 100 tokens
-    assert head_view_figure(w[:, :10, :10], tokens[:10], heads=[0], layer=0).layout.height == 360
+    assert fig.layout.height == 9 * 512 + 120 + 24  # 22 px per token below 100 tokens
+    assert head_view_figure(w[:, :10, :10], tokens[:10], heads=[0], layer=0).layout.height == 360 + 24
