@@ -191,6 +191,10 @@ class ApiClient:
     def job(self, job_id: str) -> JobPublic:
         return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
 
+    def cancel_job(self, job_id: str) -> JobPublic:
+        """Cancel a job (a queued one at once, a running one at its next progress report)."""
+        return JobPublic.model_validate(self._request("DELETE", f"/jobs/{job_id}").json())
+
     def job_result(self, job_id: str, format: str = "json"):
         """A finished job's result: a dict (json) or CSV text (csv)."""
         r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
