@@ -283,6 +283,12 @@
         }
         return id.fmt + " " + Date.now();
       },
+      /* a step-by-step job ({next, n, error}): ask for step ``next`` by setting ``storeId``'s data */
+      nextStep: function (state, storeId) {
+        if (!state || state.error || state.next >= state.n) { return noUpdate(); }
+        setTimeout(function () { window.dash_clientside.set_props(storeId, { data: state.next }); }, 0);
+        return state.next;
+      },
       gridImage: function (nClicks, containerId) {
         if (!nClicks) { return noUpdate(); }
         gridImage(containerId, "attnscope-" + containerId + ".png");
