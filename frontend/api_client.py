@@ -13,6 +13,7 @@ from attnscope.server.schemas import (
     ExplainerInfo,
     FaithfulnessPublic,
     FixedPointPublic,
+    HeadComparison,
     JobPublic,
     LipschitzPublic,
     MeasurePublic,
@@ -183,6 +184,12 @@ class ApiClient:
         return FaithfulnessPublic.model_validate(
             self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json()
         )
+
+    # ------------------------------------------------------------------ compare
+    def compare_heads(self, a: str, b: str) -> HeadComparison:
+        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``."""
+        r = self._request("GET", "/compare/heads", params={"a": a, "b": b})
+        return HeadComparison.model_validate(r.json())
 
     # ------------------------------------------------------------------ jobs
     def create_job(self, kind: str, params: dict) -> JobPublic:

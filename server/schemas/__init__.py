@@ -1,6 +1,7 @@
 """Request and response schemas of the REST API: pure pydantic (the dashboard imports them too),
 one module per resource, all re-exported here."""
 
+from attnscope.server.schemas.compare import HeadComparison  # noqa: F401
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
     MAX_TEXT_CHARS,
