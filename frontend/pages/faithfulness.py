@@ -8,8 +8,9 @@ import dash
 from dash import dash_table, dcc, html
 
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
-from attnscope.frontend.pages.faithfulness_callbacks import DEFAULT_EXPLAINERS, EXAMPLE, PARAMS, explainer_list
+from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
 
@@ -59,7 +60,7 @@ def _controls(state: dict) -> html.Div:
                     html.Label("Explainers", htmlFor="faith-explainers"),
                     dcc.Checklist(
                         id="faith-explainers",
-                        value=explainer_list(state["explainers"]) or DEFAULT_EXPLAINERS,
+                        value=explainer_list(state["explainers"]) or list(DEFAULT_EXPLAINERS),
                         inline=True,
                         className="head-checklist",
                         options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],

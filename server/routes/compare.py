@@ -10,7 +10,7 @@ from attnscope.analysis.divergence import comparable, head_divergences
 from attnscope.server.deps import ServiceDep, get_run
 from attnscope.server.errors import error_responses
 from attnscope.server.executor import heavy
-from attnscope.server.schemas import HeadComparison
+from attnscope.server.schemas import HeadComparisonPublic
 
 router = APIRouter(prefix="/compare", tags=["compare"])
 
@@ -19,21 +19,21 @@ RUN_ID = Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z
 
 @router.get(
     "/heads",
-    response_model=HeadComparison,
+    response_model=HeadComparisonPublic,
     responses=error_responses(
         {404: "no run with one of the ids", 422: "the runs differ in layers, heads or tokens (the detail says how)"}
     ),
     summary="Per-head divergences of run a from run b (same layers, heads and tokens)",
 )
 @heavy
-def compare_heads(a: RUN_ID, b: RUN_ID, service: ServiceDep) -> HeadComparison:
+def compare_heads(a: RUN_ID, b: RUN_ID, service: ServiceDep) -> HeadComparisonPublic:
     run_a, run_b = get_run(a, service), get_run(b, service)
     maps_a, maps_b = run_a.capture.maps, run_b.capture.maps
     problem = comparable(maps_a, maps_b)
     if problem:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"runs {a} and {b} cannot be compared: {problem}")
     d = head_divergences(maps_a, maps_b)
-    return HeadComparison(
+    return HeadComparisonPublic(
         a=a,
         b=b,
         model_a=run_a.model,

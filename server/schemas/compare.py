@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
-class HeadComparison(BaseModel):
+class HeadComparisonPublic(BaseModel):
     """Run A against run B, per head ``[layer][head]`` (means over query rows)."""
 
     a: str = Field(..., description="run id of A")
