@@ -12,14 +12,16 @@ GRID = "document.querySelectorAll('#compare-grid .head-thumb').length === 72"
 def test_two_texts_on_one_model_then_a_link_reopens_the_head(open_dash):
     page = open_dash("/compare")
     page.wait_for_function(GRID, timeout=90_000)  # the example minimal pair is compared on open
-    js = page.evaluate("document.querySelector('#compare-js .js-plotly-plot').data[0]")
-    assert js["type"] == "heatmap"
+    js_grid = "((document.querySelector('#compare-js .js-plotly-plot') || {}).data || [])[0]"
+    page.wait_for_function(f"({js_grid} || {{}}).type === 'heatmap'", timeout=30_000)
     page.locator("#compare-grid .head-thumb[data-layer='2'][data-head='3']").click()
     page.wait_for_selector("#compare-detail-a .gtitle:has-text('A · L2H3 · minilm')", timeout=30_000)
     page.wait_for_selector("#compare-detail-b .gtitle:has-text('B · L2H3 · minilm')", timeout=30_000)
     assert "cat" in page.locator("#compare-detail-a .ytick").all_text_contents()
     assert "dog" in page.locator("#compare-detail-b .ytick").all_text_contents()
-    diff = page.evaluate("document.querySelector('#compare-detail-diff .js-plotly-plot').data[0]")
+    diff_map = "((document.querySelector('#compare-detail-diff .js-plotly-plot') || {}).data || [])[0]"
+    page.wait_for_function(f"({diff_map} || {{}}).type === 'heatmap'", timeout=30_000)
+    diff = page.evaluate(diff_map)
     assert diff["zmin"] == -diff["zmax"] and diff["colorscale"]  # symmetric diverging scale
     page.keyboard.press("ArrowDown")  # arrow keys move the selected head here too
     page.wait_for_selector("#compare-detail-a .gtitle:has-text('L3H3')", timeout=30_000)
