@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dash import dcc, html
 
+from attnscope.frontend.llm_layout import llm_panels
 from attnscope.frontend.page_common import error_box
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.url_state import problems_message, url_sync
@@ -119,6 +120,7 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             problems_message(problems or [], "explore"),
             controls(state.get("text")),
             error_box("explore"),
+            llm_panels(),
             model_view(),
             detail_views(state.get("scaling") or "global"),
         ]

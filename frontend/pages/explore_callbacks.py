@@ -9,6 +9,14 @@ from dash import ALL, Input, Output, State, callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import head_detail_figure, head_view_figure, thumbnail_src
+from attnscope.frontend.llm_figures import (
+    causal_thumbnail_src,
+    column_label,
+    group_starts,
+    head_label,
+    head_order,
+    model_options,
+)
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_state import RUN_PARAMS, resolve_run, run_query, run_record
@@ -56,8 +64,8 @@ def load_models(query, _retry, stored):
         listing = client().models()
     except ApiError as exc:
         return [], None, f"API unavailable: {exc}", "notice"
-    options = [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in listing.models]
-    names = [m.name for m in listing.models]
+    options = model_options(listing.models, "text")  # grouped by task; vision models are on Vision
+    names = [m.name for m in listing.models if m.modality == "text"]
     model, note = pick_model(names, (query or {}).get("model"), (stored or {}).get("model"), listing.default)
     return options, model, note or f"API {client().base_url}", "notice" if note else "api-status"
 
@@ -83,6 +91,19 @@ def resolve(query, _retry, stored):
         return None, "", message if failed else "", no_update, no_update
     share = run if not stored or stored.get("id") != run["id"] else no_update
     return run, message, "", share, run.get("text") or no_update
+
+
+@callback(
+    Output("explore-run-data", "data", allow_duplicate=True),
+    Input("run-store", "data"),
+    State("explore-run-data", "data"),
+    prevent_initial_call=True,
+)
+def follow_session_run(stored, shown):
+    """A run made by another control of the page (Generate) becomes the page's run."""
+    if not stored or (shown and shown.get("id") == stored.get("id")):
+        return no_update
+    return stored
 
 
 @callback(
@@ -133,16 +154,17 @@ def badge_text(labels: list[str]) -> str:
     return " ".join(short[:2])
 
 
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], selected: bool = False) -> html.Button:
-    label = f"L{layer}H{head}"
+def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: dict, cls: str, selected: bool):
+    label = head_label(layer, head, run.get("kv_head_of"))  # L3H4, or L3 H4 (kv 1) under grouped-query attention
     kinds = ", ".join(labels) if labels else "no type"
-    children = [html.Img(src=thumbnail_src(matrix), alt=label)]
+    src = causal_thumbnail_src(matrix) if run.get("causal") else thumbnail_src(matrix)
+    children = [html.Img(src=src, alt=label)]
     if labels:
         children.append(html.Span(badge_text(labels), className="badge"))
     return html.Button(
         children,
         id={"type": "head-thumb", "layer": layer, "head": head},
-        className="head-thumb selected" if selected else "head-thumb",
+        className=f"{cls} selected" if selected else cls,
         title=f"{label} ({kinds}): click for detail",
         **{"aria-pressed": "true" if selected else "false", "data-layer": layer, "data-head": head},
         n_clicks=0,
@@ -173,21 +195,28 @@ def render_grid(run, query, current):
         types = {(h.layer, h.head_index): h.labels for h in client().heads(run["id"]).heads}
     except ApiError:  # badges are a bonus: the grid still shows without them
         types = {}
+    kv_of = run.get("kv_head_of")
+    order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
+    col = lambda h: column_label(h, kv_of)  # noqa: E731
+    gap = lambda h, base: f"{base} kv-group-start" if h in starts else base  # noqa: E731
     header = html.Div(
         className="grid-row grid-header",
         children=[html.Span("", className="row-label")]
-        + [html.Span(f"H{h}", className="col-label") for h in range(n_heads)],
+        + [html.Span(col(h), className=gap(h, "col-label")) for h in order],
     )
     rows = [header] + [
         html.Div(
             className="grid-row",
             children=[html.Span(f"L{l}", className="row-label")]
-            + [_thumb(l, h, layers[l][h], types.get((l, h), []), (l, h) == selected[:2]) for h in range(n_heads)],
+            + [
+                _thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb"), (l, h) == selected)
+                for h in order
+            ],
         )
         for l in range(n_layers)
     ]
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
-    head_opts = [{"label": f"H{h}", "value": h} for h in range(n_heads)]
+    head_opts = [{"label": col(h), "value": h} for h in order]
     layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)
     choice = {"layer": selected[0], "head": selected[1], "run": run["id"]}
     return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice
