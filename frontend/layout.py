@@ -7,7 +7,7 @@ from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
 from attnscope.frontend.page_common import error_box
-from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
+from attnscope.frontend.plot_config import export_bar, graph_config
 from attnscope.frontend.url_state import problems_message, url_sync
 
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
@@ -61,7 +61,7 @@ def model_view() -> html.Section:
     )
 
 
-def detail_views(scaling: str = "global") -> html.Div:
+def detail_views() -> html.Div:
     return html.Div(
         className="row",
         children=[
@@ -69,20 +69,13 @@ def detail_views(scaling: str = "global") -> html.Div:
                 className="panel half",
                 children=[
                     html.H2("Head detail"),
-                    html.Div(
-                        className="inline",
-                        children=[
-                            html.Label("Scaling", htmlFor="head-scaling"),
-                            dcc.RadioItems(
-                                id="head-scaling",
-                                value=scaling,
-                                inline=True,
-                                className="head-checklist",
-                                options=[{"label": s, "value": s} for s in SCALINGS],
-                            ),
-                        ],
+                    html.P(
+                        "Long inputs open as a pooled overview (each cell the maximum of a block); "
+                        "drag a box to zoom into a token window at full resolution, double-click to reset.",
+                        className="hint",
                     ),
                     dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
+                    html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                     export_bar("head-detail"),
                 ],
             ),
@@ -116,12 +109,13 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             dcc.Store(id="selected-head"),
             dcc.Store(id="explore-query", data=state),
             dcc.Store(id="explore-run-data"),
+            dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
             url_sync("explore"),
             problems_message(problems or [], "explore"),
             controls(state.get("text")),
             error_box("explore"),
             llm_panels(),
             model_view(),
-            detail_views(state.get("scaling") or "global"),
+            detail_views(),
         ]
     )
