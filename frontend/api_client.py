@@ -18,6 +18,7 @@ from attnscope.server.schemas import (
     ExplainerPublic,
     FaithfulnessPublic,
     FixedPointPublic,
+    HeadComparisonPublic,
     HeadsPublic,
     HealthPublic,
     ImportancePublic,
@@ -242,12 +243,22 @@ class ApiClient:
             self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json()
         )
 
+    # ------------------------------------------------------------------ compare
+    def compare_heads(self, a: str, b: str) -> HeadComparisonPublic:
+        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``."""
+        r = self._request("GET", "/compare/heads", params={"a": a, "b": b})
+        return HeadComparisonPublic.model_validate(r.json())
+
     # ------------------------------------------------------------------ jobs
     def create_job(self, kind: str, params: dict) -> JobPublic:
         return JobPublic.model_validate(self._request("POST", "/jobs", json={"kind": kind, "params": params}).json())
 
     def job(self, job_id: str) -> JobPublic:
         return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
+
+    def cancel_job(self, job_id: str) -> JobPublic:
+        """Cancel a job (a queued one at once, a running one at its next progress report)."""
+        return JobPublic.model_validate(self._request("DELETE", f"/jobs/{job_id}").json())
 
     def job_result(self, job_id: str, format: str = "json"):
         """A finished job's result: a dict (json) or CSV text (csv)."""

@@ -26,7 +26,7 @@ from attnscope.server.executor import HeavyExecutor
 from attnscope.server.executors import InProcessExecutor
 from attnscope.server.job_kinds import register_job_kinds
 from attnscope.server.job_manager import JobManager
-from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
+from attnscope.server.routes import compare, datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
 
@@ -104,5 +104,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(compare.router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app)
     return app
