@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from attnscope.models.registry import get_spec, require_text_model
 from attnscope.pipelines.dataset_runs import census_shard, merge_census, pick_examples, run_probe
@@ -14,6 +14,8 @@ from attnscope.server.jobs import register_job_kind, register_sharded_job_kind
 
 
 class CensusParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt parameter is a 422, never silently ignored
+
     model: str = Field("minilm", description="registry name")
     dataset: Literal["sst2", "movies"] = "sst2"
     n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
@@ -21,7 +23,7 @@ class CensusParams(BaseModel):
         None,
         description="data set split: sst2 dev|train, movies rationales|fold10 (default: sst2 dev, movies rationales)",
     )
-    seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the example sample (and of the CNN probe)")
 
     @field_validator("model")
     @classmethod

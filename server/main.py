@@ -26,6 +26,7 @@ from attnscope.server.errors import document_common_errors, install_error_handle
 from attnscope.server.executor import HeavyExecutor
 from attnscope.server.executors import InProcessExecutor
 from attnscope.server.job_manager import JobManager
+from attnscope.server.middleware import install_middleware
 from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
@@ -53,7 +54,7 @@ def make_executor(settings: Settings, service: RunService):
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.allowed_origins, allow_methods=["*"], allow_headers=["*"]
         )
+    install_middleware(app, settings)
     install_error_handlers(app)
     app.include_router(health.router, prefix=API_PREFIX)
     secured = [Depends(require_token)]

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 from fastapi import APIRouter, HTTPException, status
-from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from attnscope.analysis.faithfulness import get_convention
 from attnscope.analysis.rollout import TooLongForFlowError
@@ -35,11 +35,13 @@ from attnscope.pipelines.faithfulness_eval import (
     explain_example,
     token_cap,
 )
-from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.budget import check_budget
+from attnscope.server.deps import RunDep, ServiceDep, SettingsDep
+from attnscope.server.errors import error_responses
 from attnscope.server.executor import heavy
 from attnscope.server.jobs import register_sharded_job_kind
-from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
-from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION
+from attnscope.server.schemas import ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
+from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION, ExplainerOptions
 
 router = APIRouter(tags=["faithfulness"])
 UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
@@ -62,11 +64,19 @@ def read_explainers() -> list[ExplainerInfo]:
 @router.post(
     "/runs/{run_id}/faithfulness",
     response_model=FaithfulnessPublic,
-    responses={404: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
+    responses=error_responses(
+        404,
+        {
+            413: "the input is longer than an explainer's token cap, or the request's cost (tokens x steps x "
+            "explainers) is over the compute budget (ATTNSCOPE_COMPUTE_BUDGET): run it as a job"
+        },
+    ),
     summary="Explain a run's prediction and score the explanations (ERASER metrics)",
 )
 @heavy
-def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceDep) -> FaithfulnessPublic:
+def create_faithfulness(
+    run: RunDep, body: FaithfulnessCreate, service: ServiceDep, settings: SettingsDep
+) -> FaithfulnessPublic:
     # plain def: model work runs in the threadpool, never on the event loop
     try:
         _check_names(body.explainers, body.metrics)
@@ -122,7 +132,10 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
             )
         human = char_spans_to_tokens(loaded, run.text, body.human_spans)[: len(ex)]
         ex = replace(ex, human=human)
-    _check_token_caps(body, len(ex))
+    options = body.options.as_dict()
+    _check_token_caps(body.explainers, options, len(ex))
+    with_metrics = any(m in FAITHFULNESS_METRICS for m in body.metrics)
+    check_budget(body.explainers, len(ex), options, settings.compute_budget, with_metrics)
     try:
         res = explain_example(
             loaded,
@@ -133,7 +146,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
             removal=body.removal,
             count=body.count,
             metrics=body.metrics,
-            options=body.options,
+            options=options,
         )
     except (UnknownMetricError, NotAClassifierError, TooLongForFlowError, TypeError, ValueError) as exc:
         raise HTTPException(UNPROCESSABLE, f"{exc}") from None
@@ -188,10 +201,10 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
     )
 
 
-def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
+def _check_token_caps(explainers: list[str], options: dict[str, dict], n_tokens: int) -> None:
     """413 when an explainer's interactive token cap is below the input's length, saying what to do."""
-    for name in body.explainers:
-        cap = token_cap(name, body.options, interactive=True)
+    for name in explainers:
+        cap = token_cap(name, options, interactive=True)
         if cap is None or n_tokens <= cap:
             continue
         if name == "flow":
@@ -207,6 +220,8 @@ def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
 
 class FaithfulnessJobParams(BaseModel):
     """Parameters of the ``faithfulness`` job: the explainer x metric table over a data set."""
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str = "minilm-sst2"
     dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
@@ -224,7 +239,10 @@ class FaithfulnessJobParams(BaseModel):
     k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
     max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
     allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
-    options: dict[str, dict] = Field(default_factory=dict)
+    options: ExplainerOptions = Field(
+        default_factory=ExplainerOptions,
+        description="per-explainer options, bounded as in POST /runs/{id}/faithfulness",
+    )
 
     @field_validator("model")
     @classmethod
@@ -291,7 +309,7 @@ def faithfulness_run_shard(params: FaithfulnessJobParams, models, start: int, st
         count=params.count,
         metrics=check_metrics(params.metrics),
         max_tokens=params.max_tokens,
-        options=params.options,
+        options=params.options.as_dict(),
         progress=progress,
     )
 

@@ -43,6 +43,8 @@ class ModelList(BaseModel):
 class SampleRef(BaseModel):
     """A dataset sample by index (vision models): ``{"dataset": "mnist", "index": 17}``."""
 
+    model_config = ConfigDict(extra="forbid")
+
     dataset: Literal["mnist", "photos"] = Field("mnist", description="dataset name (GET /datasets)")
     index: int = Field(..., ge=0, description="index into the dataset's held-out split")
 
@@ -251,9 +253,9 @@ class ErrorBody(BaseModel):
     detail: str = Field(..., description="what went wrong and what to change")
     code: str = Field(
         ...,
-        description="stable error code: bad_request, unauthorized, forbidden, not_found, method_not_allowed, "
-        "conflict, too_large, unsupported_media_type, invalid, budget_exceeded, busy, rate_limited, "
-        "internal, unavailable",
+        description="stable error code: bad_request, bad_host, csrf_header_missing, unauthorized, forbidden, "
+        "not_found, method_not_allowed, conflict, too_large, unsupported_media_type, invalid, budget_exceeded, "
+        "busy, rate_limited, internal, unavailable",
         examples=["invalid"],
     )
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class JobCreate(BaseModel):
     """Body of ``POST /jobs``: a registered job kind and its parameters."""
+
+    model_config = ConfigDict(extra="forbid")
 
     kind: str = Field(..., description="job kind, e.g. census or faithfulness (see GET /jobs/kinds)")
     params: dict = Field(default_factory=dict, description="parameters of that kind")
