@@ -105,5 +105,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
-    document_common_errors(app)
+    document_common_errors(app, token=bool(settings.api_token))
     return app

@@ -14,7 +14,8 @@ From the outside in (``install_middleware`` adds them in this order):
   bodies: ``ATTNSCOPE_MAX_BODY_BYTES``; multipart uploads: ``ATTNSCOPE_MAX_UPLOAD_BYTES``.
 - ``CsrfGuard``: a POST/PUT/PATCH/DELETE whose body a cross-site HTML form could send
   (``multipart/form-data``, ``application/x-www-form-urlencoded``, ``text/plain``) must carry
-  ``X-Requested-With`` or ``Authorization``; a browser only adds those after a CORS preflight.
+  ``X-Requested-With`` (any value): a browser only lets a page add it after a CORS preflight, which
+  this API grants only to ``ATTNSCOPE_ALLOWED_ORIGINS``.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ class BodyLimit:
 
 
 class CsrfGuard:
-    """A body a cross-site form could send needs ``X-Requested-With`` or ``Authorization``."""
+    """A body a cross-site form could send needs an ``X-Requested-With`` header."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -203,11 +204,11 @@ class CsrfGuard:
         if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH", "DELETE"):
             headers = Headers(scope=scope)
             ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if ctype in FORM_TYPES and "x-requested-with" not in headers and "authorization" not in headers:
+            if ctype in FORM_TYPES and not headers.get("x-requested-with"):
                 return await error_response(
                     400,
-                    f"a {ctype} {scope['method']} needs the header '{CSRF_HEADER}: XMLHttpRequest' (or "
-                    "'Authorization: Bearer <token>'): without it a page on another site could send this form",
+                    f"a {ctype} {scope['method']} needs the header '{CSRF_HEADER}: XMLHttpRequest' (any value): "
+                    "without it a page on another site could send this form",
                     "csrf_header_missing",
                 )(scope, receive, send)
         await self.app(scope, receive, send)

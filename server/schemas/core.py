@@ -43,7 +43,7 @@ class ModelList(BaseModel):
 class SampleRef(BaseModel):
     """A dataset sample by index (vision models): ``{"dataset": "mnist", "index": 17}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     dataset: Literal["mnist", "photos"] = Field("mnist", description="dataset name (GET /datasets)")
     index: int = Field(..., ge=0, description="index into the dataset's held-out split")
@@ -53,7 +53,7 @@ class GenerateCreate(BaseModel):
     """Generation after the prompt (causal LMs): greedy (the default) or sampled at ``temperature``
     with ``seed``. The run's maps then cover prompt + generated tokens."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     max_new_tokens: int = Field(16, ge=1, le=MAX_NEW_TOKENS, description=f"tokens to generate, 1..{MAX_NEW_TOKENS}")
     greedy: bool | None = Field(
@@ -82,12 +82,31 @@ class RunCreate(BaseModel):
     models). Images can also be uploaded with ``POST /runs/image``. Causal LMs also take
     ``generate`` and ``chat``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # exactly one input; the schema says so too (oneOf), so a client sees it before sending
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,  # JSON types as the schema says: 0 is no boolean, "3" no integer
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["text"], "properties": {"text": {"type": "string"}, "sample": {"type": "null"}}},
+                {
+                    "required": ["sample"],
+                    "properties": {
+                        "sample": {"type": "object"},
+                        "text": {"type": "null"},
+                        "generate": {"type": "null"},
+                        "chat": {"const": False},
+                    },
+                },
+            ]
+        },
+    )
 
     model: str = Field("minilm", description="registry name from GET /models", examples=["minilm"])
     text: str | None = Field(
         None,
         max_length=MAX_TEXT_CHARS,
+        json_schema_extra={"pattern": r"\S"},  # not blank (the validator below words the error)
         description="the text to analyse",
         examples=["The cat sat on the mat because it was tired."],
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,8 +25,37 @@ MAX_PERTURBATIONS = 256
 MAX_RATIONALE = 8192  # tokens (or spans) of a human rationale
 
 
+# = attnscope.pipelines.explainers.EXPLAINERS and faithfulness_eval.METRICS (a test keeps them equal; this
+# module stays pure pydantic): the schema lists every name, so a misspelt one is a 422 with the choices
+ExplainerName = Literal[
+    "attention",
+    "rollout",
+    "flow",
+    "attn_grad",
+    "integrated_gradients",
+    "saliency",
+    "input_x_gradient",
+    "deeplift",
+    "occlusion",
+    "random",
+]
+MetricName = Literal[
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "comprehensiveness_entropy",
+    "comprehensiveness_kl",
+    "sufficiency_entropy",
+    "sufficiency_kl",
+    "token_f1",
+    "iou_f1",
+    "auprc",
+]
+
+
 class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class AttentionOptions(_Options):
@@ -105,15 +134,15 @@ class ExplainerOptions(_Options):
 class FaithfulnessCreate(BaseModel):
     """Body of ``POST /runs/{id}/faithfulness``: which explainers, which metrics, which convention."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    explainers: list[str] = Field(
+    explainers: list[ExplainerName] = Field(
         default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"],
         min_length=1,
         max_length=16,
         description="explainer names (GET /faithfulness/explainers)",
     )
-    metrics: list[str] = Field(
+    metrics: list[MetricName] = Field(
         default_factory=lambda: [
             "comprehensiveness",
             "sufficiency",
@@ -149,7 +178,7 @@ class FaithfulnessCreate(BaseModel):
         max_length=MAX_RATIONALE,
         description="0/1 per token of the run (same length as its tokens) for plausibility",
     )
-    human_spans: list[tuple[int, int]] | None = Field(
+    human_spans: list[Annotated[list[int], Field(min_length=2, max_length=2)]] | None = Field(
         None,
         max_length=MAX_RATIONALE,
         description="human rationale as [start, end) character spans of the run's text "

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class JobCreate(BaseModel):
     """Body of ``POST /jobs``: a registered job kind and its parameters."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: str = Field(..., description="job kind, e.g. census or faithfulness (see GET /jobs/kinds)")
     params: dict = Field(default_factory=dict, description="parameters of that kind")
