@@ -115,6 +115,9 @@ def test_schemathesis_all_checks_live_server(start_api, tmp_path):
     out = proc.stdout
     details = out[out.find("FAILURES") :][:12000] if "FAILURES" in out else out[-6000:]
     summary = f"{cases}; failures: {result['failures']}; errors: {result['errors']}\n{details}"
+    print(
+        f"schemathesis: {cases['generated']} cases, {len(result['failures'])} failures, {result['running_time']:.0f} s"
+    )
     assert result["operations"]["tested"] == result["operations"]["total"], summary
     assert cases["generated"] >= MIN_CASES, summary
     assert result["failures"] == [] and result["errors"] == [], summary
