@@ -6,6 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 from pydantic import Field, field_validator
+from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 try:
@@ -77,6 +78,26 @@ class Settings(BaseSettings):
     @classmethod
     def _split_csv(cls, value):
         return _csv(value) if isinstance(value, str) else value
+
+    @field_validator(
+        "max_runs",
+        "heavy_workers",
+        "heavy_queue",
+        "max_body_bytes",
+        "max_upload_bytes",
+        "compute_budget",
+        "max_queued_jobs",
+        "ray_workers",
+        "device",
+        "default_model",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_default(cls, value):
+        """``ATTNSCOPE_MAX_RUNS=`` (set but empty, as compose passes an unset host variable) keeps the default."""
+        if isinstance(value, str) and not value.strip():
+            raise PydanticUseDefault()
+        return value
 
     @field_validator("api_token", "rate_limit", "database_url", "state_dir", "ray_address", mode="before")
     @classmethod

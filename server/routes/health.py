@@ -21,4 +21,5 @@ async def read_health(request: Request) -> Health:
         device=state.device_name,
         loaded_models=state.service.models.loaded_names(),
         runs_stored=len(state.service.store),
+        heavy_in_flight=state.executor.in_flight,
     )

@@ -17,6 +17,7 @@ class Health(BaseModel):
     device: str
     loaded_models: list[str]
     runs_stored: int
+    heavy_in_flight: int = Field(0, description="heavy requests running or queued on the bounded executor")
 
 
 class ModelPublic(BaseModel):

@@ -173,3 +173,28 @@ def test_cancelled_work_stops_at_its_next_check():
         fut.result(timeout=10)
     assert len(steps) < 10_000
     ex.shutdown()
+
+
+def test_work_stops_when_its_client_leaves(start_api):
+    """Row 5: a Lipschitz estimate of 480 tokens (200 steps, 20 draws) ran 152 s after its client left."""
+    import http.client
+    from urllib.parse import urlencode, urlparse
+
+    import httpx
+
+    with start_api(Settings(preload=[], max_runs=4)) as url:
+        u = urlparse(url)
+        query = urlencode({"layer": 0, "steps": 200, "draws": 20, "text": " ".join(["word"] * 480)})
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+        conn.request("GET", f"{API}/models/minilm/lipschitz?{query}")
+        in_flight = lambda: httpx.get(f"{url}{API}/health", timeout=10).json()["heavy_in_flight"]  # noqa: E731
+        deadline = time.time() + 120
+        while in_flight() == 0 and time.time() < deadline:
+            time.sleep(0.2)
+        assert in_flight() == 1
+        conn.sock.close()  # the client leaves
+        conn.close()
+        deadline = time.time() + 60
+        while in_flight() and time.time() < deadline:
+            time.sleep(0.5)
+        assert in_flight() == 0  # cancelled at its next step, long before the estimate would end
