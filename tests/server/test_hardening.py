@@ -9,10 +9,13 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import select
+import socket
 import struct
 import zlib
 from urllib.parse import urlparse
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -154,15 +157,37 @@ def test_a_300_mb_json_body_is_refused_before_it_is_read(start_api):
         conn.close()
 
 
-def test_a_chunked_body_is_counted_and_cut_at_the_limit(start_api):
+def test_a_body_without_content_length_is_counted_and_refused(client):
+    """Chunked (no Content-Length): the middleware counts what streams in and answers 413 at the limit."""
+    with TestClient(create_app(Settings(preload=[], max_body_bytes=64 * 1024))) as c:
+        r = c.post(f"{API}/runs", content=(b" " * 8192 for _ in range(20)), headers=_JSON)
+        assert "content-length" not in r.request.headers
+        assert r.status_code == 413 and "cut there" in r.json()["detail"]
+
+
+def test_a_chunked_body_is_cut_at_the_limit_on_a_live_server(start_api):
+    """The client streams up to 80 MB; the server stops reading just past the 64 KiB limit: it answers 413
+    (or, when the client is still writing as it closes, resets the connection) and keeps serving."""
     with _live(start_api, max_body_bytes=64 * 1024) as url:
         u = urlparse(url)
-        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-        chunks = (b" " * 8192 for _ in range(10_000))  # 80 MB if it were all read
-        conn.request("POST", f"{API}/runs", body=chunks, headers=_JSON, encode_chunked=True)
-        resp = conn.getresponse()
-        assert resp.status == 413 and "cut there" in json.loads(resp.read())["detail"]
-        conn.close()
+        sock = socket.create_connection((u.hostname, u.port), timeout=30)
+        sock.sendall(
+            f"POST {API}/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        chunk, sent, reply = b"2000\r\n" + b" " * 8192 + b"\r\n", 0, b""
+        try:
+            while sent < 80 * 2**20 and not select.select([sock], [], [], 0)[0]:
+                sock.sendall(chunk)
+                sent += 8192
+            reply = sock.recv(65536)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            sock.close()
+        assert sent < 16 * 2**20, f"the server read {sent} bytes"
+        assert reply == b"" or reply.startswith(b"HTTP/1.1 413"), reply[:200]
+        assert httpx.get(f"{url}{API}/health", timeout=10).status_code == 200
 
 
 def test_an_upload_over_the_limit_is_refused_before_it_is_read(start_api):
