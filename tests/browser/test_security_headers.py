@@ -5,6 +5,13 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    """The policy enforced here (the other browser tests bypass it for Playwright's eval-based waits)."""
+    return {**browser_context_args, "bypass_csp": False}
+
+
 WATCH = """
 window.__csp = [];
 document.addEventListener('securitypolicyviolation',
@@ -12,7 +19,7 @@ document.addEventListener('securitypolicyviolation',
 """
 
 
-@pytest.mark.parametrize("path", ["/", "/structure", "/faithfulness", "/measure"])
+@pytest.mark.parametrize("path", ["/", "/vision", "/structure", "/census", "/faithfulness", "/measure"])
 def test_pages_render_under_the_policy_without_a_violation(page, dashboard_url, path):
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -40,3 +47,24 @@ def test_the_policy_blocks_an_injected_inline_script(open_dash):
         })"""
     )
     assert ran == "blocked"
+
+
+def test_plotly_draws_webgl_3d_and_heatmaps_under_the_policy(page, dashboard_url):
+    """The measure page's 3D particles (scatter3d, WebGL) and the heatmaps need no eval."""
+    page.add_init_script(WATCH)
+    page.goto(dashboard_url + "/measure")
+    page.wait_for_selector("#main .panel", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    drawn = page.evaluate(
+        """async () => {
+            const div = document.createElement('div');
+            document.body.appendChild(div);
+            await Plotly.newPlot(div, [{type: 'scatter3d', mode: 'markers', x: [1, 2, 3], y: [3, 1, 2], z: [2, 3, 1]}]);
+            const hm = document.createElement('div');
+            document.body.appendChild(hm);
+            await Plotly.newPlot(hm, [{type: 'heatmap', z: [[1, 2], [3, 4]]}]);
+            return div.querySelectorAll('canvas').length + hm.querySelectorAll('.hm, image').length;
+        }"""
+    )
+    assert drawn >= 2
+    assert page.evaluate("window.__csp") == []
