@@ -7,6 +7,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
+DEFAULT_EXPLAINERS = ("attention", "rollout", "attn_grad", "integrated_gradients", "random")
+DEFAULT_METRICS = (
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "token_f1",
+    "iou_f1",
+    "auprc",
+)
 COUNT_DESCRIPTION = (
     "override the convention's counting rule for k% of the tokens: eraser-code (remove n - int((1-k) n), keep "
     "int(k n), as ERASER's code; the eraser conventions' default), ceil (both ceil(k n)), ferret (both int(k n), "
@@ -137,24 +147,12 @@ class FaithfulnessCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     explainers: list[ExplainerName] = Field(
-        default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"],
+        default_factory=lambda: list(DEFAULT_EXPLAINERS),
         min_length=1,
         max_length=16,
         description="explainer names (GET /faithfulness/explainers)",
     )
-    metrics: list[MetricName] = Field(
-        default_factory=lambda: [
-            "comprehensiveness",
-            "sufficiency",
-            "aopc_comprehensiveness",
-            "aopc_sufficiency",
-            "token_f1",
-            "iou_f1",
-            "auprc",
-        ],
-        min_length=1,
-        max_length=32,
-    )
+    metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1, max_length=32)
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
     count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
@@ -191,7 +189,7 @@ class FaithfulnessCreate(BaseModel):
     )
 
 
-class ExplainerResult(BaseModel):
+class ExplainerScores(BaseModel):
     name: str
     scores: list[float]
     seconds: float
@@ -229,9 +227,9 @@ class FaithfulnessPublic(BaseModel):
     bins: list[float]
     metrics: list[str]
     human_rationale: list[int] | None = None
-    explainers: list[ExplainerResult]
+    explainers: list[ExplainerScores]
 
 
-class ExplainerInfo(BaseModel):
+class ExplainerPublic(BaseModel):
     name: str
     description: str
