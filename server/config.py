@@ -29,6 +29,8 @@ class Settings(BaseSettings):
 
     ATTNSCOPE_DEVICE          auto | cpu | cuda[:N]   (auto: CUDA when present)
     ATTNSCOPE_MAX_RUNS        runs kept in memory (LRU), default 256
+    ATTNSCOPE_MAX_RUN_BYTES   bytes the runs kept in memory may hold (LRU by bytes: stored queries/keys of lazy
+                              maps, eager maps, hidden states, outputs), default a quarter of physical memory
     ATTNSCOPE_DEFAULT_MODEL   model used when a request names none, default minilm
     ATTNSCOPE_ALLOWED_ORIGINS comma-separated CORS origins (empty: same-origin only)
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
@@ -57,6 +59,7 @@ class Settings(BaseSettings):
 
     device: str = "auto"
     max_runs: int = Field(256, ge=1)
+    max_run_bytes: int | None = Field(None, ge=1)  # None: attnscope.server.store.default_max_bytes()
     default_model: str = "minilm"
     allowed_origins: CsvList = Field(default_factory=list)
     api_token: str | None = None
@@ -81,6 +84,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "max_runs",
+        "max_run_bytes",
         "heavy_workers",
         "heavy_queue",
         "max_body_bytes",
