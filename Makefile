@@ -24,7 +24,7 @@ DOCS_PORT ?= 8100
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: axe decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
+.PHONY: axe decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,9 @@ docs-build: install-test  ## the documentation site into build/site; --strict: a
 
 test: install-test chromium axe lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+contract: install-test  ## the OpenAPI contract alone: schemathesis --checks all, >= 2,000 cases, against a live API (make test runs it too)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/server/test_contract.py
 
 test-fast: install-test
 	$(BIN)/python -m pytest -q -m "not browser"

@@ -207,7 +207,11 @@ class ApiClient:
     def upload_image_run(self, model: str, blob: bytes, filename: str = "upload.png") -> RunPublic:
         """Upload a PNG/JPEG and run it through a vision model."""
         r = self._request(
-            "POST", "/runs/image", data={"model": model}, files={"file": (filename, blob, "application/octet-stream")}
+            "POST",
+            "/runs/image",
+            data={"model": model},
+            files={"file": (filename, blob, "application/octet-stream")},
+            headers={"X-Requested-With": "attnscope-dashboard"},  # the API refuses form posts without it (CSRF)
         )
         return RunPublic.model_validate(r.json())
 
