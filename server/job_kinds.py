@@ -93,3 +93,64 @@ register_sharded_job_kind(
 register_job_kind(
     "probe", ProbeParams, _probe, "per-layer accuracy of predicting the label from that layer's attention maps alone"
 )
+
+
+class HeadEffectsParams(BaseModel):
+    model: str = Field("minilm-sst2", description="registry name of a text model")
+    dataset: Literal["sst2", "movies"] = "sst2"
+    n: int = Field(50, ge=1, le=1000, description="examples (a seeded sample of the split)")
+    split: str | None = Field(None, description="data set split (default: sst2 dev, movies rationales)")
+    seed: int = Field(0, ge=0, description="seed of the example sample")
+    method: Literal["zero", "mean", "uniform"] = Field("zero", description="ablation applied to each head in turn")
+    metric: Literal["prob", "logit_diff", "flip", "cosine", "loss"] | None = Field(
+        None, description="default: the task's first (classifiers prob, embedding models cosine, causal LMs loss)"
+    )
+    max_tokens: int = Field(64, ge=4, le=128, description="each text is cut to this many tokens")
+    chunk: int = Field(32, ge=1, le=64, description="copies of an input per batched forward pass")
+
+    @field_validator("model")
+    @classmethod
+    def _known_text_model(cls, v: str) -> str:
+        require_text_model(v)
+        return v
+
+    @model_validator(mode="after")
+    def _known_split(self):
+        check_split(self.dataset, self.split)
+        return self
+
+
+def head_effects_size(params: HeadEffectsParams) -> int:
+    return len(_examples(params.dataset, params.n, params.split, params.seed))
+
+
+def head_effects_run_shard(params: HeadEffectsParams, models, start: int, stop: int, progress) -> dict:
+    """Examples ``[start, stop)``: running statistics of every head's ablation effect."""
+    from attnscope.pipelines.interventions import InterventionError
+    from attnscope.pipelines.interventions.dataset import grid_shard
+
+    examples = list(_examples(params.dataset, params.n, params.split, params.seed)[start:stop])
+    backend = models.get(params.model)
+    try:
+        return grid_shard(
+            backend, examples, params.method, params.metric, params.max_tokens, params.chunk, progress=progress
+        )
+    except InterventionError as exc:  # the job fails with the reason (a model or metric that does not fit)
+        raise ValueError(str(exc)) from None
+
+
+def head_effects_merge(params: HeadEffectsParams, partials: list[dict]) -> dict:
+    from attnscope.pipelines.interventions.dataset import merge_grids
+
+    return merge_grids(partials, get_spec(params.model).name, params.method, params.dataset)
+
+
+register_sharded_job_kind(
+    "head-effects",
+    HeadEffectsParams,
+    size=head_effects_size,
+    run_shard=head_effects_run_shard,
+    merge=head_effects_merge,
+    description="per-head ablation effect over N examples: mean and std of the metric change, classifiers' flip rate",
+    shard_size=10,
+)

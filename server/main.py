@@ -26,7 +26,17 @@ from attnscope.server.errors import document_common_errors, install_error_handle
 from attnscope.server.executor import HeavyExecutor
 from attnscope.server.executors import InProcessExecutor
 from attnscope.server.job_manager import JobManager
-from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
+from attnscope.server.routes import (
+    datasets,
+    faithfulness,
+    health,
+    interventions,
+    jobs,
+    measure,
+    models,
+    runs,
+    structure,
+)
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
 
@@ -99,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(structure.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(interventions.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(jobs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)

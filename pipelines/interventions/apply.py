@@ -13,7 +13,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -158,8 +158,8 @@ def _maps(backend: Backend, inp: ModelInput, weights: np.ndarray) -> AttentionMa
 
 
 def prediction(backend: Backend, out: Outputs, top: int = 5) -> dict:
-    """A readable prediction of row 0: class probabilities, the embedding's size, or the top
-    next tokens after the last position."""
+    """A readable prediction of row 0: class probabilities, the embedding, or the ``top`` next tokens
+    after the last position (``top_k``: one row of ``{token_id, token, text, prob}``)."""
     if out.logits is not None:
         from attnscope.analysis.interventions import softmax
 
@@ -170,10 +170,18 @@ def prediction(backend: Backend, out: Outputs, top: int = 5) -> dict:
     if out.embedding is not None:
         return {"kind": "embedding", "dim": int(out.embedding.shape[1]), "embedding": out.embedding[0].tolist()}
     lp = out.last_logprobs[0]
-    order = np.argsort(-lp)[:top]
-    text = getattr(backend, "text_of", lambda i: str(i))
-    tops = [{"token_id": int(i), "text": text(int(i)), "prob": float(np.exp(lp[i]))} for i in order]
-    return {"kind": "next-token", "predicted": tops[0]["text"], "predicted_id": tops[0]["token_id"], "top_k": tops}
+    order = [int(i) for i in np.argsort(-lp)[:top]]
+    labels = backend.labels_of(order) if hasattr(backend, "labels_of") else [str(i) for i in order]
+    text = getattr(backend, "text_of", str)
+    tops = [{"token_id": i, "token": t, "text": text(i), "prob": float(np.exp(lp[i]))} for i, t in zip(order, labels)]
+    best = tops[0]
+    return {
+        "kind": "next-token",
+        "predicted": best["text"],
+        "predicted_id": best["token_id"],
+        "predicted_token": best["token"],
+        "top_k": [tops],  # one row: after the last position
+    }
 
 
 def intervene(
@@ -227,18 +235,29 @@ def head_effects(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """The per-head effect grid: ``effect [layer, head]`` (metric change when that head alone is
-    ablated or patched), with the clean prediction. The ``L * H`` interventions run as batches of
+    ablated or patched), with the clean prediction; ``grids`` adds classifiers' ``flip [layer, head]``.
+    The ``L * H`` interventions run as batches of
     ``chunk`` copies of the input, each row with its own head edit."""
     sets = grid_sets(backend.n_layers, backend.n_heads, method)
     prep = prepare(backend, inp, sets[:1], metric, source, direction, means)
     if any(s.needs_means for s in sets) and prep.ctx.means is None:  # pragma: no cover - prepare saw sets[0]
         prep.ctx.means = (means or HeadMeans()).get(backend, prep.runner)
     chunk = max(1, min(int(chunk), MAX_GRID_CHUNK))
-    values: list[np.ndarray] = []
+    kinds = [prep.metric.kind] + [k for k in ("flip",) if prep.clean.logits is not None and k != prep.metric.kind]
+    values: dict[str, list[np.ndarray]] = {k: [] for k in kinds}
     for start in range(0, len(sets), chunk):
         rows = sets[start : start + chunk]
-        values.append(effect(prep.metric, prep.clean, prep.forward(rows)))
+        altered = prep.forward(rows)
+        for k in kinds:
+            values[k].append(effect(replace(prep.metric, kind=k), prep.clean, altered))
         if progress is not None:
             progress(start + len(rows), len(sets))
-    grid = np.concatenate(values).reshape(backend.n_layers, backend.n_heads)
-    return {"effect": grid, "metric": prep.metric, "clean": prediction(backend, prep.clean), "target": prep.target}
+    shape = (backend.n_layers, backend.n_heads)
+    grids = {k: np.concatenate(v).reshape(shape) for k, v in values.items()}
+    return {
+        "effect": grids[prep.metric.kind],
+        "grids": grids,
+        "metric": prep.metric,
+        "clean": prediction(backend, prep.clean),
+        "target": prep.target,
+    }

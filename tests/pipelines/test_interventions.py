@@ -183,7 +183,7 @@ def test_causal_lm_zero_ablation_uniform_rows_and_residual_patch(smollm2):
     src = smollm2.encode_text("The dog sat on the rug. The dog sat on the")
     assert len(src) == n
     patched = intervene(smollm2, inp, one(ResidualPatch(29, (n - 1,))), source=src, want_maps=False)
-    assert patched["altered"]["top_k"][0]["token_id"] == smollm2.run(src).output["top_k"][-1][0]["token_id"]
+    assert patched["altered"]["top_k"][0][0]["token_id"] == smollm2.run(src).output["top_k"][-1][0]["token_id"]
 
 
 def test_causal_lm_answer_logit_difference(smollm2):
