@@ -15,7 +15,10 @@ def test_ablating_heads_shows_the_prediction_change_and_the_maps_after(open_dash
     assert "Δ prob" in page.locator("#interventions-result").text_content()
     page.wait_for_selector("#interventions-altered-map .gtitle:has-text('L2H0 · after')", timeout=30_000)
     # uniform attention: every weight of the altered map is 1/n
-    z = page.evaluate("() => document.querySelector('#interventions-altered-map .js-plotly-plot').data[0].z")
+    z = page.evaluate(
+        "() => Array.from(document.querySelector('#interventions-altered-map .js-plotly-plot')._fullData[0].z,"
+        " row => Array.from(row))"
+    )
     n = len(z)
     assert all(abs(v - 1 / n) < 1e-3 for row in z for v in row)
     page.wait_for_function("location.search.includes('heads=L2H0')", timeout=10_000)
