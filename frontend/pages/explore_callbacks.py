@@ -122,7 +122,7 @@ def render_grid(run):
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None
     try:
-        types = {(h["layer"], h["head_index"]): h["labels"] for h in client().heads(run["id"])["heads"]}
+        types = {(h.layer, h.head_index): h.labels for h in client().heads(run["id"]).heads}
     except ApiError:  # badges are a bonus: the grid still shows without them
         types = {}
     header = html.Div(

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from attnscope.analysis.indices import OutOfRangeError, check_index
+
 Head = tuple[int, int]  # (layer, head), zero-based
 ABLATIONS = ("zero", "mean", "uniform")
 
@@ -115,9 +117,11 @@ class InterventionSet:
         return out
 
 
-def _range(what: str, value: int, size: int, hint: str = "") -> None:
-    if not 0 <= value < size:
-        raise InterventionError(f"{what}={value} is out of range: use 0..{size - 1}{hint}")
+def _range(name: str, value: int, size: int, owner: str = "the model", what: str | None = None) -> None:
+    try:
+        check_index(name, value, size, owner, what)
+    except OutOfRangeError as exc:
+        raise InterventionError(str(exc)) from None
 
 
 def validate(
@@ -133,18 +137,18 @@ def validate(
             if not item.heads:
                 raise InterventionError(f"{type(item).__name__} lists no heads; give at least one [layer, head]")
             for layer, head in item.heads:
-                _range("layer", layer, n_layers, f" (the model has {n_layers} layers)")
-                _range("head", head, n_heads, f" (the model has {n_heads} heads per layer)")
+                _range("layer", layer, n_layers)
+                _range("head", head, n_heads, what="heads per layer")
         elif isinstance(item, EdgeKnockout):
             if not item.layers or not item.edges:
                 raise InterventionError("an edge knockout needs at least one layer and one [query, key] edge")
             for layer in item.layers:
-                _range("layer", layer, n_layers, f" (the model has {n_layers} layers)")
+                _range("layer", layer, n_layers)
             for head in item.heads or ():
-                _range("head", head, n_heads, f" (the model has {n_heads} heads per layer)")
+                _range("head", head, n_heads, what="heads per layer")
             for q, k in item.edges:
-                _range("query", q, n_tokens, f" (the input has {n_tokens} positions)")
-                _range("key", k, n_tokens, f" (the input has {n_tokens} positions)")
+                _range("query", q, n_tokens, "the input", "positions")
+                _range("key", k, n_tokens, "the input", "positions")
                 if causal and k > q:
                     raise InterventionError(
                         f"edge {q}->{k}: in a causal model query {q} never sees the later key {k}; use key <= query"
@@ -159,11 +163,11 @@ def validate(
                         f"the knockout blocks every key query {q} can see; keep at least one edge of that row"
                     )
         elif isinstance(item, ResidualPatch):
-            _range("layer", item.layer, n_layers, f" (the model has {n_layers} layers)")
+            _range("layer", item.layer, n_layers)
             if not item.positions:
                 raise InterventionError("a residual patch needs at least one position")
             for p in item.positions:
-                _range("position", p, n_tokens, f" (the input has {n_tokens} positions)")
+                _range("position", p, n_tokens, "the input", "positions")
     if iset.needs_source:
         if source_tokens is None:
             raise InterventionError("patching needs a source input: send 'corrupted' (a text of the same length)")
