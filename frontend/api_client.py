@@ -68,8 +68,13 @@ class ApiClient:
     def models(self) -> ModelList:
         return ModelList.model_validate(self._request("GET", "/models").json())
 
-    def create_run(self, model: str, text: str) -> RunPublic:
-        return RunPublic.model_validate(self._request("POST", "/runs", json={"model": model, "text": text}).json())
+    def create_run(self, model: str, text: str, generate: dict | None = None) -> RunPublic:
+        """Run ``text``; causal LMs also take ``generate`` (``GenerateCreate`` fields: ``max_new_tokens``,
+        ``greedy`` or ``temperature``, ``seed``): the run then covers prompt + generated tokens."""
+        body: dict = {"model": model, "text": text}
+        if generate is not None:
+            body["generate"] = generate
+        return RunPublic.model_validate(self._request("POST", "/runs", json=body).json())
 
     def run(self, run_id: str) -> RunPublic:
         return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}").json())
@@ -85,6 +90,15 @@ class ApiClient:
         r = self._request("GET", f"/runs/{run_id}/attention", params=params)
         if encoding == "json":
             return np.asarray(r.json()["weights"], dtype=np.float32)
+        try:
+            return unpack(r.content)[0]
+        except ValueError as exc:
+            raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
+
+    def rows(self, run_id: str, query: int) -> np.ndarray:
+        """Every layer's and head's attention row of position ``query``: ``[layer, head, key]``
+        (causal runs: keys ``0..query``, the prompt and the tokens generated before)."""
+        r = self._request("GET", f"/runs/{run_id}/rows/{query}", params={"format": "float16"})
         try:
             return unpack(r.content)[0]
         except ValueError as exc:

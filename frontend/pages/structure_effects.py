@@ -71,7 +71,7 @@ def measure(_clicks, run):
         return None, "No run yet."
     try:
         grid = client().head_effects(run["id"], {"method": "zero"})
-        heads = client().heads(run["id"])["heads"]
+        heads = [h.model_dump(by_alias=True) for h in client().heads(run["id"]).heads]
     except ApiError as exc:
         return None, f"The effects could not be measured: {exc.detail}"
     rho = grid["rank_agreement"]["rho"]

@@ -21,6 +21,7 @@ Every field is typed down to its leaves (nested models, ``list[list[float]]``, .
 
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
+    MAX_TEMPERATURE,
     MAX_TEXT_CHARS,
     AttentionRowsPublic,
     AttentionSlicePublic,
