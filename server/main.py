@@ -27,6 +27,7 @@ from attnscope.server.executors import InProcessExecutor
 from attnscope.server.job_kinds import register_job_kinds
 from attnscope.server.job_manager import JobManager
 from attnscope.server.routes import (
+    compare,
     datasets,
     faithfulness,
     health,
@@ -75,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.device_name = str(pick_device(settings.device))
         app.state.executor = HeavyExecutor(settings.heavy_workers, settings.heavy_queue)
         app.state.db = db
-        app.state.service = RunService(cache, RunStore(settings.max_runs), RunRecords(db))
+        app.state.service = RunService(cache, RunStore(settings.max_runs, settings.max_run_bytes), RunRecords(db))
         try:
             executor = make_executor(settings, app.state.service)
         except Exception:
@@ -115,5 +116,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(compare.router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app)
     return app

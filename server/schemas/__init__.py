@@ -19,12 +19,18 @@ Every field is typed down to its leaves (nested models, ``list[list[float]]``, .
 ``dict`` or ``Any`` in a response, so a client can validate what it gets (``tests/server/test_schemas.py``).
 """
 
+from attnscope.server.schemas.compare import HeadComparisonPublic  # noqa: F401
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
+    MAX_SLICE_BYTES,
+    MAX_STRIDE,
     MAX_TEMPERATURE,
     MAX_TEXT_CHARS,
+    MAX_TOP_K,
+    RANGE_PATTERN,
     AttentionRowsPublic,
     AttentionSlicePublic,
+    AttentionTopKPublic,
     ConvAttentionPublic,
     DatasetSample,
     ErrorBody,
