@@ -269,5 +269,13 @@ class ApiClient:
         r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
         return r.json() if format == "json" else r.text
 
+    def intervene(self, run_id: str, body: dict) -> dict:
+        """``POST /runs/{id}/interventions``: the altered prediction, effects and ``altered_run_id``."""
+        return self._request("POST", f"/runs/{run_id}/interventions", json=body).json()
+
+    def head_effects(self, run_id: str, body: dict | None = None) -> dict:
+        """``POST /runs/{id}/head-effects``: the per-head effect grid beside attention importance."""
+        return self._request("POST", f"/runs/{run_id}/head-effects", json=body or {}).json()
+
     def close(self) -> None:
         self._http.close()

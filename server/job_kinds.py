@@ -1,4 +1,4 @@
-"""The dataset-level job kinds the API offers: census, probe and faithfulness.
+"""The dataset-level job kinds the API offers: census, probe, faithfulness and head-effects.
 
 Their ``params`` models live in ``attnscope.server.schemas.jobs`` (pure pydantic: shapes and
 bounds); each kind adds the checks that need the registries (``check``), and ``register_job_kinds``
@@ -16,7 +16,7 @@ from attnscope.pipelines.datasets import check_split
 from attnscope.pipelines.explainers import check_explainers
 from attnscope.pipelines.faithfulness_eval import METRICS, check_metrics
 from attnscope.server.jobs import ParamsError, register_job_kind, register_sharded_job_kind
-from attnscope.server.schemas.jobs import JOB_PARAMS, CensusParams, FaithfulnessParams, ProbeParams
+from attnscope.server.schemas.jobs import JOB_PARAMS, CensusParams, FaithfulnessParams, HeadEffectsParams, ProbeParams
 
 
 def _field(name: str, check, *args) -> None:
@@ -138,8 +138,33 @@ def faithfulness_merge(params: FaithfulnessParams, partials: list[dict]) -> dict
     )
 
 
+def head_effects_size(params: HeadEffectsParams) -> int:
+    return len(_examples(params.dataset, params.n, params.split, params.seed))
+
+
+def head_effects_run_shard(params: HeadEffectsParams, models, start: int, stop: int, progress) -> dict:
+    """Examples ``[start, stop)``: running statistics of every head's ablation effect."""
+    from attnscope.pipelines.interventions import InterventionError
+    from attnscope.pipelines.interventions.dataset import grid_shard
+
+    examples = list(_examples(params.dataset, params.n, params.split, params.seed)[start:stop])
+    backend = models.get(params.model)
+    try:
+        return grid_shard(
+            backend, examples, params.method, params.metric, params.max_tokens, params.chunk, progress=progress
+        )
+    except InterventionError as exc:  # the job fails with the reason (a model or metric that does not fit)
+        raise ValueError(str(exc)) from None
+
+
+def head_effects_merge(params: HeadEffectsParams, partials: list[dict]) -> dict:
+    from attnscope.pipelines.interventions.dataset import merge_grids
+
+    return merge_grids(partials, get_spec(params.model).name, params.method, params.dataset)
+
+
 def register_job_kinds() -> None:
-    """Register census, probe and faithfulness in ``JOB_KINDS`` (again: the same kinds, replaced)."""
+    """Register census, probe, faithfulness and head-effects in ``JOB_KINDS`` (again: the same kinds, replaced)."""
     register_sharded_job_kind(
         "census",
         JOB_PARAMS["census"],
@@ -165,5 +190,16 @@ def register_job_kinds() -> None:
         merge=faithfulness_merge,
         check=check_faithfulness,
         description="ERASER faithfulness + plausibility table (explainer x metric) over a data set",
+        shard_size=10,
+    )
+    register_sharded_job_kind(
+        "head-effects",
+        JOB_PARAMS["head-effects"],
+        size=head_effects_size,
+        run_shard=head_effects_run_shard,
+        merge=head_effects_merge,
+        check=check_census,
+        description="per-head ablation effect over N examples: mean and std of the metric change, classifiers' "
+        "flip rate",
         shard_size=10,
     )

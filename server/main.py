@@ -27,7 +27,18 @@ from attnscope.server.executors import InProcessExecutor
 from attnscope.server.job_kinds import register_job_kinds
 from attnscope.server.job_manager import JobManager
 from attnscope.server.middleware import install_middleware
-from attnscope.server.routes import compare, datasets, faithfulness, health, jobs, measure, models, runs, structure
+from attnscope.server.routes import (
+    compare,
+    datasets,
+    faithfulness,
+    health,
+    interventions,
+    jobs,
+    measure,
+    models,
+    runs,
+    structure,
+)
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
 
@@ -102,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(structure.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(interventions.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(jobs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)

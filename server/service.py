@@ -20,6 +20,7 @@ from attnscope.models.inputs import decode_image
 from attnscope.models.loading import ModelCache
 from attnscope.models.registry import get_spec, require_modality
 from attnscope.models.zoo import samples
+from attnscope.pipelines.interventions.apply import HeadMeans
 from attnscope.server.store import Run, RunStore, run_key
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class RunService:
         self.records = records  # server.db.run_records.RunRecords: a run's input outlives the process
         self._probes: dict[str, tuple[AttentionMaps, np.ndarray]] = {}
         self._probe_lock = threading.Lock()
+        self.head_means = HeadMeans()  # mean head outputs per model, for mean ablation (computed once)
 
     def _cached_run(
         self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None

@@ -58,6 +58,12 @@ from attnscope.server.schemas.faithfulness import (  # noqa: F401
     FaithfulnessCreate,
     FaithfulnessPublic,
 )
+from attnscope.server.schemas.interventions import (  # noqa: F401, E402
+    HeadEffectsCreate,
+    HeadEffectsPublic,
+    InterventionCreate,
+    InterventionPublic,
+)
 from attnscope.server.schemas.jobs import (  # noqa: F401
     JOB_PARAMS,
     CensusParams,

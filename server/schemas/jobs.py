@@ -77,10 +77,27 @@ class FaithfulnessParams(BaseModel):
         return v
 
 
+class HeadEffectsParams(BaseModel):
+    """Parameters of the ``head-effects`` job: every head ablated in turn on each of N examples."""
+
+    model: str = Field("minilm-sst2", description="registry name of a text model")
+    dataset: Literal["sst2", "movies"] = "sst2"
+    n: int = Field(50, ge=1, le=1000, description="examples (a seeded sample of the split)")
+    split: str | None = Field(None, description="data set split (default: sst2 dev, movies rationales)")
+    seed: int = Field(0, ge=0, description="seed of the example sample")
+    method: Literal["zero", "mean", "uniform"] = Field("zero", description="ablation applied to each head in turn")
+    metric: Literal["prob", "logit_diff", "flip", "cosine", "loss"] | None = Field(
+        None, description="default: the task's first (classifiers prob, embedding models cosine, causal LMs loss)"
+    )
+    max_tokens: int = Field(64, ge=4, le=128, description="each text is cut to this many tokens")
+    chunk: int = Field(32, ge=1, le=64, description="copies of an input per batched forward pass")
+
+
 JOB_PARAMS: dict[str, type[BaseModel]] = {
     "census": CensusParams,
     "probe": ProbeParams,
     "faithfulness": FaithfulnessParams,
+    "head-effects": HeadEffectsParams,
 }
 """The ``params`` model of each job kind the API offers, by kind name."""
 

@@ -1,0 +1,97 @@
+"""The Structure page's causal panel: each head's type beside its ablation effect, and a type score
+(induction, previous-token, sink, ...) against that effect. Its own layout piece and callbacks, so
+the Structure page only places it."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, callback, dash_table, dcc, html
+
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.intervention_figures import TYPE_SCORES, pick_type_score, type_effect_rows, type_effect_scatter
+from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.plot_config import graph
+
+
+def effects_panel() -> html.Section:
+    """The panel (computed on request: one ablation per head is a few seconds to minutes)."""
+    return html.Section(
+        className="panel",
+        children=[
+            html.H2("Type and causal effect"),
+            html.P(
+                "Each head's type (from what it attends to) beside what zero-ablating it alone does to the "
+                "output (Δ of the run's metric: p(predicted class), cosine distance, or next-token loss).",
+                className="hint",
+            ),
+            html.Div(
+                className="inline",
+                children=[
+                    html.Button(
+                        "Measure the effects", id="structure-effects-button", n_clicks=0, className="small-button"
+                    ),
+                    html.Label("type score", htmlFor="structure-effects-score"),
+                    dcc.Dropdown(
+                        id="structure-effects-score",
+                        options=[{"label": s, "value": s} for s in TYPE_SCORES],
+                        placeholder="induction",
+                        className="small-dropdown",
+                    ),
+                ],
+            ),
+            dcc.Store(id="structure-effects-data"),
+            html.Div(id="structure-effects-note", className="hint", role="status"),
+            html.Div(
+                className="row",
+                children=[
+                    html.Div(graph("structure-effects-scatter"), className="half"),
+                    html.Div(
+                        dash_table.DataTable(
+                            id="structure-effects-table",
+                            columns=[{"name": n, "id": n} for n in ("head", "type", "effect")],
+                            style_table={"overflowX": "auto"},
+                            style_cell={"textAlign": "left", "fontFamily": "inherit"},
+                        ),
+                        className="half",
+                    ),
+                ],
+            ),
+        ],
+    )
+
+
+@callback(
+    Output("structure-effects-data", "data"),
+    Output("structure-effects-note", "children"),
+    Input("structure-effects-button", "n_clicks"),
+    State("structure-run-data", "data"),
+    prevent_initial_call=True,
+)
+def measure(_clicks, run):
+    if not run:
+        return None, "No run yet."
+    try:
+        grid = client().head_effects(run["id"], {"method": "zero"})
+        heads = [h.model_dump(by_alias=True) for h in client().heads(run["id"]).heads]
+    except ApiError as exc:
+        return None, f"The effects could not be measured: {exc.detail}"
+    rho = grid["rank_agreement"]["rho"]
+    note = f"{len(heads)} heads in {grid['seconds']:.1f} s; metric Δ {grid['metric']}"
+    if rho is not None:
+        note += f"; Spearman ρ of |effect| and attention-based importance {rho:.2f}"
+    return {"effect": grid["effect"], "metric": grid["metric"], "heads": heads}, note
+
+
+@callback(
+    Output("structure-effects-scatter", "figure"),
+    Output("structure-effects-table", "data"),
+    Input("structure-effects-data", "data"),
+    Input("structure-effects-score", "value"),
+)
+def render(data, wanted):
+    if not data:
+        return empty_figure("Press “Measure the effects”."), []
+    score = pick_type_score(data["heads"], wanted or "induction")
+    rows = type_effect_rows(data["heads"], data["effect"])
+    if score is None:
+        return empty_figure("This run's heads carry no type scores."), rows
+    return type_effect_scatter(data["heads"], data["effect"], score, data["metric"]), rows

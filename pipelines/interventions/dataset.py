@@ -1,0 +1,94 @@
+"""Per-head effect grids over a data set: one grid per example (``apply.head_effects``), folded
+into the mean and spread of each head's effect and, for classifiers, its flip rate.
+
+Used by the API's ``head-effects`` job (sharded: ``grid_shard`` on examples ``[start, stop)``, then
+``merge_grids`` in shard order) and by ``attnscope head-effects``. Texts are cut to the model's limit
+and then to ``max_tokens`` positions (an encoder loses its closing ``[SEP]`` when cut there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from attnscope.analysis.census import RunningStats
+from attnscope.analysis.interventions import top_heads
+from attnscope.pipelines.datasets import Example
+from attnscope.pipelines.interventions.apply import HeadMeans, head_effects
+from attnscope.pipelines.interventions.metrics import MetricSpec
+
+Progress = Callable[[int, int], None]
+
+
+def encode_example(backend, text: str, max_tokens: int):
+    inp = backend.encode_text(text, truncate=True)
+    if len(inp) > max_tokens:
+        inp = backend.encode_ids(list(inp.token_ids)[:max_tokens])
+    return inp
+
+
+def grid_shard(
+    backend,
+    examples: list[Example],
+    method: str = "zero",
+    metric: str | None = None,
+    max_tokens: int = 64,
+    chunk: int = 32,
+    means: HeadMeans | None = None,
+    progress: Progress | None = None,
+) -> dict:
+    """Running statistics of every head's effect over ``examples``: ``{"stats": {metric: RunningStats
+    state}, "examples": [{id, tokens, predicted}]}`` (JSON-able)."""
+    stats: dict[str, RunningStats] = {}
+    records = []
+    for i, ex in enumerate(examples):
+        inp = encode_example(backend, ex.text, max_tokens)
+        res = head_effects(backend, inp, method, MetricSpec(metric), means=means, chunk=chunk)
+        for kind, grid in res["grids"].items():
+            stats.setdefault(kind, RunningStats()).add(grid)
+        records.append({"id": ex.id, "tokens": len(inp), "predicted": res["clean"].get("predicted")})
+        if progress is not None:
+            progress(i + 1, len(examples))
+    return {
+        "metric": res["metric"].kind if examples else (metric or ""),
+        "stats": {k: s.state() for k, s in stats.items()},
+        "examples": records,
+    }
+
+
+def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> dict:
+    """The job's result: per head the mean and std of the effect (and classifiers' flip rate), the
+    heads of largest mean |effect|, the mean |effect| per layer, and one CSV row per head."""
+    partials = [p for p in partials if p["stats"]]
+    if not partials:
+        raise ValueError("the head-effects job got no examples")
+    metric = partials[0]["metric"]
+    merged = {k: RunningStats() for k in partials[0]["stats"]}
+    for part in partials:
+        for k, s in merged.items():
+            s.merge(RunningStats.from_state(part["stats"][k]))
+    mean, std = merged[metric].result_mean(), merged[metric].std
+    flip = merged["flip"].mean if "flip" in merged and metric != "flip" else None
+    rows = []
+    for layer, head in np.ndindex(mean.shape):
+        row = {"head": f"L{layer}H{head}", "layer": layer, "head_index": head, "mean_effect": float(mean[layer, head])}
+        row["std_effect"] = float(std[layer, head])
+        if flip is not None:
+            row["flip_rate"] = float(flip[layer, head])
+        rows.append(row)
+    examples = [r for p in partials for r in p["examples"]]
+    return {
+        "model": model,
+        "dataset": dataset,
+        "method": method,
+        "metric": metric,
+        "n": len(examples),
+        "mean_effect": mean.tolist(),
+        "std_effect": std.tolist(),
+        "flip_rate": None if flip is None else flip.tolist(),
+        "layer_mean_abs_effect": np.abs(mean).mean(axis=1).tolist(),
+        "top": [{"layer": a, "head": b, "mean_effect": e} for a, b, e in top_heads(mean, 10)],
+        "rows": rows,
+        "examples": examples,
+    }
