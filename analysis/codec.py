@@ -8,6 +8,11 @@ Two encodings, both little-endian:
 
 ``pack``/``unpack`` frame an encoded array with its metadata into one self-describing blob:
 ``b"ATNS" | uint32 header length | UTF-8 JSON header | payload``.
+
+``pack_top_k``/``unpack_top_k`` frame a sparse per-row top-k slice the same way: the header holds
+``"kind": "topk"``, ``index_dtype`` (``"uint16"`` when every index is below 65,536, else
+``"uint32"``) and ``index_bytes``; the payload is the indices ``[..., k]`` (little-endian) followed
+by the weights ``[..., k]`` in one of the two encodings above.
 """
 
 from __future__ import annotations
@@ -70,3 +75,34 @@ def unpack(blob: bytes) -> tuple[np.ndarray, dict]:
     (n,) = struct.unpack("<I", blob[4:8])
     header = json.loads(blob[8 : 8 + n])
     return decode_array(blob[8 + n :], header), header
+
+
+def pack_top_k(indices: np.ndarray, weights: np.ndarray, encoding: str = "float16", **extra) -> bytes:
+    """Frame a top-k slice: ``indices`` and ``weights`` of one shape ``[..., k]`` (see module docstring)."""
+    indices = np.asarray(indices)
+    if indices.shape != np.shape(weights):
+        raise ValueError(f"indices {indices.shape} and weights {np.shape(weights)} must have one shape")
+    if indices.size and (indices.min() < 0 or indices.max() >= 2**32):
+        raise ValueError("top-k indices must lie in 0..2**32-1")
+    dtype = "<u2" if not indices.size or indices.max() < 2**16 else "<u4"
+    index_bytes = indices.astype(dtype).tobytes()
+    payload, meta = encode_array(weights, encoding)
+    head = {**extra, **meta, "kind": "topk", "index_dtype": "uint16" if dtype == "<u2" else "uint32"}
+    head["index_bytes"] = len(index_bytes)
+    header = json.dumps(head, separators=(",", ":")).encode()
+    return MAGIC + struct.pack("<I", len(header)) + header + index_bytes + payload
+
+
+def unpack_top_k(blob: bytes) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Inverse of ``pack_top_k``: ``(indices int64, weights float32, header)``."""
+    if len(blob) < 8 or blob[:4] != MAGIC:
+        raise ValueError("not an attnscope array blob (missing ATNS magic)")
+    (n,) = struct.unpack("<I", blob[4:8])
+    header = json.loads(blob[8 : 8 + n])
+    if header.get("kind") != "topk":
+        raise ValueError("this blob is a dense array, not a top-k slice; read it with unpack")
+    m = int(header["index_bytes"])
+    dtype = "<u2" if header["index_dtype"] == "uint16" else "<u4"
+    shape = tuple(int(s) for s in header["shape"])
+    indices = np.frombuffer(blob[8 + n : 8 + n + m], dtype=dtype).astype(np.int64).reshape(shape)
+    return indices, decode_array(blob[8 + n + m :], header), header

@@ -103,10 +103,29 @@ def _rows_mean(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def sink_scores(maps: AttentionMaps, position: int = 0) -> np.ndarray:
     """``[layer, head]`` mean attention on ``position`` from every later non-special row (the
     attention sink: ``position`` 0, BOS or the first token); 0 where no such row exists."""
-    rows = np.array([q for q in range(position + 1, maps.n_tokens) if q not in set(maps.special)], dtype=np.int64)
+    rows = _sink_rows(maps, position)
     if rows.size == 0:
         return np.zeros((maps.n_layers, maps.n_heads), dtype=np.float32)
-    return maps.weights[:, :, rows, position].mean(axis=-1, dtype=np.float64).astype(np.float32)
+    if not maps.is_lazy:
+        return maps.weights[:, :, rows, position].mean(axis=-1, dtype=np.float64).astype(np.float32)
+    out = np.empty((maps.n_layers, maps.n_heads), dtype=np.float32)
+    for li in range(maps.n_layers):  # one column of one layer at a time
+        col = maps.block(li, rows=slice(position + 1, maps.n_tokens), cols=slice(position, position + 1))[..., 0]
+        out[li] = col[:, rows - position - 1].mean(axis=-1, dtype=np.float64)
+    return out
+
+
+def _sink_rows(maps: AttentionMaps, position: int) -> np.ndarray:
+    special = set(maps.special)
+    return np.array([q for q in range(position + 1, maps.n_tokens) if q not in special], dtype=np.int64)
+
+
+def _sink_from(red: Reductions, maps: AttentionMaps) -> np.ndarray:
+    """``sink_scores(maps)`` (position 0) from a pass with the ``first`` part."""
+    rows = _sink_rows(maps, 0)
+    if rows.size == 0:
+        return np.zeros(red.first_col.shape[:2], dtype=np.float32)
+    return red.first_col[..., rows].mean(axis=-1, dtype=np.float64).astype(np.float32)
 
 
 def _sink_scores(red: Reductions, special: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +164,7 @@ def head_types_from(
     scores["shift"] = scan.shift_score
     scores["cls_sink"], scores["sep_sink"] = _sink_scores(red, maps.special)
     if maps.causal:
-        scores["sink"] = sink_scores(maps)
+        scores["sink"] = sink_scores(maps) if red.first_col is None else _sink_from(red, maps)
     scores["broad"] = _rows_mean(normalised_entropy(red.entropy, maps.causal), rows)
     cheb = np.abs(idx.offsets.reshape(idx.n_offsets, -1)).max(-1)
     window = cheb <= local_window
@@ -185,7 +204,8 @@ def classify_heads(
     """Score and label every head of ``maps`` (``[layer, head, query, key]``). ``probe``: maps of
     the same model on a ``make_probe_ids`` sequence and the ids (aligned to its positions), to add
     ``duplicate`` and ``induction``. Keyword thresholds as in ``head_types_from``."""
-    red = reduce_maps(maps, {"band", "special", "entropy"}, k=k, radius=radius, workers=workers)
+    parts = {"band", "special", "entropy", *(("first",) if maps.causal else ())}
+    red = reduce_maps(maps, parts, k=k, radius=radius, workers=workers)
     scan = shift_scan_from(red, maps.layer_ids, maps.head_ids, threshold)
     extra = None
     if probe is not None:

@@ -18,6 +18,12 @@ Parts (ask only for what you need):
 - ``distance``: ``distance_sum[layer, head]`` = sum of ``A * d`` over non-special pairs
   (``offsets.distance_matrix``).
 - ``mean``: ``head_mean[layer, query, key]`` = the head average of each layer.
+- ``first``: ``first_col[layer, head, query]`` = attention of each query on position 0 (the
+  attention sink of causal models).
+
+Lazy maps (``AttentionMaps.lazy``) are read a band of rows at a time (``LAZY_BAND_BYTES`` of one
+layer, computed by the map source), so the pass never holds a whole layer, let alone the stack;
+eager maps are read in place.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from attnscope.analysis.offsets import OffsetIndex, distance_matrix, offset_inde
 
 log = logging.getLogger(__name__)
 
-PARTS = frozenset({"band", "entropy", "special", "energy", "distance", "mean"})
+PARTS = frozenset({"band", "entropy", "special", "energy", "distance", "mean", "first"})
 BLOCK_BYTES = 3 << 19  # 1.5 MiB of weights per block (all heads x some query rows): stays in L2/L3
+LAZY_BAND_BYTES = 1 << 25  # lazy maps: 32 MiB of one layer's rows computed per request to the source
 SMALL_WORK = 1 << 20  # below this many weights a thread pool costs more than it saves
 LN2 = float(np.log(2.0))
 TINY = np.float32(1e-30)  # p * log(p + TINY) differs from p * log p by < 1e-7 relative for p > 1e-23
@@ -53,6 +60,7 @@ class Reductions:
     energy: np.ndarray | None = None  # [layer, head] float64
     distance_sum: np.ndarray | None = None  # [layer, head] float64
     head_mean: np.ndarray | None = None  # [layer, query, key] float32
+    first_col: np.ndarray | None = None  # [layer, head, query] float32
 
 
 def _workers(requested: int | None, n_layers: int, size: int) -> int:
@@ -116,9 +124,11 @@ def reduce_maps(
         raise ValueError(f"unknown parts {sorted(unknown)}; choose from {sorted(PARTS)}")
     if index is None:
         index = offset_index(maps, k=k, radius=radius, include_special=include_special)
-    w = np.ascontiguousarray(maps.weights, dtype=np.float32)
-    n_layer, n_head, n, _ = w.shape
+    lazy = maps.is_lazy
+    w = None if lazy else np.ascontiguousarray(maps.weights, dtype=np.float32)
+    n_layer, n_head, n, _ = maps.shape
     block = int(max(1, min(n, BLOCK_BYTES // (4 * n_head * n))))
+    band_rows = n if not lazy else max(block, (LAZY_BAND_BYTES // (4 * n_head * n)) // block * block)
     special = np.asarray(maps.special, dtype=np.intp)
     want = parts.__contains__
     out = {
@@ -131,6 +141,7 @@ def reduce_maps(
         "energy": None,
         "distance_sum": np.zeros((n_layer, n_head)) if want("distance") else None,
         "head_mean": np.empty((n_layer, n, n), np.float32) if want("mean") else None,
+        "first_col": np.empty((n_layer, n_head, n), np.float32) if want("first") else None,
     }
     rowsq = np.empty((n_layer, n_head, n), np.float32) if want("energy") else None
     top1_bits = out["top1"].view(np.int32) if want("entropy") else None
@@ -142,11 +153,18 @@ def reduce_maps(
 
     def layer_task(li: int) -> None:
         buf = np.empty((n_head, block, n), np.float32)
-        layer_flat = w[li].reshape(-1)
+        for b0 in range(0, n, band_rows):  # eager: one band, the layer itself (a view)
+            b1 = min(n, b0 + band_rows)
+            band = w[li] if not lazy else np.ascontiguousarray(maps.block(li, rows=slice(b0, b1)))
+            band_task(li, band, b0, b1, buf)
+
+    def band_task(li: int, band: np.ndarray, b0: int, b1: int, buf: np.ndarray) -> None:
+        """Rows ``b0:b1`` of layer ``li``: ``band [head, b1 - b0, key]``."""
+        band_flat = band.reshape(-1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            for bi, r0 in enumerate(range(0, n, block)):  # few numpy calls per block, outputs in place
-                r1 = min(n, r0 + block)
-                v = w[li, :, r0:r1]  # [head, rows, key] view
+            for bi in range(b0 // block, -(-b1 // block)):  # few numpy calls per block, outputs in place
+                r0, r1 = bi * block, min(n, (bi + 1) * block)
+                v = band[:, r0 - b0 : r1 - b0]  # [head, rows, key] view
                 v2 = v.reshape(n_head, -1)
                 if want("entropy"):
                     if maps.causal:  # masked keys are exact zeros: log2(p + tiny), 0 * finite = 0
@@ -156,9 +174,13 @@ def reduce_maps(
                     _rowdot(v, lg, out=out["entropy"][li, :, r0:r1])
                     # non-negative floats order like their int32 bit patterns; int max is faster
                     np.maximum.reduce(v.view(np.int32), axis=-1, out=top1_bits[li, :, r0:r1])
-                if want("band"):  # a 1D take over the layer is faster than 2D fancy indexing
+                if want("band"):  # a 1D take over the band is faster than 2D fancy indexing
                     lo, hi = plan.bounds[bi], plan.bounds[bi + 1]
-                    np.take(layer_flat, plan.gather[lo:hi], out=band_buf[li, lo:hi])
+                    cells = plan.gather[lo:hi]
+                    if b1 - b0 != n:  # indices into [head, n, n] -> into this band [head, b1 - b0, n]
+                        h = cells // (n * n)
+                        cells = cells - h * (n * n) - b0 * n + h * ((b1 - b0) * n)
+                    np.take(band_flat, cells, out=band_buf[li, lo:hi])
                 if rowsq is not None:
                     _rowdot(v, v, out=rowsq[li, :, r0:r1])
                 if dist is not None:
@@ -166,11 +188,13 @@ def reduce_maps(
                 if want("mean"):  # (1/H, ..., 1/H) @ [head, rows * key]: one BLAS gemv
                     np.matmul(head_weights, v2, out=out["head_mean"][li, r0:r1].reshape(-1))
             if want("entropy"):  # rows holding exact zeros gave 0 * log2(0) = nan: redo them
-                _fix_zero_rows(w[li], out["entropy"][li])
-        if out["special_cols"] is not None:  # a few columns: one gather per layer
-            out["special_cols"][li] = w[li][:, :, special].transpose(0, 2, 1)
+                _fix_zero_rows(band, out["entropy"][li, :, b0:b1])
+        if out["special_cols"] is not None:  # a few columns: one gather per band
+            out["special_cols"][li][:, :, b0:b1] = band[:, :, special].transpose(0, 2, 1)
+        if out["first_col"] is not None:
+            out["first_col"][li, :, b0:b1] = band[:, :, 0]
 
-    n_workers = _workers(workers, n_layer, w.size)
+    n_workers = _workers(workers, n_layer, n_layer * n_head * n * n)
     if n_workers == 1:
         for li in range(n_layer):
             layer_task(li)

@@ -50,7 +50,12 @@ class TokenImportance:
 
 
 def _head_mean(maps: AttentionMaps) -> np.ndarray:
-    return maps.weights.mean(axis=1, dtype=np.float32)  # [layer, query, key]
+    if not maps.is_lazy:
+        return maps.weights.mean(axis=1, dtype=np.float32)  # [layer, query, key]
+    out = np.empty((maps.n_layers, maps.n_tokens, maps.n_tokens), dtype=np.float32)
+    for i, layer in enumerate(maps.iter_layers()):  # lazy maps: one layer alive at a time
+        out[i] = layer.mean(axis=0, dtype=np.float32)
+    return out
 
 
 def augmented(head_mean: np.ndarray) -> np.ndarray:

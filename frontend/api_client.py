@@ -8,7 +8,11 @@ import httpx
 import numpy as np
 from pydantic import TypeAdapter
 
-from attnscope.analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
+from attnscope.analysis.codec import (  # pure numpy: the wire format is defined once, beside AttentionMaps
+    MEDIA_TYPE,
+    unpack,
+    unpack_top_k,
+)
 from attnscope.server.schemas import (
     CensusResultPublic,
     ConvAttentionPublic,
@@ -75,23 +79,69 @@ class ApiClient:
     def models(self) -> ModelList:
         return ModelList.model_validate(self._request("GET", "/models").json())
 
-    def create_run(self, model: str, text: str) -> RunPublic:
-        return RunPublic.model_validate(self._request("POST", "/runs", json={"model": model, "text": text}).json())
+    def create_run(self, model: str, text: str, generate: dict | None = None) -> RunPublic:
+        """Run ``text``; causal LMs also take ``generate`` (``GenerateCreate`` fields: ``max_new_tokens``,
+        ``greedy`` or ``temperature``, ``seed``): the run then covers prompt + generated tokens."""
+        body: dict = {"model": model, "text": text}
+        if generate is not None:
+            body["generate"] = generate
+        return RunPublic.model_validate(self._request("POST", "/runs", json=body).json())
 
     def run(self, run_id: str) -> RunPublic:
         return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}").json())
 
-    def attention(self, run_id: str, layer: int, head: int | None = None, encoding: str = "float16") -> np.ndarray:
-        """One layer ``[head, query, key]`` or one head ``[query, key]``.
+    def attention(
+        self,
+        run_id: str,
+        layer: int,
+        head: int | None = None,
+        encoding: str = "float16",
+        rows: tuple[int, int] | None = None,
+        cols: tuple[int, int] | None = None,
+        stride: int = 1,
+        pool: str = "max",
+    ) -> np.ndarray:
+        """One layer ``[head, query, key]`` or one head ``[query, key]``, optionally a window of
+        ``rows`` x ``cols`` (half-open position ranges) pooled by ``stride`` (``pool``: max or mean).
 
         ``encoding`` is ``"json"`` (full float32 precision) or a binary one (``float16``/``uint8``).
         """
         params: dict = {"layer": layer, "format": encoding}
         if head is not None:
             params["head"] = head
+        if rows is not None:
+            params["rows"] = f"{rows[0]}:{rows[1]}"
+        if cols is not None:
+            params["cols"] = f"{cols[0]}:{cols[1]}"
+        if stride != 1:
+            params.update(stride=stride, pool=pool)
         r = self._request("GET", f"/runs/{run_id}/attention", params=params)
         if encoding == "json":
             return np.asarray(r.json()["weights"], dtype=np.float32)
+        try:
+            return unpack(r.content)[0]
+        except ValueError as exc:
+            raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
+
+    def attention_top_k(
+        self, run_id: str, layer: int, k: int = 8, head: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's ``k`` strongest keys: ``(indices, weights)``, each ``[head, query, k]`` for a
+        layer or ``[query, k]`` for one head (binary: uint16/uint32 indices + float16 weights)."""
+        params: dict = {"layer": layer, "format": "topk", "k": k}
+        if head is not None:
+            params["head"] = head
+        r = self._request("GET", f"/runs/{run_id}/attention", params=params, headers={"Accept": MEDIA_TYPE})
+        try:
+            indices, weights, _ = unpack_top_k(r.content)
+        except ValueError as exc:
+            raise ApiError(502, f"the API sent a top-k blob this dashboard cannot read: {exc}") from exc
+        return indices, weights
+
+    def rows(self, run_id: str, query: int) -> np.ndarray:
+        """Every layer's and head's attention row of position ``query``: ``[layer, head, key]``
+        (causal runs: keys ``0..query``, the prompt and the tokens generated before)."""
+        r = self._request("GET", f"/runs/{run_id}/rows/{query}", params={"format": "float16"})
         try:
             return unpack(r.content)[0]
         except ValueError as exc:

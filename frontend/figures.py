@@ -56,54 +56,126 @@ def thumbnail_src(matrix: np.ndarray, max_size: int = 64) -> str:
     return "data:image/png;base64," + base64.b64encode(_png(_LUT[idx])).decode()
 
 
-def head_detail_figure(weights: np.ndarray, tokens: list[str], title: str) -> go.Figure:
-    """Heatmap of one head ``[query, key]``: token labels on both axes, exact weights on hover."""
+DETAIL_CELLS = 256  # the head detail shows at most this many cells per side (pooled beyond)
+
+
+def detail_stride(rows: tuple[int, int], cols: tuple[int, int], cells: int = DETAIL_CELLS) -> int:
+    """The pooling stride that fits the window ``rows`` x ``cols`` into ``cells`` per side (1: full
+    resolution)."""
+    return max(1, -(-max(rows[1] - rows[0], cols[1] - cols[0]) // cells))
+
+
+def head_detail_figure(
+    weights: np.ndarray,
+    tokens: list[str],
+    title: str,
+    rows: tuple[int, int] | None = None,
+    cols: tuple[int, int] | None = None,
+    stride: int = 1,
+) -> go.Figure:
+    """Heatmap of one head's ``[query, key]`` window: ``weights`` ``[ceil(R / stride), ceil(C /
+    stride)]`` covering query positions ``rows`` and key positions ``cols`` (default: all), each cell
+    the pool of a ``stride x stride`` block. Axes are token positions (zooming selects a token
+    window), labelled with the tokens. The weights travel as one binary array; the hover shows
+    positions and weight, and the explore page names the tokens client-side
+    (``assets/attention_views.js``), so no per-cell text is sent."""
     n = len(tokens)
-    idx = list(range(n))
-    hover = [[f"{tokens[q]} → {tokens[k]}" for k in idx] for q in idx]
+    rows = (0, n) if rows is None else rows
+    cols = (0, n) if cols is None else cols
+    z = np.asarray(weights, dtype=np.float32)
+    half = (stride - 1) / 2
+    what = "max" if stride > 1 else ""
     fig = go.Figure(
         go.Heatmap(
-            z=weights,
-            x=idx,
-            y=idx,
-            customdata=hover,
+            z=z,
+            x0=cols[0] + half,
+            dx=stride,
+            y0=rows[0] + half,
+            dy=stride,
             colorscale=COLORSCALE,
             zmin=0,
-            colorbar={"title": {"text": "weight"}},
-            hovertemplate="query %{y} · key %{x}<br>%{customdata}<br>weight %{z:.5f}<extra></extra>",
+            colorbar={"title": {"text": f"{what} weight".strip()}},
+            hovertemplate="query %{y} · key %{x}<br>weight %{z:.5f}<extra></extra>"
+            if stride == 1
+            else f"queries %{{y}} ± {half:g} · keys %{{x}} ± {half:g}<br>max weight %{{z:.5f}}<extra></extra>",
         )
     )
-    # every token labelled up to 64 tokens; beyond that every k-th (hover still names each cell), and
-    # the figure stops growing at 900 px (a 512-token map was 9,000 px tall)
-    step = 1 if n <= 64 else -(-n // 48)
-    ticks = idx[::step]
-    axis = {"tickmode": "array", "tickvals": ticks, "ticktext": [tokens[i] for i in ticks], "showgrid": False}
+    span = max(rows[1] - rows[0], cols[1] - cols[0])
+    # every token labelled up to 64 positions; beyond that every k-th, and the figure stops growing at 900 px
+    step = 1 if span <= 64 else -(-span // 48)
+
+    def axis(lo: int, hi: int) -> dict:
+        ticks = list(range(lo, hi, step))
+        return {
+            "tickmode": "array",
+            "tickvals": ticks,
+            "ticktext": [tokens[i] for i in ticks],
+            "showgrid": False,
+            "range": [lo - 0.5, hi - 0.5],
+        }
+
     fig.update_layout(
         title={"text": title},
-        height=min(900, max(420, 18 * n + 140)),
+        height=min(900, max(420, 18 * span + 140)),
         margin={"l": 90, "r": 20, "t": 50, "b": 90},
-        xaxis={**axis, "title": {"text": "key (attended to)"}, "tickangle": -60, "side": "bottom"},
-        yaxis={**axis, "title": {"text": "query (attending)"}, "autorange": "reversed", "scaleanchor": "x"},
+        xaxis={**axis(*cols), "title": {"text": "key (attended to)"}, "tickangle": -60, "side": "bottom"},
+        yaxis={
+            **axis(*rows),
+            "range": [rows[1] - 0.5, rows[0] - 0.5],
+            "title": {"text": "query (attending)"},
+            "scaleanchor": "x",
+        },
         plot_bgcolor="white",
+        meta={"stride": stride, "rows": list(rows), "cols": list(cols)},
     )
     return fig
 
 
+def window_from_relayout(relayout: dict | None, n: int, current: dict | None = None) -> dict | None:
+    """The token window ``{"rows": [a, b], "cols": [c, d]}`` a zoom on the head detail asks for
+    (``relayoutData`` of the graph), clipped to ``0..n``; ``{}`` for a reset (double click or
+    autorange); None when the event is no zoom."""
+    if not relayout:
+        return None
+    if relayout.get("xaxis.autorange") or relayout.get("yaxis.autorange"):
+        return {}
+    out = dict(current or {})
+    for axis, key in (("xaxis", "cols"), ("yaxis", "rows")):
+        lo, hi = relayout.get(f"{axis}.range[0]"), relayout.get(f"{axis}.range[1]")
+        if lo is None or hi is None:
+            continue
+        a, b = sorted((float(lo), float(hi)))
+        start = int(np.clip(np.ceil(a - 0.5), 0, n - 1))
+        stop = int(np.clip(np.ceil(b + 0.5), start + 1, n))
+        out[key] = [start, stop]
+    return out if out != (current or {}) else None
+
+
 def head_view_figure(
-    layer_weights: np.ndarray, tokens: list[str], heads: list[int], layer: int, min_weight: float = 0.1
+    indices: np.ndarray,
+    weights: np.ndarray,
+    tokens: list[str],
+    heads: list[int],
+    layer: int,
+    min_weight: float = 0.1,
 ) -> go.Figure:
-    """BertViz-style head view of one layer ``[head, query, key]``: a line from each query token
-    (left) to each key token (right) it attends to, width and opacity by weight, one colour per head."""
+    """BertViz-style head view of one layer from each row's top-k keys: ``indices`` and ``weights``
+    ``[head, query, k]`` (``format=topk`` of the API). A line from each query token (left) to each of
+    its top keys (right) with weight ``>= min_weight``, width and opacity by weight, one colour per
+    head. Reading top-k rows keeps a 4,096-token layer to ``head x 4096 x k`` numbers."""
+    indices = np.asarray(indices)
+    weights = np.asarray(weights, dtype=np.float32)
     n = len(tokens)
     fig = go.Figure()
     bins = [(min_weight, 0.25, 1.0, 0.25), (0.25, 0.5, 2.5, 0.45), (0.5, 0.75, 4.0, 0.65), (0.75, 1.01, 6.0, 0.85)]
     for h in heads:
-        w = layer_weights[h]
+        w, idx = weights[h], indices[h]
         color = HEAD_COLORS[h % len(HEAD_COLORS)]
         for lo, hi, width, opacity in bins:
-            qs, ks = np.nonzero((w >= lo) & (w < hi))
+            qs, slots = np.nonzero((w >= lo) & (w < hi))
             if qs.size == 0:
                 continue
+            ks = idx[qs, slots]
             xs = np.tile([0.0, 1.0, np.nan], qs.size)
             ys = np.column_stack([-qs, -ks, np.full(qs.size, np.nan)]).ravel()
             fig.add_trace(
@@ -129,16 +201,19 @@ def head_view_figure(
                 showlegend=True,
             )
         )
-    ys = [-i for i in range(n)]
-    # 22 px per token up to 100 tokens, then denser (9 px and small labels at 512 tokens)
-    row_px = 22 if n <= 100 else max(9, 2200 // n)
+    # 22 px per token up to 100 tokens, then denser (9 px and small labels at 512 tokens); beyond 512
+    # tokens the figure stops growing (about 4,700 px) and labels every k-th token
+    row_px = 22 if n <= 100 else max(9, 2200 // n) if n <= 512 else 4608 / n
+    label_step = 1 if n <= 512 else -(-n // 512)
+    shown = list(range(0, n, label_step))
+    ys = [-i for i in shown]
     for x, anchor in ((0.0, "left"), (1.0, "right")):
         fig.add_trace(
             go.Scatter(
-                x=[x] * n,
+                x=[x] * len(shown),
                 y=ys,
                 mode="text",
-                text=tokens,
+                text=[tokens[i] for i in shown],
                 textposition=f"middle {anchor}",
                 hovertemplate="%{text}<extra></extra>",
                 showlegend=False,
@@ -147,7 +222,7 @@ def head_view_figure(
         )
     fig.update_layout(
         title={"text": f"Head view · layer {layer}"},
-        height=max(360, row_px * n + 120),
+        height=int(max(360, row_px * n + 120)),
         xaxis={"visible": False, "range": [-0.6, 1.6]},
         yaxis={"visible": False},
         margin={"l": 10, "r": 10, "t": 50, "b": 10},

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dash import dcc, html
 
+from attnscope.frontend.llm_layout import llm_panels
+
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
 
@@ -61,7 +63,13 @@ def detail_views() -> html.Div:
                 className="panel half",
                 children=[
                     html.H2("Head detail"),
+                    html.P(
+                        "Long inputs open as a pooled overview (each cell the maximum of a block); "
+                        "drag a box to zoom into a token window at full resolution, double-click to reset.",
+                        className="hint",
+                    ),
                     dcc.Loading(dcc.Graph(id="head-detail", config={"displaylogo": False}), type="dot"),
+                    html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                 ],
             ),
             html.Section(
@@ -86,4 +94,13 @@ def detail_views() -> html.Div:
 
 def explore_page() -> html.Div:
     """The explore page: pick a model, run a text, browse every head."""
-    return html.Div(children=[dcc.Store(id="selected-head"), controls(), model_view(), detail_views()])
+    return html.Div(
+        children=[
+            dcc.Store(id="selected-head"),
+            dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
+            controls(),
+            llm_panels(),
+            model_view(),
+            detail_views(),
+        ]
+    )

@@ -44,6 +44,14 @@ class QKLayer:
     sinks: torch.Tensor | None = None
 
 
+def _own(t: torch.Tensor) -> torch.Tensor:
+    """``t`` itself when it is all its storage holds (one example's view of a batch of one), else one
+    contiguous copy of it, so that a source keeps only its own example alive."""
+    if t.untyped_storage().nbytes() == t.numel() * t.element_size():
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
+
+
 def _tensor_bytes(tensors: Sequence[torch.Tensor | None]) -> int:
     """Bytes of the distinct storages behind ``tensors`` (a mask shared by layers counts once)."""
     seen: dict[int, int] = {}
@@ -74,8 +82,9 @@ class QKMapSource:
     @classmethod
     def from_records(cls, records: Sequence[LayerRecord], index: int = 0, length: int | None = None) -> QKMapSource:
         """Example ``index`` of a recorded batch, cut to its first ``length`` positions (right
-        padding removed). Tensors are copied out of the batch (contiguous), so the source holds
-        only this example; a mask shared by several layers stays shared."""
+        padding removed). Tensors are copied out of the batch (at most once; not at all when the
+        recorded tensor is this example alone), so the source holds only this example; a mask
+        shared by several layers stays shared."""
         masks: dict[int, torch.Tensor | None] = {}
         layers = []
         for rec in records:
@@ -85,12 +94,12 @@ class QKMapSource:
                 key = id(rec.mask)
                 if key not in masks:
                     m = rec.mask[index if rec.mask.shape[0] > 1 else 0, :, :n, :n]
-                    masks[key] = m.contiguous().clone()
+                    masks[key] = _own(m)
                 mask = masks[key]
             layers.append(
                 QKLayer(
-                    query=rec.query[index, :, :n].contiguous().clone(),
-                    key=rec.key[index, :, :n].contiguous().clone(),
+                    query=_own(rec.query[index, :, :n]),
+                    key=_own(rec.key[index, :, :n]),
                     mask=mask,
                     is_causal=rec.is_causal,
                     scale=rec.scale,
@@ -127,36 +136,51 @@ class QKMapSource:
         r0, r1, _ = rows.indices(self.n_tokens)
         c0, c1, _ = cols.indices(self.n_tokens)
         r1, c1 = max(r0, r1), max(c0, c1)
+        n = self.n_tokens
         group = self.n_heads // lay.key.shape[0]
-        head_idx = torch.as_tensor(list(heads), dtype=torch.long, device=lay.query.device)
-        q_all = lay.query.index_select(0, head_idx)  # [h, T, D]
-        k_all = lay.key.index_select(0, torch.div(head_idx, group, rounding_mode="floor")).float()  # [h, T, D]
-        out = torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=lay.query.device)
+        heads = list(heads)
+        device = lay.query.device
         if r1 == r0 or c1 == c0:
-            return out
-        step = max(1, CHUNK_ELEMENTS // max(1, len(heads) * self.n_tokens))
+            return torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
+        if heads == list(range(self.n_heads)):  # every head: no gather
+            q_all = lay.query
+            k_all = lay.key if group == 1 else lay.key.repeat_interleave(group, dim=0)
+        else:
+            head_idx = torch.as_tensor(heads, dtype=torch.long, device=device)
+            q_all = lay.query.index_select(0, head_idx)  # [h, T, D]
+            k_all = lay.key.index_select(0, torch.div(head_idx, group, rounding_mode="floor"))  # [h, T, D]
+        k_all = k_all.float()
+        sinks = None if lay.sinks is None else lay.sinks.float()[heads][:, None, None]  # [h, 1, 1]
+        step = max(1, CHUNK_ELEMENTS // max(1, len(heads) * n))
+        out = None
         for a in range(r0, r1, step):
             b = min(r1, a + step)
             # keys a causal row can see end at the row; later keys are 0 (no need to compute them)
-            k_end = b if lay.is_causal else self.n_tokens
+            k_end = b if lay.is_causal else n
             logits = torch.matmul(q_all[:, a:b].float(), k_all[:, :k_end].transpose(1, 2)) * lay.scale
             if lay.softcap is not None:
                 logits = lay.softcap * torch.tanh(logits / lay.softcap)
             if lay.mask is not None:
                 m = lay.mask[:, a:b, :k_end]
                 if m.shape[0] > 1:
-                    m = m.index_select(0, head_idx)
+                    m = m[heads]
                 logits = logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
             elif lay.is_causal:
-                q_pos = torch.arange(a, b, device=logits.device)[:, None]
-                k_pos = torch.arange(k_end, device=logits.device)[None, :]
+                q_pos = torch.arange(a, b, device=device)[:, None]
+                k_pos = torch.arange(k_end, device=device)[None, :]
                 logits = logits.masked_fill(k_pos > q_pos, float("-inf"))
-            lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # [h, rows, 1]
-            if lay.sinks is not None:
-                sink = lay.sinks.float().index_select(0, head_idx)[:, None, None]
-                lse = torch.logaddexp(lse, sink.expand_as(lse))
+            if sinks is None:
+                probs = torch.softmax(logits, dim=-1)  # [h, rows, k_end]
+            else:  # the sink is one more logit per head in the normalisation, then dropped
+                lse = torch.logaddexp(torch.logsumexp(logits, dim=-1, keepdim=True), sinks.expand(-1, b - a, 1))
+                probs = torch.exp(logits - lse)
+            if lay.mask is not None:
+                probs = torch.nan_to_num(probs, nan=0.0)  # a row with every key masked attends to nothing
+            if (a, b, c0, c1, k_end) == (r0, r1, 0, n, n):  # one chunk, every key: the block itself
+                return probs
+            if out is None:
+                out = torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
             c_end = min(c1, k_end)
             if c_end > c0:
-                probs = torch.exp(logits[:, :, c0:c_end] - lse)
-                out[:, a - r0 : b - r0, : c_end - c0] = torch.nan_to_num(probs, nan=0.0)
+                out[:, a - r0 : b - r0, : c_end - c0] = probs[:, :, c0:c_end]
         return out

@@ -25,6 +25,8 @@ class Settings:
 
     ATTNSCOPE_DEVICE          auto | cpu | cuda[:N]   (auto: CUDA when present)
     ATTNSCOPE_MAX_RUNS        runs kept in memory (LRU), default 256
+    ATTNSCOPE_MAX_RUN_BYTES   bytes the runs kept in memory may hold (LRU by bytes: stored queries/keys of lazy
+                              maps, eager maps, hidden states, outputs), default a quarter of physical memory
     ATTNSCOPE_DEFAULT_MODEL   model used when a request names none, default minilm
     ATTNSCOPE_ALLOWED_ORIGINS comma-separated CORS origins (empty: same-origin only)
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
@@ -48,6 +50,7 @@ class Settings:
 
     device: str = "auto"
     max_runs: int = 256
+    max_run_bytes: int | None = None  # None: attnscope.server.store.default_max_bytes()
     default_model: str = "minilm"
     allowed_origins: list[str] = field(default_factory=list)
     api_token: str | None = None
@@ -71,6 +74,7 @@ class Settings:
         return cls(
             device=env.get("ATTNSCOPE_DEVICE", "auto"),
             max_runs=int(env.get("ATTNSCOPE_MAX_RUNS", "256")),
+            max_run_bytes=int(env["ATTNSCOPE_MAX_RUN_BYTES"]) if env.get("ATTNSCOPE_MAX_RUN_BYTES") else None,
             default_model=env.get("ATTNSCOPE_DEFAULT_MODEL", "minilm"),
             allowed_origins=_csv(env.get("ATTNSCOPE_ALLOWED_ORIGINS", "")),
             api_token=env.get("ATTNSCOPE_API_TOKEN") or None,

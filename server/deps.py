@@ -45,6 +45,13 @@ async def require_token(
 
 def get_run(run_id: str, service: Annotated[RunService, Depends(get_service)]) -> Run:
     run = service.store.get(run_id) or service.restore(run_id)
+    if run is None and (held := service.store.evicted(run_id)) is not None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"run {run_id!r} was evicted from memory: it held {held} bytes and the run store keeps at most "
+            f"{service.store.max_bytes} bytes (ATTNSCOPE_MAX_RUN_BYTES), least recently used first. Posting the "
+            "same text (same model and options) to POST /api/v1/runs recreates it under the same id",
+        )
     if run is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,

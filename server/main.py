@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.device_name = str(pick_device(settings.device))
         app.state.executor = HeavyExecutor(settings.heavy_workers, settings.heavy_queue)
         app.state.db = db
-        app.state.service = RunService(cache, RunStore(settings.max_runs), RunRecords(db))
+        app.state.service = RunService(cache, RunStore(settings.max_runs, settings.max_run_bytes), RunRecords(db))
         try:
             executor = make_executor(settings, app.state.service)
         except Exception:

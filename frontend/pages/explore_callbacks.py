@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from dash import ALL, Input, Output, State, callback, ctx, html, no_update
+from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
-from attnscope.frontend.figures import head_detail_figure, head_view_figure, thumbnail_src
+from attnscope.frontend.figures import (
+    detail_stride,
+    head_detail_figure,
+    head_view_figure,
+    thumbnail_src,
+    window_from_relayout,
+)
+from attnscope.frontend.llm_figures import (
+    causal_thumbnail_src,
+    column_label,
+    group_starts,
+    head_label,
+    head_order,
+    model_options,
+)
+
+THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
+HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 
 
 def client() -> ApiClient:
@@ -39,7 +56,7 @@ def load_models(_pathname):
         listing = client().models()
     except ApiError as exc:
         return [], None, f"API unavailable: {exc}"
-    options = [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in listing.models]
+    options = model_options(listing.models, "text")  # grouped by task; vision models are on Vision
     return options, listing.default, f"API {client().base_url}"
 
 
@@ -88,16 +105,17 @@ def badge_text(labels: list[str]) -> str:
     return " ".join(short[:2])
 
 
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str]) -> html.Button:
-    label = f"L{layer}H{head}"
+def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: dict, cls: str) -> html.Button:
+    label = head_label(layer, head, run.get("kv_head_of"))  # L3H4, or L3 H4 (kv 1) under grouped-query attention
     kinds = ", ".join(labels) if labels else "no type"
-    children = [html.Img(src=thumbnail_src(matrix), alt=label)]
+    src = causal_thumbnail_src(matrix) if run.get("causal") else thumbnail_src(matrix)
+    children = [html.Img(src=src, alt=label)]
     if labels:
         children.append(html.Span(badge_text(labels), className="badge"))
     return html.Button(
         children,
         id={"type": "head-thumb", "layer": layer, "head": head},
-        className="head-thumb",
+        className=cls,
         title=f"{label} ({kinds}): click for detail",
         n_clicks=0,
     )
@@ -117,29 +135,35 @@ def render_grid(run):
     if not run:
         return no_update, no_update, no_update, no_update, no_update, no_update
     n_layers, n_heads = run["shape"][0], run["shape"][1]
-    try:
-        layers = [client().attention(run["id"], layer) for layer in range(n_layers)]
+    n = run["shape"][2]
+    stride = max(1, -(-n // THUMB_CELLS))
+    try:  # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
+        layers = [client().attention(run["id"], layer, stride=stride, pool="mean") for layer in range(n_layers)]
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None
     try:
         types = {(h.layer, h.head_index): h.labels for h in client().heads(run["id"]).heads}
     except ApiError:  # badges are a bonus: the grid still shows without them
         types = {}
+    kv_of = run.get("kv_head_of")
+    order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
+    col = lambda h: column_label(h, kv_of)  # noqa: E731
+    gap = lambda h, base: f"{base} kv-group-start" if h in starts else base  # noqa: E731
     header = html.Div(
         className="grid-row grid-header",
         children=[html.Span("", className="row-label")]
-        + [html.Span(f"H{h}", className="col-label") for h in range(n_heads)],
+        + [html.Span(col(h), className=gap(h, "col-label")) for h in order],
     )
     rows = [header] + [
         html.Div(
             className="grid-row",
             children=[html.Span(f"L{l}", className="row-label")]
-            + [_thumb(l, h, layers[l][h], types.get((l, h), [])) for h in range(n_heads)],
+            + [_thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb")) for h in order],
         )
         for l in range(n_layers)
     ]
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
-    head_opts = [{"label": f"H{h}", "value": h} for h in range(n_heads)]
+    head_opts = [{"label": col(h), "value": h} for h in order]
     return rows, layer_opts, 0, head_opts, list(range(n_heads)), {"layer": 0, "head": 0}
 
 
@@ -155,16 +179,57 @@ def select_head(clicks):
     return {"layer": trigger["layer"], "head": trigger["head"]}
 
 
-@callback(Output("head-detail", "figure"), Input("selected-head", "data"), State("run-store", "data"))
-def render_detail(selected, run):
+@callback(
+    Output("detail-window", "data"),
+    Input("head-detail", "relayoutData"),
+    Input("selected-head", "data"),
+    State("detail-window", "data"),
+    State("run-store", "data"),
+    prevent_initial_call=True,
+)
+def zoom_detail(relayout, _selected, window, run):
+    """A box zoom on the head detail -> the token window to fetch; a new head or a reset -> all."""
+    if ctx.triggered_id == "selected-head" or not run:
+        return {} if window else no_update  # a new head opens whole (no second fetch when it already is)
+    new = window_from_relayout(relayout, run["shape"][2], window)
+    return no_update if new is None else new
+
+
+@callback(
+    Output("head-detail", "figure"),
+    Input("selected-head", "data"),
+    Input("detail-window", "data"),
+    State("run-store", "data"),
+)
+def render_detail(selected, window, run):
     if not run or not selected:
         return _empty("Run a text, then click a head in the model view.")
     layer, head = selected["layer"], selected["head"]
+    n = run["shape"][2]
+    window = window or {}
+    rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
+    stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
     try:
-        weights = client().attention(run["id"], layer, head, encoding="json")
+        weights = client().attention(run["id"], layer, head, rows=rows, cols=cols, stride=stride, pool="max")
     except ApiError as exc:
         return _empty(str(exc))
-    return head_detail_figure(weights, run["tokens"], f"L{layer}H{head} · {run['model']}")
+    zoom = (
+        "" if (rows, cols) == ((0, n), (0, n)) else f" · queries {rows[0]}-{rows[1] - 1}, keys {cols[0]}-{cols[1] - 1}"
+    )
+    pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
+    title = f"L{layer}H{head} · {run['model']}{zoom}{pooled}"
+    return head_detail_figure(weights, run["tokens"], title, rows=rows, cols=cols, stride=stride)
+
+
+# the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
+# in the browser (assets/attention_views.js): no per-cell hover text travels
+clientside_callback(
+    ClientsideFunction(namespace="attnscope_views", function_name="detailHover"),
+    Output("head-detail-hover", "children"),
+    Input("head-detail", "hoverData"),
+    State("head-detail", "figure"),
+    State("run-store", "data"),
+)
 
 
 @callback(
@@ -179,7 +244,7 @@ def render_head_view(layer, heads, run):
     if not heads:
         return _empty("Select at least one head.")
     try:
-        weights = client().attention(run["id"], layer)
+        indices, weights = client().attention_top_k(run["id"], layer, k=min(HEAD_VIEW_K, run["shape"][2]))
     except ApiError as exc:
         return _empty(str(exc))
-    return head_view_figure(weights, run["tokens"], sorted(heads), layer)
+    return head_view_figure(indices, weights, run["tokens"], sorted(heads), layer)

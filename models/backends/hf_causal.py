@@ -98,8 +98,8 @@ class HFCausalLMBackend(HFBackend):
                 self.max_tokens,
                 self.spec.name,
                 what=what,
-                hint=f"the model's context is {self.context} tokens and a run materialises every layer's "
-                f"attention, so it takes at most {self.max_tokens} positions (prompt + generated tokens): "
+                hint=f"the model's context is {self.context} tokens and this server takes at most {self.max_tokens} "
+                "positions a run (prompt + generated tokens; ATTNSCOPE_MAX_CAUSAL_TOKENS): "
                 f"shorten it by {n_tokens - self.max_tokens} tokens",
             )
 

@@ -23,4 +23,6 @@ async def read_health(request: Request) -> HealthPublic:
         device=state.device_name,
         loaded_models=state.service.models.loaded_names(),
         runs_stored=len(state.service.store),
+        runs_bytes=state.service.store.nbytes,
+        runs_max_bytes=state.service.store.max_bytes,
     )

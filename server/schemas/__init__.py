@@ -25,9 +25,15 @@ Every field is typed down to its leaves (nested models, ``list[list[float]]``, .
 
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
+    MAX_SLICE_BYTES,
+    MAX_STRIDE,
+    MAX_TEMPERATURE,
     MAX_TEXT_CHARS,
+    MAX_TOP_K,
+    RANGE_PATTERN,
     AttentionRowsPublic,
     AttentionSlicePublic,
+    AttentionTopKPublic,
     ConvAttentionPublic,
     DatasetSample,
     ErrorBody,

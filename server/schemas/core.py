@@ -17,6 +17,13 @@ class HealthPublic(BaseModel):
     device: str
     loaded_models: list[str]
     runs_stored: int
+    runs_bytes: int = Field(
+        ..., description="bytes the runs kept in memory hold (maps or their queries/keys, hidden states, outputs)"
+    )
+    runs_max_bytes: int = Field(
+        ...,
+        description="the cap on runs_bytes (ATTNSCOPE_MAX_RUN_BYTES); least recently used runs are evicted beyond it",
+    )
 
 
 class ModelPublic(BaseModel):
@@ -242,8 +249,15 @@ class ModelStructurePublic(BaseModel):
     layers: list[list[HeadGeometry]]
 
 
+MAX_SLICE_BYTES = 16 * 2**20  # one attention slice, counted as float32: 4,194,304 cells (a 2,048 x 2,048 tile)
+MAX_STRIDE = 4096  # pooling stride bound (>= the longest run: one cell per axis)
+MAX_TOP_K = 256  # keys per row of a top-k slice
+RANGE_PATTERN = r"^[0-9]{0,6}:[0-9]{0,6}$"  # "a:b", either end may be left out
+
+
 class AttentionSlicePublic(BaseModel):
-    """One head ``[query, key]`` or one layer ``[head, query, key]`` as nested lists."""
+    """One head ``[query, key]`` or one layer ``[head, query, key]`` (of the ``rows`` x ``cols``
+    window, pooled by ``stride``) as nested lists."""
 
     run_id: str
     layer: int
@@ -253,6 +267,27 @@ class AttentionSlicePublic(BaseModel):
     weights: list[list[float]] | list[list[list[float]]] = Field(
         ..., description="[query][key] (one head) or [head][query][key] (one layer)"
     )
+    rows: list[int] = Field(default_factory=list, description="[start, stop) query positions of the slice")
+    cols: list[int] = Field(default_factory=list, description="[start, stop) key positions of the slice")
+    stride: int = Field(1, description="each cell pools a stride x stride block of weights")
+    pool: Literal["max", "mean"] = "max"
+
+
+class AttentionTopKPublic(BaseModel):
+    """Per query row of the ``rows`` window, the ``k`` keys of ``cols`` with the largest weight,
+    largest first: ``indices`` (absolute key positions) and ``weights``, each ``[query, k]`` for one
+    head or ``[head, query, k]`` for a layer."""
+
+    run_id: str
+    layer: int
+    head: int | None = None
+    k: int
+    shape: list[int]
+    rows: list[int]
+    cols: list[int]
+    tokens: list[str]
+    indices: list[list[int]] | list[list[list[int]]] = Field(..., description="[query][k] or [head][query][k]")
+    weights: list[list[float]] | list[list[list[float]]] = Field(..., description="[query][k] or [head][query][k]")
 
 
 class ErrorBody(BaseModel):

@@ -1,5 +1,7 @@
 """Compact encodings: exact sizes, error bounds, framing."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -44,3 +46,22 @@ def test_bad_inputs_raise_clear_errors():
     payload, meta = encode_array(np.ones((2, 2)), "float16")
     with pytest.raises(ValueError, match="expected 8"):
         decode_array(payload[:-1], meta)
+
+
+def test_top_k_blobs_round_trip_with_narrow_indices():
+    from attnscope.analysis.codec import pack_top_k, unpack_top_k
+
+    idx = np.array([[[3, 0], [65535, 7]]], dtype=np.int64)
+    w = np.array([[[0.5, 0.25], [0.75, 0.125]]], dtype=np.float32)
+    blob = pack_top_k(idx, w, "float16", layer=2)
+    got_idx, got_w, header = unpack_top_k(blob)
+    np.testing.assert_array_equal(got_idx, idx)
+    np.testing.assert_array_equal(got_w, w)  # these weights are exact in float16
+    assert header["kind"] == "topk" and header["index_dtype"] == "uint16" and header["layer"] == 2
+    assert len(blob) - 8 - len(json.dumps(header, separators=(",", ":"))) == idx.size * (2 + 2)
+    wide = pack_top_k(idx + 1, w)
+    assert unpack_top_k(wide)[2]["index_dtype"] == "uint32"
+    with pytest.raises(ValueError, match="dense array"):
+        unpack_top_k(pack(w))
+    with pytest.raises(ValueError, match="one shape"):
+        pack_top_k(idx[..., :1], w)

@@ -90,3 +90,47 @@ def test_non_contiguous_weights_are_handled():
 def test_row_entropy_of_uniform_rows_is_log_n():
     for n in (1, 2, 7, 300):
         np.testing.assert_allclose(row_entropy(np.full((3, n), 1.0 / n)), np.log(n), atol=1e-5)
+
+
+class _ArraySource:
+    """A ``MapSource`` over an eager stack that records the largest block it was asked for."""
+
+    def __init__(self, w):
+        self.w, self.largest = w, 0
+
+    shape = property(lambda self: self.w.shape)
+    nbytes = 0
+
+    def block(self, layer, heads, rows, cols):
+        out = self.w[layer][list(heads)][:, rows, cols]
+        self.largest = max(self.largest, out.nbytes)
+        return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_lazy_maps_stream_bands_and_give_the_eager_reductions(causal, monkeypatch):
+    rng = np.random.default_rng(3)
+    n = 40
+    w = random_rows(rng, (3, 2, n, n), sparsity=0.3)
+    if causal:
+        w = np.tril(w)
+        w[:, :, np.arange(n), np.arange(n)] += 0.01  # no row left empty by the sparsity
+        w /= w.sum(-1, keepdims=True)
+    eager = maps_from(w, special=(0, n - 1), causal=causal)
+    src = _ArraySource(eager.weights)
+    lazy = type(eager).lazy(src, eager.tokens, special=eager.special, causal=causal)
+    monkeypatch.setattr(passes, "BLOCK_BYTES", 4 * 2 * n * 3)  # 3 rows per block
+    monkeypatch.setattr(passes, "LAZY_BAND_BYTES", 4 * 2 * n * 7)  # 6 rows per band: 7 bands, the last cut
+    a = reduce_maps(eager, PARTS, workers=1)
+    b = reduce_maps(lazy, PARTS, workers=2)
+    assert src.largest == 4 * 2 * n * 6  # never more than one band of one layer
+    for name in ("band_sum", "entropy", "top1", "special_cols", "energy", "distance_sum", "head_mean", "first_col"):
+        np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-6, atol=1e-7, err_msg=name)
+    np.testing.assert_array_equal(a.first_col, w[..., 0])
+    from attnscope.analysis.heads import classify_heads, sink_scores
+
+    ha, hb = classify_heads(eager), classify_heads(lazy)
+    assert ha.labels == hb.labels
+    for key in ha.scores:
+        np.testing.assert_allclose(hb.scores[key], ha.scores[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    np.testing.assert_allclose(sink_scores(lazy), sink_scores(eager), rtol=1e-6)

@@ -6,7 +6,14 @@ import zlib
 
 import numpy as np
 
-from attnscope.frontend.figures import downsample, head_detail_figure, head_view_figure, thumbnail_src
+from attnscope.frontend.figures import (
+    detail_stride,
+    downsample,
+    head_detail_figure,
+    head_view_figure,
+    thumbnail_src,
+    window_from_relayout,
+)
 
 
 def _decode_png(src: str) -> np.ndarray:
@@ -35,25 +42,60 @@ def test_downsample_block_means_and_caps_size():
     assert downsample(m, 64) is m
 
 
-def test_head_detail_has_token_labels_on_both_axes_and_exact_hover():
+def test_head_detail_has_token_labels_on_both_axes_and_no_per_cell_text():
     tokens = ["[CLS]", "the", "cat", "the", "[SEP]"]  # duplicate tokens stay separate positions
     w = np.random.default_rng(0).dirichlet(np.ones(5), 5).astype(np.float32)
     fig = head_detail_figure(w, tokens, "L0H2")
     assert list(fig.layout.xaxis.ticktext) == tokens and list(fig.layout.yaxis.ticktext) == tokens
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
     np.testing.assert_array_equal(np.array(fig.data[0].z), w)
-    assert "%{z:.5f}" in fig.data[0].hovertemplate
-    assert fig.data[0].customdata[1][2] == "the → cat"
+    assert "%{z:.5f}" in fig.data[0].hovertemplate and fig.data[0].customdata is None
+    assert (fig.data[0].x0, fig.data[0].dx) == (0, 1) and fig.layout.meta == {
+        "stride": 1,
+        "rows": [0, 5],
+        "cols": [0, 5],
+    }
+    payload = fig.to_json()
+    assert "the → cat" not in payload and len(payload) < 12_000  # mostly the colour scale and the template
 
 
-def test_head_detail_of_a_long_input_keeps_a_bounded_height_and_sparse_ticks():
-    tokens = [f"t{i}" for i in range(257)]  # DINOv2: CLS + 16 x 16 patches
-    w = np.full((257, 257), 1 / 257, dtype=np.float32)
-    fig = head_detail_figure(w, tokens, "L0H0")
+def test_head_detail_of_a_long_input_is_a_pooled_overview_of_bounded_size():
+    tokens = [f"t{i}" for i in range(512)]
+    stride = detail_stride((0, 512), (0, 512))
+    assert stride == 2 and detail_stride((0, 4096), (0, 4096)) == 16 and detail_stride((100, 300), (0, 256)) == 1
+    w = np.random.default_rng(1).random((256, 256)).astype(np.float32)
+    fig = head_detail_figure(w, tokens, "L0H0", stride=stride)
     assert fig.layout.height == 900
+    assert (fig.data[0].x0, fig.data[0].dx, fig.data[0].y0) == (0.5, 2, 0.5)  # cell centres in token positions
     ticks = list(fig.layout.xaxis.tickvals)
-    assert ticks[0] == 0 and ticks[1] == 6 and len(ticks) <= 48 and list(fig.layout.xaxis.ticktext)[1] == "t6"
-    assert fig.data[0].customdata[200][100] == "t200 → t100"  # every cell still named on hover
+    assert ticks[:2] == [0, 11] and len(ticks) <= 48 and list(fig.layout.xaxis.ticktext)[1] == "t11"
+    assert list(fig.layout.yaxis.range) == [511.5, -0.5]  # query 0 on top
+    # the weights travel as one base64 float32 array (4/3 x 4 bytes a cell, plus JSON's escaped '/'),
+    # no per-cell text: about 450 kB before the dashboard's gzip
+    assert len(fig.to_json()) < 1.75 * 4 * 256 * 256 + 20_000
+
+
+def test_a_zoom_window_sits_on_its_token_positions():
+    tokens = [f"t{i}" for i in range(4096)]
+    fig = head_detail_figure(np.zeros((40, 60), np.float32), tokens, "z", rows=(1000, 1040), cols=(980, 1040))
+    assert fig.data[0].x0 == 980 and fig.data[0].y0 == 1000
+    assert list(fig.layout.xaxis.range) == [979.5, 1039.5] and list(fig.layout.xaxis.ticktext)[0] == "t980"
+
+
+def test_window_from_relayout():
+    assert window_from_relayout(None, 100) is None
+    assert window_from_relayout({"dragmode": "pan"}, 100) is None
+    assert window_from_relayout({"xaxis.autorange": True, "yaxis.autorange": True}, 100) == {}
+    box = {"xaxis.range[0]": 9.7, "xaxis.range[1]": 30.2, "yaxis.range[0]": 55.4, "yaxis.range[1]": 40.6}
+    assert window_from_relayout(box, 100) == {"cols": [10, 31], "rows": [41, 56]}
+    wide = {"xaxis.range[0]": -20, "xaxis.range[1]": 400}
+    assert window_from_relayout(wide, 100, {"rows": [0, 10]}) == {"rows": [0, 10], "cols": [0, 100]}
+    assert window_from_relayout({"xaxis.range[0]": 9.7, "xaxis.range[1]": 30.2}, 100, {"cols": [10, 31]}) is None
+
+
+def _top(w: np.ndarray, k: int):
+    idx = np.argsort(-w, axis=-1, kind="stable")[..., :k]
+    return idx, np.take_along_axis(w, idx, -1)
 
 
 def test_head_view_draws_one_segment_per_strong_weight():
@@ -61,12 +103,12 @@ def test_head_view_draws_one_segment_per_strong_weight():
     w = np.zeros((2, 3, 3), np.float32)
     w[0] = np.eye(3)
     w[1] = np.full((3, 3), 1 / 3)
-    fig = head_view_figure(w, tokens, heads=[0], layer=4)
+    fig = head_view_figure(*_top(w, 2), tokens, heads=[0], layer=4)
     line_traces = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
     segments = sum(np.isnan(np.array(t.x, dtype=float)).sum() for t in line_traces)
     assert segments == 3  # the three diagonal weights of head 0, nothing from head 1
     assert fig.layout.title.text == "Head view · layer 4"
-    both = head_view_figure(w, tokens, heads=[0, 1], layer=4)
+    both = head_view_figure(*_top(w, 2), tokens, heads=[0, 1], layer=4)
     assert len([t for t in both.data if t.showlegend]) == 2
 
 
@@ -74,6 +116,22 @@ def test_head_view_of_a_long_input_is_denser():
     w = np.full((1, 512, 512), 1 / 512, dtype=np.float32)
     w[0, :, 0] = 0.5
     tokens = [f"t{i}" for i in range(512)]
-    fig = head_view_figure(w, tokens, heads=[0], layer=0)
+    fig = head_view_figure(*_top(w, 8), tokens, heads=[0], layer=0)
     assert fig.layout.height == 9 * 512 + 120  # 22 px per token below 100 tokens
-    assert head_view_figure(w[:, :10, :10], tokens[:10], heads=[0], layer=0).layout.height == 360
+    assert head_view_figure(*_top(w[:, :10, :10], 3), tokens[:10], heads=[0], layer=0).layout.height == 360
+
+
+def test_head_view_of_4096_tokens_draws_top_k_lines_and_sparse_labels():
+    n, k = 4096, 4
+    idx = np.zeros((2, n, k), np.int64)
+    idx[:, :, 0] = np.maximum(np.arange(n) - 1, 0)  # previous token, strongest
+    wts = np.zeros((2, n, k), np.float32)
+    wts[:, :, 0] = 0.8
+    wts[:, :, 1] = 0.05  # under min_weight: no line
+    fig = head_view_figure(idx, wts, [f"t{i}" for i in range(n)], heads=[1], layer=3)
+    lines = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
+    assert sum(np.isnan(np.array(t.x, dtype=float)).sum() for t in lines) == n
+    ys = np.array(lines[0].y, dtype=float).reshape(-1, 3)
+    np.testing.assert_array_equal(ys[5, :2], [-5, -4])  # query 5 -> key 4
+    labels = [t for t in fig.data if t.mode == "text"]
+    assert len(labels[0].text) == 512 and fig.layout.height == 4608 + 120

@@ -116,3 +116,95 @@ def test_a_model_with_position_biases_is_refused_with_a_reason():
     model = T5EncoderModel(T5Config(d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8, vocab_size=50))
     reason = refusal_reason(model)
     assert reason is not None and ("position" in reason or "AttentionInterface" in reason)
+
+
+def _record(model, ids):
+    from attnscope.models.attention_fn import QKRecorder, attention_context
+    from attnscope.models.lazy_maps import QKMapSource
+
+    rec = QKRecorder()
+    with torch.no_grad(), attention_context(rec):
+        model(ids)
+    return QKMapSource.from_records(rec.ordered())
+
+
+def _eager_attentions(model, ids):
+    from attnscope.models.attention_fn import NAME
+
+    model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            return model(ids, output_attentions=True).attentions
+    finally:
+        model.set_attn_implementation(NAME)
+
+
+def test_learned_sinks_are_reproduced():
+    """GPT-OSS adds a learned sink logit per head to every row's softmax (rows then sum below 1),
+    on a sliding-window layer and a full one."""
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    from attnscope.models.attention_fn import NAME, refusal_reason
+
+    torch.manual_seed(0)
+    config = GptOssConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        num_local_experts=2,
+        num_experts_per_tok=1,
+        sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+    model = GptOssForCausalLM(config).eval()
+    for layer in model.model.layers:
+        layer.self_attn.sinks.data = torch.randn(4) * 2
+    assert refusal_reason(model) is None
+    model.set_attn_implementation(NAME)
+    ids = torch.randint(0, 64, (1, 12), generator=torch.Generator().manual_seed(1))
+    src = _record(model, ids)
+    ref = _eager_attentions(model, ids)
+    for layer in range(2):
+        assert src.layers[layer].sinks is not None
+        block = src.block(layer, range(4), slice(None), slice(None))
+        assert np.abs(block - ref[layer][0].numpy()).max() <= ATOL
+        assert block.sum(-1).max() < 1 - 1e-3  # the sink took its share of every row
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.bfloat16, None), (torch.float16, 0.02)])
+def test_half_precision_models_record_in_their_dtype(dtype, atol, tiny_causal_lms, tiny_tokenizer):
+    """A model running in bfloat16/float16 keeps its queries and keys in that dtype (half the
+    bytes of float32) and its lazy maps match its own eager maps to that precision: eager rounds
+    the logits ``q k^T`` to the dtype (8 / 11 significant bits; these tiny models have logits of
+    tens), the lazy block computes them in float32 from the same queries and keys. In bfloat16 that
+    rounding moves weights by up to 0.3 here, so there the check is that both pick the same top key
+    in nearly every row."""
+    from transformers import AutoModelForCausalLM
+
+    from attnscope.models.attention_fn import NAME
+
+    _, folders = tiny_causal_lms
+    model = AutoModelForCausalLM.from_pretrained(folders["llama"], attn_implementation=NAME, dtype=dtype).eval()
+    ids = torch.tensor([tiny_tokenizer(TEXT)["input_ids"]])
+    src = _record(model, ids)
+    n, lay = ids.shape[1], src.layers[0]
+    assert lay.query.dtype == dtype and lay.key.dtype == dtype
+    heads, kv = lay.query.shape[0], lay.key.shape[0]
+    dim = lay.query.shape[-1]
+    assert src.nbytes == 2 * len(src.layers) * (heads + kv) * n * dim  # 2 bytes a value, no mask stored
+    ref = _eager_attentions(model, ids)
+    for layer in range(len(src.layers)):
+        block = src.block(layer, range(heads), slice(None), slice(None))
+        assert block.dtype == np.float32
+        eager = ref[layer][0].float().numpy()
+        np.testing.assert_allclose(block.sum(-1), 1.0, atol=1e-5)
+        if atol is not None:
+            assert np.abs(block - eager).max() <= atol
+        else:
+            assert np.mean(block.argmax(-1) == eager.argmax(-1)) >= 0.95
