@@ -24,7 +24,7 @@ DOCS_PORT ?= 8100
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: axe decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness
+.PHONY: axe decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,9 @@ docs-build: install-test  ## the documentation site into build/site; --strict: a
 test: install-test chromium axe lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+contract: install-test  ## the OpenAPI contract alone: schemathesis --checks all, >= 2,000 cases, against a live API (make test runs it too)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/server/test_contract.py
+
 test-fast: install-test
 	$(BIN)/python -m pytest -q -m "not browser"
 
@@ -85,6 +88,9 @@ decoder-heads: install  ## SmolLM2's sink, previous-token, duplicate and inducti
 
 zoo: install  ## retrain every zoo checkpoint (models/zoo/checkpoints), one at a time; see docs/results/zoo.md
 	ATTNSCOPE_TRAIN_THREADS=$(ZOO_THREADS) $(BIN)/python -m attnscope.pipelines.train
+experiments: install  ## the seed tables of docs/claims.md: every arm x seed 0-2 (seed 0: the committed zoo), measured, into results/experiments/
+	ATTNSCOPE_TRAIN_THREADS=1 $(BIN)/python -m attnscope.experiments all
+	$(BIN)/python -m attnscope.experiments values
 finetune: install  ## retrain the SST-2 classifier delta (models/checkpoints/minilm-sst2), seeded, CPU
 	$(BIN)/python -m attnscope.pipelines.finetune
 finetune-hatexplain: install  ## retrain the HateXplain classifier delta (opt-in: the data hold hate speech), seeded, CPU

@@ -14,8 +14,11 @@ import logging
 import time
 from pathlib import Path
 
+import torch
+
 from attnscope.models.zoo.configs import ZOO
-from attnscope.models.zoo.manifest import folder
+from attnscope.models.zoo.manifest import ROOT as ZOO_ROOT
+from attnscope.models.zoo.manifest import folder, read_manifest
 from attnscope.pipelines import train as zoo_train
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ GAUSS_ARMS = ("gauss9-iso",)
 
 
 def checkpoint_root(seed: int) -> Path:
+    """Where the arms retrained with ``seed`` live."""
     return CHECKPOINTS / f"seed{seed}"
 
 
@@ -38,9 +42,79 @@ def record_path(name: str, seed: int) -> Path:
     return RESULTS / "runs" / f"{name}-seed{seed}.json"
 
 
+def arm_root(name: str, seed: int) -> Path:
+    """The checkpoint root of arm ``name`` for ``seed``: the committed zoo (``models/zoo/checkpoints``) when the
+    seed's record says it uses the committed checkpoint, else ``checkpoint_root(seed)``."""
+    path = record_path(name, seed)
+    if path.is_file() and json.loads(path.read_text()).get("checkpoint") == "committed":
+        return ZOO_ROOT
+    return checkpoint_root(seed)
+
+
 def trained(name: str, seed: int) -> bool:
     """Whether arm ``name`` has a checkpoint and a record for ``seed``."""
-    return record_path(name, seed).is_file() and (folder(name, checkpoint_root(seed)) / "model.safetensors").is_file()
+    return record_path(name, seed).is_file() and (folder(name, arm_root(name, seed)) / "model.safetensors").is_file()
+
+
+def committed_matches(name: str, seed: int, epochs_scale: float = 1.0) -> bool:
+    """Whether the committed zoo checkpoint of ``name`` is what training with ``seed`` and the zoo's recipe
+    gives: the zoo's own seed (``pipelines.train.SEED``), the full budget, and a manifest with that seed and the
+    catalog's recipe. Retraining it reproduces the committed bytes (``reproduce``; docs/claims.md)."""
+    manifest = read_manifest(name)
+    return (
+        seed == zoo_train.SEED
+        and epochs_scale == 1.0
+        and manifest is not None
+        and manifest.get("seed") == seed
+        and manifest.get("train") == ZOO[name]["train"]
+    )
+
+
+def committed_record(name: str, seed: int) -> dict:
+    """The record of the committed checkpoint (from its manifest), marked ``checkpoint: committed``."""
+    m = read_manifest(name)
+    record = {
+        "name": name,
+        "seed": seed,
+        "eval_accuracy": m["eval_accuracy"],
+        "n_eval": m["data"]["n_eval"],
+        "params": m["params"],
+        "steps": m["steps"],
+        "train": m["train"],
+        "wall_time_s": m["wall_time_s"],
+        "torch": m["torch"],
+        "checkpoint": "committed",
+        "note": "the committed zoo checkpoint (seed 0, the zoo's recipe); retraining it is not byte-identical across "
+        "machines and thread counts: `python -m attnscope.experiments reproduce --arms NAME` measures how far "
+        "(docs/claims.md)",
+    }
+    path = record_path(name, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return record
+
+
+def reproduce(name: str, out: Path) -> dict:
+    """Retrain ``name`` with the zoo's seed and recipe into ``out`` and compare it with the committed checkpoint:
+    ``identical`` (``model.safetensors`` byte for byte), ``max_abs_diff`` over all weights, and both held-out
+    accuracies."""
+    from safetensors.numpy import load_file
+
+    manifest = zoo_train.train(name, root=out, progress=False, seed=zoo_train.SEED)
+    new_path, old_path = folder(name, out) / "model.safetensors", folder(name) / "model.safetensors"
+    new, old = load_file(str(new_path)), load_file(str(old_path))
+    diff = max(float(abs(new[k].astype("float64") - old[k]).max()) for k in old) if new.keys() == old.keys() else None
+    result = {
+        "name": name,
+        "identical": new_path.read_bytes() == old_path.read_bytes(),
+        "max_abs_diff": diff,
+        "accuracy": manifest["eval_accuracy"],
+        "committed_accuracy": read_manifest(name)["eval_accuracy"],
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
+    log.info("%s retrained with seed %d: %s", name, zoo_train.SEED, result)
+    return result
 
 
 def train_arm(name: str, seed: int, epochs_scale: float = 1.0) -> dict:
@@ -84,6 +158,9 @@ def train_all(arms=ARMS + GAUSS_ARMS, seeds=SEEDS, epochs_scale: float = 1.0) ->
     for seed, name in order:
         if trained(name, seed):
             out.append(json.loads(record_path(name, seed).read_text()))
+            continue
+        if committed_matches(name, seed, epochs_scale):
+            out.append(committed_record(name, seed))
             continue
         out.append(train_arm(name, seed, epochs_scale))
     return out

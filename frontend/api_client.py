@@ -21,6 +21,7 @@ from attnscope.server.schemas import (
     FaithfulnessPublic,
     FaithfulnessResultPublic,
     FixedPointPublic,
+    HeadComparisonPublic,
     HeadsPublic,
     HealthPublic,
     ImportancePublic,
@@ -213,7 +214,11 @@ class ApiClient:
     def upload_image_run(self, model: str, blob: bytes, filename: str = "upload.png") -> RunPublic:
         """Upload a PNG/JPEG and run it through a vision model."""
         r = self._request(
-            "POST", "/runs/image", data={"model": model}, files={"file": (filename, blob, "application/octet-stream")}
+            "POST",
+            "/runs/image",
+            data={"model": model},
+            files={"file": (filename, blob, "application/octet-stream")},
+            headers={"X-Requested-With": "attnscope-dashboard"},  # the API refuses form posts without it (CSRF)
         )
         return RunPublic.model_validate(r.json())
 
@@ -249,12 +254,22 @@ class ApiClient:
             self._request("POST", f"/runs/{run_id}/faithfulness", json=body).json()
         )
 
+    # ------------------------------------------------------------------ compare
+    def compare_heads(self, a: str, b: str) -> HeadComparisonPublic:
+        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``."""
+        r = self._request("GET", "/compare/heads", params={"a": a, "b": b})
+        return HeadComparisonPublic.model_validate(r.json())
+
     # ------------------------------------------------------------------ jobs
     def create_job(self, kind: str, params: dict) -> JobPublic:
         return JobPublic.model_validate(self._request("POST", "/jobs", json={"kind": kind, "params": params}).json())
 
     def job(self, job_id: str) -> JobPublic:
         return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
+
+    def cancel_job(self, job_id: str) -> JobPublic:
+        """Cancel a job (a queued one at once, a running one at its next progress report)."""
+        return JobPublic.model_validate(self._request("DELETE", f"/jobs/{job_id}").json())
 
     def job_result(self, job_id: str) -> CensusResultPublic | ProbeResultPublic | FaithfulnessResultPublic:
         """A finished job's result as its kind's model (``JobResultPublic``: told apart by ``kind``).

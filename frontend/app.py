@@ -32,6 +32,41 @@ INDEX = """<!DOCTYPE html>
 </html>"""
 
 
+def dashboard_csp(script_hashes: list[str]) -> str:
+    """The dashboard's Content-Security-Policy: scripts from this server plus Dash's own inline scripts
+    by hash (its renderer start-up, clientside callbacks); styles inline too (Plotly writes <style>)."""
+    return "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self' " + " ".join(script_hashes),
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data: blob:",
+            "font-src 'self' data:",
+            "connect-src 'self'",
+            "worker-src 'self' blob:",
+            "object-src 'none'",
+            "base-uri 'self'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+def _security_headers(app: dash.Dash) -> None:
+    """nosniff, no framing, no referrer and the CSP above on every answer of the dashboard."""
+    policy: list[str] = []  # computed at the first answer: every page and clientside callback is defined by then
+
+    @app.server.after_request
+    def _add(response):
+        if not policy:
+            policy.append(dashboard_csp(app.csp_hashes()))
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("Content-Security-Policy", policy[0])
+        return response
+
+
 def create_dash_app(api_url: str | None = None, token: str | None = None) -> dash.Dash:
     app = dash.Dash(
         __name__,
@@ -48,4 +83,5 @@ def create_dash_app(api_url: str | None = None, token: str | None = None) -> das
     app.server.config["ATTNSCOPE_CLIENT"] = ApiClient(api_url, token=token)
     app.layout = shell
     register_export(app)
+    _security_headers(app)
     return app

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 METRIC_LABELS = {
@@ -21,6 +22,7 @@ METRIC_LABELS = {
     "sufficiency_entropy": "suff. ΔH",
     "sufficiency_kl": "suff. KL ↓",
 }
+EXPLAINER_COLORS = qualitative.Plotly
 MARK = re.compile(r"\[\[(.+?)\]\]", re.S)
 
 
@@ -63,6 +65,10 @@ def curves_figure(
         rows=1, cols=2, subplot_titles=("comprehensiveness (higher is better)", "sufficiency (lower is better)")
     )
     x = [round(100 * b, 1) for b in bins]
+    # one colour per explainer on both panels (was: the right panel took the next default colours,
+    # so its lines did not match the one legend)
+    names = list(dict.fromkeys([*comp, *suff]))
+    colors = {name: EXPLAINER_COLORS[i % len(EXPLAINER_COLORS)] for i, name in enumerate(names)}
     for col, curves in ((1, comp), (2, suff)):
         for name, ys in curves.items():
             dash = "dot" if name == "random" else "solid"
@@ -74,7 +80,7 @@ def curves_figure(
                     name=name,
                     legendgroup=name,
                     showlegend=col == 1,
-                    line={"dash": dash},
+                    line={"dash": dash, "color": colors[name]},
                     connectgaps=True,
                 ),
                 row=1,

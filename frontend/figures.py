@@ -220,13 +220,16 @@ def head_view_figure(
                 textfont={"size": 13 if n <= 100 else 8},
             )
         )
+    # the legend sits in its own strip at the bottom of the figure (container coordinates), below the
+    # plot area: it never covers the last tokens; room for 4 heads a row (a 390 px screen)
+    legend_px = 24 * -(-len(heads) // 4)
     fig.update_layout(
         title={"text": f"Head view · layer {layer}"},
-        height=int(max(360, row_px * n + 120)),
+        height=int(max(360, row_px * n + 120)) + legend_px,
         xaxis={"visible": False, "range": [-0.6, 1.6]},
-        yaxis={"visible": False},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        yaxis={"visible": False, "range": [-(n - 1) - 0.6, 0.6]},
+        margin={"l": 10, "r": 10, "t": 50, "b": 14 + legend_px},
         plot_bgcolor="white",
-        legend={"orientation": "h", "y": -0.02},
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
     )
     return fig

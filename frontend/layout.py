@@ -6,11 +6,14 @@ from __future__ import annotations
 from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
+from attnscope.frontend.page_common import error_box
+from attnscope.frontend.plot_config import export_bar, graph_config
+from attnscope.frontend.url_state import problems_message, url_sync
 
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
 
-def controls() -> html.Div:
+def controls(text: str | None = None) -> html.Div:
     return html.Div(
         className="controls",
         children=[
@@ -27,7 +30,7 @@ def controls() -> html.Div:
                     html.Label("Text", htmlFor="text-input"),
                     dcc.Textarea(
                         id="text-input",
-                        value=EXAMPLE,
+                        value=text or EXAMPLE,
                         rows=3,
                         className="text-input",
                         placeholder="Type a sentence to see its attention",
@@ -35,6 +38,7 @@ def controls() -> html.Div:
                 ],
             ),
             html.Button("Run", id="run-button", n_clicks=0, className="run-button"),
+            html.Div(id="token-count", className="hint token-count", **{"aria-live": "polite"}),
             html.Div(id="run-error", className="error", role="alert"),
             html.Div(id="api-status", className="api-status"),
         ],
@@ -47,9 +51,11 @@ def model_view() -> html.Section:
         children=[
             html.H2("Model view"),
             html.P(
-                "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its detail.",
+                "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its "
+                "detail; with a head focused, the arrow keys move through the grid.",
                 className="hint",
             ),
+            html.Div(id="explore-run", className="hint"),
             dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
         ],
     )
@@ -68,8 +74,9 @@ def detail_views() -> html.Div:
                         "drag a box to zoom into a token window at full resolution, double-click to reset.",
                         className="hint",
                     ),
-                    dcc.Loading(dcc.Graph(id="head-detail", config={"displaylogo": False}), type="dot"),
+                    dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
                     html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
+                    export_bar("head-detail"),
                 ],
             ),
             html.Section(
@@ -85,20 +92,28 @@ def detail_views() -> html.Div:
                     ),
                     html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
                     dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
-                    dcc.Loading(dcc.Graph(id="head-view", config={"displaylogo": False}), type="dot"),
+                    dcc.Loading(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")), type="dot"),
+                    export_bar("head-view", ("svg", "png", "json")),
                 ],
             ),
         ],
     )
 
 
-def explore_page() -> html.Div:
-    """The explore page: pick a model, run a text, browse every head."""
+def explore_page(state: dict | None = None, problems: list[str] | None = None) -> html.Div:
+    """The explore page: pick a model, run a text, browse every head. ``state``: the address's
+    values (``explore_callbacks.PARAMS``), ``problems``: what in the address was not usable."""
+    state = state or {}
     return html.Div(
         children=[
             dcc.Store(id="selected-head"),
+            dcc.Store(id="explore-query", data=state),
+            dcc.Store(id="explore-run-data"),
             dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
-            controls(),
+            url_sync("explore"),
+            problems_message(problems or [], "explore"),
+            controls(state.get("text")),
+            error_box("explore"),
             llm_panels(),
             model_view(),
             detail_views(),

@@ -13,15 +13,29 @@ TOKEN_COLORS = qualitative.Dark24 + qualitative.Light24
 BOUND_COLOR, ESTIMATE_COLOR = "#d62728", "#1f77b4"
 
 
-def message_figure(message: str) -> go.Figure:
-    """An empty figure that says what to do next (or what went wrong)."""
+def message_figure(message: str, width: int = 60) -> go.Figure:
+    """An empty figure that says what to do next (or what went wrong), wrapped at ``width``
+    characters: a long API message (a 422) was one line cut off on both sides."""
+    lines, line = [], ""
+    for word in message.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
     fig = go.Figure()
     fig.update_layout(
         xaxis={"visible": False},
         yaxis={"visible": False},
-        height=320,
+        height=max(320, 60 + 22 * len(lines)),
         plot_bgcolor="white",
-        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
+        annotations=[
+            {
+                "text": "<br>".join(lines + [line] if line else lines),
+                "showarrow": False,
+                "font": {"size": 14, "color": "#555"},
+            }
+        ],
     )
     return fig
 
@@ -196,7 +210,8 @@ def w1_profile_figure(w1: Sequence[float], max_entropy: Sequence[float] | None =
 
 def lipschitz_figure(rows: list[dict]) -> go.Figure:
     """DERIVED bound vs empirical estimate per layer, as log10 values (a log scale that survives
-    bounds like 10^700, beyond float64).
+    bounds like 10^700, beyond float64). Two panels with their own axes: the bound is hundreds of
+    decades above the estimate, so on one axis L̂ was a flat line at 0.
 
     Args:
         rows: one dict per layer with ``layer``, ``log10_bound``, ``log10_estimate``, ``radius``.
@@ -206,38 +221,61 @@ def lipschitz_figure(rows: list[dict]) -> go.Figure:
     bound = [r["log10_bound"] for r in rows]
     est = [r["log10_estimate"] for r in rows]
     ratio = [e - b for e, b in zip(est, bound)]
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=x,
-                y=bound,
-                mode="lines+markers",
-                name="L (DERIVED bound)",
-                line={"color": BOUND_COLOR},
-                customdata=[[r["radius"]] for r in rows],
-                hovertemplate="%{x}: log10 L = %{y:.1f}<br>R = %{customdata[0]:.2f}<extra>bound</extra>",
-            ),
-            go.Scatter(
-                x=x,
-                y=est,
-                mode="lines+markers",
-                name="L̂ (estimate)",
-                line={"color": ESTIMATE_COLOR},
-                customdata=[[q] for q in ratio],
-                hovertemplate="%{x}: log10 L̂ = %{y:.2f}<br>log10(L̂/L) = %{customdata[0]:.1f}<extra>estimate</extra>",
-            ),
-        ]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=bound,
+            mode="lines+markers",
+            name="L (DERIVED bound)",
+            line={"color": BOUND_COLOR},
+            customdata=[[r["radius"]] for r in rows],
+            hovertemplate="%{x}: log10 L = %{y:.1f}<br>R = %{customdata[0]:.2f}<extra>bound</extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=est,
+            mode="lines+markers",
+            name="L̂ (estimate)",
+            line={"color": ESTIMATE_COLOR},
+            customdata=[[q] for q in ratio],
+            hovertemplate="%{x}: log10 L̂ = %{y:.2f}<br>log10(L̂/L) = %{customdata[0]:.1f}<extra>estimate</extra>",
+        ),
+        row=2,
+        col=1,
     )
     fig.update_layout(
         title={"text": "Lipschitz constant in W1: DERIVED bound vs estimate"},
-        height=380,
+        height=460,
         plot_bgcolor="white",
-        margin={"l": 60, "r": 10, "t": 50, "b": 40},
-        yaxis={"title": {"text": "log10 (log scale)"}},
-        xaxis={"title": {"text": "layer"}},
+        margin={"l": 70, "r": 10, "t": 60, "b": 40},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
     )
+    fig.update_yaxes(title={"text": "log10 L (bound)"}, row=1, col=1)
+    fig.update_yaxes(title={"text": "log10 L̂ (estimate)"}, row=2, col=1)
+    fig.update_xaxes(title={"text": "layer"}, row=2, col=1)
     return fig
+
+
+def log_ticks(values) -> dict:
+    """Axis settings for a log axis over ``values`` (> 0): one labelled tick every k decades, at
+    most ~6 labels, powers of ten (Plotly's default labels 2 and 5 of every decade, crammed)."""
+    v = np.asarray([x for x in values if x is not None and x > 0], dtype=float)
+    if v.size == 0:
+        return {"type": "log"}
+    decades = float(np.log10(v.max()) - np.log10(v.min()))
+    if decades < 1.5:
+        return {"type": "log", "exponentformat": "power"}
+    return {
+        "type": "log",
+        "dtick": max(1, int(np.ceil(decades / 6))),
+        "exponentformat": "power",
+        "minor": {"ticks": ""},
+    }
 
 
 def fixed_point_figure(
@@ -299,7 +337,8 @@ def fixed_point_figure(
         margin={"l": 60, "r": 10, "t": 60, "b": 40},
         legend={"orientation": "h", "y": -0.12 if two else -0.2, "x": 0},
     )
-    fig.update_yaxes(type="log", title={"text": "W1"}, row=1, col=1)
+    shown = list(w) + (list(np.maximum(np.asarray(normalised, dtype=float), 1e-16)) if normalised is not None else [])
+    fig.update_yaxes(**log_ticks(shown), title={"text": "W1"}, row=1, col=1)
     fig.update_xaxes(title={"text": "iteration"}, row=2 if two else 1, col=1)
     if trained_depth is not None:
         fig.add_vline(

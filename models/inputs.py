@@ -56,7 +56,12 @@ def decode_image(blob: bytes) -> np.ndarray:
             img.load()
     except InvalidImageError:
         raise
-    except (UnidentifiedImageError, Image.DecompressionBombWarning, Image.DecompressionBombError):
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError):  # Pillow refuses it at open: too many pixels
+        raise InvalidImageError(
+            f"the image has more pixels than this server decodes; the limit is {MAX_PIXELS:,} (4096x4096): resize it",
+            413,
+        ) from None
+    except UnidentifiedImageError:
         raise InvalidImageError(
             "the upload is not a PNG or JPEG image this server can read; send a PNG or JPEG file", 415
         ) from None

@@ -240,7 +240,7 @@ def _local_spec(folder: Path, root: Path) -> ModelSpec:
         modality="text",
         source="local",
         task=task,
-        description=f"local checkpoint {folder}",
+        description=f"local checkpoint {rel} (under one of ATTNSCOPE_MODEL_DIRS)",  # never the absolute path
         locator=str(folder),
         max_tokens=min(context, causal_token_cap()) if causal else context,
         extra={

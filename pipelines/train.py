@@ -141,20 +141,23 @@ def train_steps(
 def train(name: str, root=None, progress: bool = True, seed: int = SEED, epochs_scale: float = 1.0) -> dict:
     """Train zoo model ``name`` from scratch, evaluate it, write its checkpoint; returns the manifest.
 
-    ``epochs_scale`` (default 1: the zoo's recipe) multiplies the recipe's epochs (rounded, at least 1): the
-    seeded experiments (``attnscope.experiments``) use it to shorten every arm alike when time is short.
+    ``epochs_scale`` (default 1: the zoo's recipe) multiplies the recipe's number of optimisation steps (rounded,
+    at least 1; the learning-rate schedule spans the shortened run): the seeded experiments
+    (``attnscope.experiments``) use it to shorten every arm alike, and their quick test to take a few steps.
     """
     entry = ZOO[name]
     modality, arch, recipe = entry["modality"], entry["arch"], entry["train"]
-    if epochs_scale != 1.0:
-        recipe = {**recipe, "epochs": max(1, round(recipe["epochs"] * epochs_scale))}
     if modality == "text":
         arch = {**arch, "vocab_size": len(data.load_vocab())}
     set_seed(seed)
     start = time.time()
     model = build_model(arch)
     x, y = load_split(modality, "train")
-    steps = train_steps(model, x, y, modality, recipe, seed, progress=progress, desc=name)
+    max_steps = None
+    if epochs_scale != 1.0:
+        max_steps = max(1, round(recipe["epochs"] * math.ceil(len(x) / recipe["batch"]) * epochs_scale))
+        recipe = {**recipe, "epochs_scale": epochs_scale}
+    steps = train_steps(model, x, y, modality, recipe, seed, max_steps=max_steps, progress=progress, desc=name)
     wall = time.time() - start
     xe, ye = load_split(modality, "eval")
     acc = evaluate(model, xe, ye, modality)

@@ -1,10 +1,13 @@
-"""Server settings, read once from environment variables."""
+"""Server settings, read once from environment variables (``pydantic-settings``: typed and checked at start-up)."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticUseDefault
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 try:
     VERSION = version("attnscope")
@@ -14,13 +17,14 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "api", "dashboard", "testserver")
 
+CsvList = Annotated[list[str], NoDecode]  # the env var is "a,b,c", not JSON
+
 
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
     """All knobs of the API process.
 
     ATTNSCOPE_DEVICE          auto | cpu | cuda[:N]   (auto: CUDA when present)
@@ -30,7 +34,7 @@ class Settings:
     ATTNSCOPE_DEFAULT_MODEL   model used when a request names none, default minilm
     ATTNSCOPE_ALLOWED_ORIGINS comma-separated CORS origins (empty: same-origin only)
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
-    ATTNSCOPE_PRELOAD         comma-separated models loaded at start-up, default minilm
+    ATTNSCOPE_PRELOAD         comma-separated models loaded at start-up, default minilm (empty: none)
     ATTNSCOPE_MODEL_DIRS      roots for local Hugging Face checkpoints (read by models.registry)
     ATTNSCOPE_ALLOWED_HOSTS   comma-separated Host names the API answers (DNS-rebinding guard; '*' = any),
                               default localhost, 127.0.0.1, ::1, the compose service names api and dashboard,
@@ -46,49 +50,84 @@ class Settings:
     ATTNSCOPE_MAX_QUEUED_JOBS jobs waiting in the queue before POST /jobs answers 429, default 16
     ATTNSCOPE_RAY_ADDRESS     a Ray cluster (e.g. ray://head:10001 or head:6379): data-set jobs run there
     ATTNSCOPE_RAY_WORKERS     Ray actors (each holds the job's model), default 2
+
+    ``Settings()`` reads these variables; keyword arguments win over them (``Settings(preload=[])``).
+    A malformed value (``ATTNSCOPE_MAX_RUNS=lots``) stops start-up with the variable's name.
     """
 
+    model_config = SettingsConfigDict(env_prefix="ATTNSCOPE_", frozen=True, extra="ignore")
+
     device: str = "auto"
-    max_runs: int = 256
-    max_run_bytes: int | None = None  # None: attnscope.server.store.default_max_bytes()
+    max_runs: int = Field(256, ge=1)
+    max_run_bytes: int | None = Field(None, ge=1)  # None: attnscope.server.store.default_max_bytes()
     default_model: str = "minilm"
-    allowed_origins: list[str] = field(default_factory=list)
+    allowed_origins: CsvList = Field(default_factory=list)
     api_token: str | None = None
-    preload: list[str] = field(default_factory=list)
-    allowed_hosts: list[str] = field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
-    heavy_workers: int = 2
-    heavy_queue: int = 32
-    max_body_bytes: int = 2**20
-    max_upload_bytes: int = 11 * 2**20
-    compute_budget: int = 400_000
+    preload: CsvList = Field(default_factory=lambda: ["minilm"])
+    allowed_hosts: CsvList = Field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
+    heavy_workers: int = Field(2, ge=1)
+    heavy_queue: int = Field(32, ge=0)
+    max_body_bytes: int = Field(2**20, ge=1024)
+    max_upload_bytes: int = Field(11 * 2**20, ge=1024)
+    compute_budget: int = Field(400_000, ge=1)
     rate_limit: str | None = None
     database_url: str | None = None
     state_dir: str | None = None
-    max_queued_jobs: int = 16
+    max_queued_jobs: int = Field(16, ge=0)
     ray_address: str | None = None
-    ray_workers: int = 2
+    ray_workers: int = Field(2, ge=1)
+
+    @field_validator("allowed_origins", "preload", "allowed_hosts", mode="before")
+    @classmethod
+    def _split_csv(cls, value):
+        return _csv(value) if isinstance(value, str) else value
+
+    @field_validator(
+        "max_runs",
+        "max_run_bytes",
+        "heavy_workers",
+        "heavy_queue",
+        "max_body_bytes",
+        "max_upload_bytes",
+        "compute_budget",
+        "max_queued_jobs",
+        "ray_workers",
+        "device",
+        "default_model",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_default(cls, value):
+        """``ATTNSCOPE_MAX_RUNS=`` (set but empty, as compose passes an unset host variable) keeps the default."""
+        if isinstance(value, str) and not value.strip():
+            raise PydanticUseDefault()
+        return value
+
+    @field_validator("api_token", "rate_limit", "database_url", "state_dir", "ray_address", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("allowed_hosts", mode="after")
+    @classmethod
+    def _some_host(cls, value: list[str]) -> list[str]:
+        return value or list(DEFAULT_ALLOWED_HOSTS)
+
+    @field_validator("rate_limit", mode="after")
+    @classmethod
+    def _rate_syntax(cls, value: str | None) -> str | None:
+        if value:
+            from limits import parse_many
+
+            try:
+                parse_many(value)
+            except ValueError:
+                raise ValueError(
+                    f"{value!r} is no rate limit; write e.g. '600/minute' or '10/second;300/minute'"
+                ) from None
+        return value
 
     @classmethod
     def from_env(cls) -> Settings:
-        env = os.environ
-        return cls(
-            device=env.get("ATTNSCOPE_DEVICE", "auto"),
-            max_runs=int(env.get("ATTNSCOPE_MAX_RUNS", "256")),
-            max_run_bytes=int(env["ATTNSCOPE_MAX_RUN_BYTES"]) if env.get("ATTNSCOPE_MAX_RUN_BYTES") else None,
-            default_model=env.get("ATTNSCOPE_DEFAULT_MODEL", "minilm"),
-            allowed_origins=_csv(env.get("ATTNSCOPE_ALLOWED_ORIGINS", "")),
-            api_token=env.get("ATTNSCOPE_API_TOKEN") or None,
-            preload=_csv(env.get("ATTNSCOPE_PRELOAD", "minilm")),
-            allowed_hosts=_csv(env.get("ATTNSCOPE_ALLOWED_HOSTS", "")) or list(DEFAULT_ALLOWED_HOSTS),
-            heavy_workers=int(env.get("ATTNSCOPE_HEAVY_WORKERS", "2")),
-            heavy_queue=int(env.get("ATTNSCOPE_HEAVY_QUEUE", "32")),
-            max_body_bytes=int(env.get("ATTNSCOPE_MAX_BODY_BYTES", str(2**20))),
-            max_upload_bytes=int(env.get("ATTNSCOPE_MAX_UPLOAD_BYTES", str(11 * 2**20))),
-            compute_budget=int(env.get("ATTNSCOPE_COMPUTE_BUDGET", "400000")),
-            rate_limit=env.get("ATTNSCOPE_RATE_LIMIT") or None,
-            database_url=env.get("ATTNSCOPE_DATABASE_URL") or None,
-            state_dir=env.get("ATTNSCOPE_STATE_DIR") or None,
-            max_queued_jobs=int(env.get("ATTNSCOPE_MAX_QUEUED_JOBS", "16")),
-            ray_address=env.get("ATTNSCOPE_RAY_ADDRESS") or None,
-            ray_workers=int(env.get("ATTNSCOPE_RAY_WORKERS", "2")),
-        )
+        """The settings from the environment (same as ``Settings()``; kept for callers of the old API)."""
+        return cls()

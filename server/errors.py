@@ -65,6 +65,14 @@ DESCRIPTIONS = {
     500: "a bug: the detail says so, the traceback is in the server log",
     503: "a model checkpoint is missing or does not match its manifest",
 }
+CSRF_PARAMETER = {
+    "name": "X-Requested-With",
+    "in": "header",
+    "required": True,
+    "schema": {"type": "string", "minLength": 1, "example": "XMLHttpRequest"},
+    "description": "any value (e.g. XMLHttpRequest): a form POST without it is refused (400 csrf_header_missing), "
+    "so a page on another site cannot send it",
+}
 # an absolute POSIX path; the API's own routes (/api/v1/...) are advice to the user and stay
 _PATH = re.compile(r"(?<![\w.:/])/(?!api/v\d+/)(?:[\w.@+-]+/)+[\w.@+-]*")
 
@@ -114,13 +122,16 @@ def validation_detail(errors: list[dict], prefix: str = "") -> str:
 
 
 def _allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """Every method the OpenAPI document lists for ``path`` (all routes on it, not only the first)."""
+    """Every method the OpenAPI document lists for ``path``: of its literal path when there is one
+    (``/jobs/kinds``, not also ``/jobs/{job_id}``), else of every template matching it."""
     methods: set[str] = set()
     prefix = app.root_path or ""
-    for template, item in app.openapi().get("paths", {}).items():
+    paths = app.openapi().get("paths", {})
+    literal = [t for t in paths if "{" not in t and prefix + t == path]
+    for template in literal or list(paths):
         regex, _, _ = compile_path(prefix + template)
         if regex.match(path):
-            methods |= {m.upper() for m in item if m in ("get", "post", "put", "patch", "delete")}
+            methods |= {m.upper() for m in paths[template] if m in ("get", "post", "put", "patch", "delete")}
     if "GET" in methods:
         methods.add("HEAD")
     return sorted(methods)
@@ -192,10 +203,14 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
 
-def document_common_errors(app: FastAPI) -> None:
+def document_common_errors(app: FastAPI, token: bool = True) -> None:
     """Make ``app.openapi()`` list on every operation the errors the cross-cutting layers can answer
     with (400 Host/CSRF, 401 token, 413 body size, 422 validation, 429 busy/rate limit, 500), all with
-    ``ErrorBody``; FastAPI's own 422 schema (an array of errors) is replaced: this API answers a string."""
+    ``ErrorBody``; FastAPI's own 422 schema (an array of errors) is replaced: this API answers a string.
+
+    ``token=False`` (no ``ATTNSCOPE_API_TOKEN``): the document names no security scheme and no 401,
+    since the server asks for none. A form body (``multipart/form-data``) documents the required
+    ``X-Requested-With`` header (``attnscope.server.middleware.CsrfGuard``)."""
     base_openapi = app.openapi
 
     def openapi() -> dict:
@@ -208,13 +223,22 @@ def document_common_errors(app: FastAPI) -> None:
         )
         for schema in ("HTTPValidationError", "ValidationError"):
             doc["components"]["schemas"].pop(schema, None)
+        if not token:
+            doc["components"].pop("securitySchemes", None)
         for item in doc.get("paths", {}).values():
             for op in item.values():
                 if not isinstance(op, dict) or "responses" not in op:
                     continue
+                if not token:
+                    op.pop("security", None)
+                    op["responses"].pop("401", None)
+                if "multipart/form-data" in op.get("requestBody", {}).get("content", {}):
+                    op.setdefault("parameters", []).append(CSRF_PARAMETER)
                 common = [400, 429, 500]
                 if op.get("parameters") or op.get("requestBody"):
                     common.append(422)
+                if any(p.get("in") in ("path", "query") for p in op.get("parameters", [])):
+                    common.append(404)  # a path or query parameter names a run, model, job, dataset or sample
                 if op.get("requestBody"):
                     common.append(413)
                 if op.get("security"):

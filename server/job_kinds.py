@@ -115,7 +115,7 @@ def faithfulness_run_shard(params: FaithfulnessParams, models, start: int, stop:
         count=params.count,
         metrics=_job_metrics(params),
         max_tokens=params.max_tokens,
-        options=params.options,
+        options=params.options.as_dict(),
         progress=progress,
     )
 

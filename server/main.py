@@ -26,7 +26,8 @@ from attnscope.server.executor import HeavyExecutor
 from attnscope.server.executors import InProcessExecutor
 from attnscope.server.job_kinds import register_job_kinds
 from attnscope.server.job_manager import JobManager
-from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
+from attnscope.server.middleware import install_middleware
+from attnscope.server.routes import compare, datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
 
@@ -53,7 +54,7 @@ def make_executor(settings: Settings, service: RunService):
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings.from_env()
+    settings = settings or Settings()
     register_job_kinds()
 
     @asynccontextmanager
@@ -94,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.allowed_origins, allow_methods=["*"], allow_headers=["*"]
         )
+    install_middleware(app, settings)
     install_error_handlers(app)
     app.include_router(health.router, prefix=API_PREFIX)
     secured = [Depends(require_token)]
@@ -104,5 +106,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(measure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(datasets.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
-    document_common_errors(app)
+    app.include_router(compare.router, prefix=API_PREFIX, dependencies=secured)
+    document_common_errors(app, token=bool(settings.api_token))
     return app

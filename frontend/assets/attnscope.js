@@ -159,11 +159,92 @@
       el.setAttribute("aria-label", box ? box.title : "choose a file");
     });
   }
+  /* Model view grid: the selected head outlined (aria-pressed), arrow keys move it. */
+  function selectThumb(btn) {
+    var grid = btn.closest(".model-grid") || document;
+    grid.querySelectorAll(".head-thumb.selected").forEach(function (b) {
+      b.classList.remove("selected");
+      b.setAttribute("aria-pressed", "false");
+    });
+    btn.classList.add("selected");
+    btn.setAttribute("aria-pressed", "true");
+  }
+  var STEP = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest(".head-thumb");
+    if (btn) { selectThumb(btn); }
+  });
+  document.addEventListener("keydown", function (ev) {
+    var btn = ev.target.closest && ev.target.closest(".head-thumb");
+    var step = STEP[ev.key];
+    if (!btn || !step) { return; }
+    var grid = btn.closest(".model-grid") || document;
+    var layer = Number(btn.dataset.layer) + step[0], head = Number(btn.dataset.head) + step[1];
+    var next = grid.querySelector('.head-thumb[data-layer="' + layer + '"][data-head="' + head + '"]');
+    ev.preventDefault();
+    if (next) { next.focus(); next.click(); }
+  });
+
+  /* Hover a token: its lines in the head view stand out (the others fade); hover a cell of a head
+     detail: its query row and key column are outlined. */
+  function lineSegments(t, i, side) {
+    var xs = [], ys = [], y = plain(t.y) || [];
+    for (var j = 0; j + 1 < y.length; j += 3) {
+      if (y[j + side] === -i) { xs.push(0, 1, null); ys.push(y[j], y[j + 1], null); }
+    }
+    return { x: xs, y: ys };
+  }
+  function headViewHover(gd, ev) {
+    var p = ev.points && ev.points[0];
+    if (!p || p.data.mode !== "text") { return; }
+    headViewClear(gd);
+    var side = p.x === 0 ? 0 : 1, i = p.pointNumber, overlays = [], lines = [];
+    gd.data.forEach(function (t, k) {
+      if (t.mode !== "lines" || t.showlegend !== false) { return; }
+      lines.push(k);
+      var seg = lineSegments(t, i, side);
+      if (seg.x.length) {
+        overlays.push({ x: seg.x, y: seg.y, mode: "lines", hoverinfo: "skip", showlegend: false, name: "__hover",
+          line: { color: t.line.color, width: (t.line.width || 1) + 1.5 }, opacity: 1 });
+      }
+    });
+    gd._attnDimmed = lines.map(function (k) { return [k, gd.data[k].opacity]; });
+    window.Plotly.restyle(gd, { opacity: 0.08 }, lines);
+    if (overlays.length) { window.Plotly.addTraces(gd, overlays); }
+  }
+  function headViewClear(gd) {
+    var extra = [];
+    gd.data.forEach(function (t, k) { if (t.name === "__hover") { extra.push(k); } });
+    if (extra.length) { window.Plotly.deleteTraces(gd, extra); }
+    (gd._attnDimmed || []).forEach(function (ko) { window.Plotly.restyle(gd, { opacity: ko[1] }, [ko[0]]); });
+    gd._attnDimmed = null;
+  }
+  function detailHover(gd, ev) {
+    var p = ev.points && ev.points[0];
+    if (!p || p.data.type !== "heatmap") { return; }
+    var line = { color: "#d62728", width: 2 };
+    window.Plotly.relayout(gd, { shapes: [
+      { type: "rect", xref: "paper", yref: "y", x0: 0, x1: 1, y0: p.y - 0.5, y1: p.y + 0.5, line: line, name: "row" },
+      { type: "rect", xref: "x", yref: "paper", x0: p.x - 0.5, x1: p.x + 0.5, y0: 0, y1: 1, line: line, name: "col" }
+    ] });
+  }
+  function wireHovers() {
+    [["head-view", headViewHover, headViewClear], ["head-detail", detailHover, function (gd) {
+      window.Plotly.relayout(gd, { shapes: [] });
+    }]].forEach(function (spec) {
+      var gd = plotDiv(spec[0]);
+      if (!gd || gd._attnHover || !gd.on) { return; }
+      gd._attnHover = true;
+      gd.on("plotly_hover", function (ev) { spec[1](gd, ev); });
+      gd.on("plotly_unhover", function () { spec[2](gd); });
+    });
+  }
+
   var pending = false;
   function schedule() {
     if (pending) { return; }
     pending = true;
-    window.requestAnimationFrame(function () { pending = false; nameControls(); });
+    window.requestAnimationFrame(function () { pending = false; nameControls(); wireHovers(); });
   }
   function watch() {
     nameControls();
@@ -201,6 +282,12 @@
           save(toNpy(traces(gd)), name + ".npy");
         }
         return id.fmt + " " + Date.now();
+      },
+      /* a step-by-step job ({next, n, error}): ask for step ``next`` by setting ``storeId``'s data */
+      nextStep: function (state, storeId) {
+        if (!state || state.error || state.next >= state.n) { return noUpdate(); }
+        setTimeout(function () { window.dash_clientside.set_props(storeId, { data: state.next }); }, 0);
+        return state.next;
       },
       gridImage: function (nClicks, containerId) {
         if (!nClicks) { return noUpdate(); }

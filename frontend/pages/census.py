@@ -1,19 +1,29 @@
-"""Census: dataset-level jobs (per-head statistics, per-layer probe) with progress and export."""
+"""Census: dataset-level jobs (per-head statistics, per-layer probe) with progress and export.
+
+Address: ``/census?kind=census&model=M&dataset=sst2&n=100&job=ID`` (a link with ``job`` reopens the
+job: its progress while it runs, its result once done)."""
 
 import dash
 from dash import dash_table, dcc, html
 
+from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages.census_callbacks import MAX_N, PARAMS
+from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
 
 
-def layout(**_query):
+def layout(**query):
+    state, problems = parse_query(query, PARAMS)
     return html.Div(
         children=[
             dcc.Store(id="census-job"),
+            dcc.Store(id="census-query", data=state),
             dcc.Interval(id="census-poll", interval=800, disabled=True),
             dcc.Download(id="census-download"),
+            url_sync("census"),
+            problems_message(problems, "census"),
             html.Section(
                 className="panel",
                 children=[
@@ -35,7 +45,7 @@ def layout(**_query):
                                     html.Label("Job", htmlFor="census-kind"),
                                     dcc.Dropdown(
                                         id="census-kind",
-                                        value="census",
+                                        value=state["kind"],
                                         clearable=False,
                                         options=[
                                             {"label": "census", "value": "census"},
@@ -62,7 +72,7 @@ def layout(**_query):
                                             {"label": "SST-2 dev", "value": "sst2"},
                                             {"label": "movie reviews (Zaidan)", "value": "movies"},
                                         ],
-                                        value="sst2",
+                                        value=state["dataset"],
                                         clearable=False,
                                     ),
                                 ],
@@ -71,11 +81,14 @@ def layout(**_query):
                                 className="control small",
                                 children=[
                                     html.Label("N", htmlFor="census-n"),
-                                    dcc.Input(id="census-n", type="number", min=1, max=5000, step=1, value=100),
+                                    dcc.Input(id="census-n", type="number", min=1, max=MAX_N, step=1, value=state["n"]),
                                 ],
                             ),
                             html.Button("Start", id="census-start", n_clicks=0, className="run-button"),
-                            html.Div(id="census-error", className="error", role="alert"),
+                            html.Button(
+                                "Cancel", id="census-cancel", n_clicks=0, disabled=True, className="small-button"
+                            ),
+                            error_box("census"),
                         ],
                     ),
                     html.Div(
@@ -96,8 +109,12 @@ def layout(**_query):
                         children=[
                             html.Label("metric", htmlFor="census-metric"),
                             dcc.Dropdown(id="census-metric", className="wide-dropdown", clearable=False),
-                            html.Button("Download CSV", id="census-csv", n_clicks=0, className="small-button"),
-                            html.Button("Download JSON", id="census-json", n_clicks=0, className="small-button"),
+                            html.Button(
+                                "Download CSV", id="census-csv", n_clicks=0, disabled=True, className="small-button"
+                            ),
+                            html.Button(
+                                "Download JSON", id="census-json", n_clicks=0, disabled=True, className="small-button"
+                            ),
                         ],
                     ),
                     dcc.Loading(dcc.Graph(id="census-figure", config={"displaylogo": False}), type="dot"),

@@ -1,10 +1,18 @@
-"""Explore: run a text through a model and browse every layer and head."""
+"""Explore: run a text through a model and browse every layer and head.
+
+Address: ``/?run=ID&model=M&text=T&layer=0&head=L0H2&scaling=row`` (reload, back/forward and a pasted
+link reopen the same run, layer and head; a run the API forgot is made again from ``model`` + ``text``)."""
 
 import dash
 
 from attnscope.frontend.layout import explore_page
 from attnscope.frontend.pages import explore_callbacks, explore_llm  # noqa: F401  (register this page's callbacks)
+from attnscope.frontend.pages.explore_callbacks import PARAMS
+from attnscope.frontend.url_state import parse_query
 
 dash.register_page(__name__, path="/", name="Explore", order=0, title="attnscope · explore")
 
-layout = explore_page
+
+def layout(**query):
+    state, problems = parse_query(query, PARAMS)
+    return explore_page(state, problems)

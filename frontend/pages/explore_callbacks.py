@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-import plotly.graph_objects as go
-from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
-from flask import current_app
+import re
 
-from attnscope.frontend.api_client import ApiClient, ApiError
+import numpy as np
+from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+
+from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import (
     detail_stride,
     head_detail_figure,
@@ -23,53 +23,108 @@ from attnscope.frontend.llm_figures import (
     head_order,
     model_options,
 )
+from attnscope.frontend.page_common import client, describe_error, empty_figure
+from attnscope.frontend.run_state import RUN_PARAMS, resolve_run, run_query, run_record
+from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
+PARAMS = {
+    **RUN_PARAMS,
+    "layer": Param(int, lo=0, hi=1000),
+    "head": Param(str, max_len=12),
+}
+HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
+RUNNING = "Running…"
 THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
+register_url_sync("explore")
 
 
-def client() -> ApiClient:
-    """The API client of the running Dash app (set up in ``create_dash_app``)."""
-    return current_app.config["ATTNSCOPE_CLIENT"]
+def _empty(message: str):
+    return empty_figure(message)
 
 
-def _empty(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        height=320,
-        plot_bgcolor="white",
-        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
-    )
-    return fig
+def pick_model(names: list[str], wanted: str | None, stored: str | None, default: str | None) -> tuple[str | None, str]:
+    """``(model, message)``: the address's model when the API serves it, else the session's run's,
+    else the API's default; ``message`` says when the address named a model the API does not serve."""
+    if wanted and wanted in names:
+        return wanted, ""
+    fallback = stored if stored in names else (default if default in names else (names[0] if names else None))
+    if wanted:
+        return fallback, (
+            f"Model '{wanted}' is not served by this API; showing {fallback}. Models: {', '.join(names)}."
+        )
+    return fallback, ""
 
 
 @callback(
     Output("model-dropdown", "options"),
     Output("model-dropdown", "value"),
     Output("api-status", "children"),
-    Input("url", "pathname"),
+    Output("api-status", "className"),
+    Input("explore-query", "data"),
+    Input("explore-retry", "n_clicks"),
+    State("run-store", "data"),
 )
-def load_models(_pathname):
+def load_models(query, _retry, stored):
     try:
         listing = client().models()
     except ApiError as exc:
-        return [], None, f"API unavailable: {exc}"
+        return [], None, f"API unavailable: {exc}", "notice"
     options = model_options(listing.models, "text")  # grouped by task; vision models are on Vision
-    return options, listing.default, f"API {client().base_url}"
+    names = [m.name for m in listing.models if m.modality == "text"]
+    model, note = pick_model(names, (query or {}).get("model"), (stored or {}).get("model"), listing.default)
+    return options, model, note or f"API {client().base_url}", "notice" if note else "api-status"
 
 
 @callback(
+    Output("explore-run-data", "data"),
+    Output("explore-run", "children"),
+    Output("explore-error", "children"),
+    Output("run-store", "data", allow_duplicate=True),
+    Output("text-input", "value"),
+    Input("explore-query", "data"),
+    Input("explore-retry", "n_clicks"),
+    State("run-store", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def resolve(query, _retry, stored):
+    """The run the page opens with: the address's (made again from model + text if the API forgot
+    it), else the session's current run (navigation and reload keep the run), else none yet."""
+    query = query or {}
+    run, message = resolve_run(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    if run is None:
+        failed = bool(query.get("run") or (query.get("model") and query.get("text")))
+        return None, "", message if failed else "", no_update, no_update
+    share = run if not stored or stored.get("id") != run["id"] else no_update
+    return run, message, "", share, run.get("text") or no_update
+
+
+@callback(
+    Output("explore-run-data", "data", allow_duplicate=True),
+    Input("run-store", "data"),
+    State("explore-run-data", "data"),
+    prevent_initial_call=True,
+)
+def follow_session_run(stored, shown):
+    """A run made by another control of the page (Generate) becomes the page's run."""
+    if not stored or (shown and shown.get("id") == stored.get("id")):
+        return no_update
+    return stored
+
+
+@callback(
+    Output("explore-run-data", "data", allow_duplicate=True),
     Output("run-store", "data"),
     Output("run-error", "children"),
     Input("run-button", "n_clicks"),
     State("text-input", "value"),
     State("model-dropdown", "value"),
+    running=[(Output("run-button", "disabled"), True, False), (Output("run-button", "children"), RUNNING, "Run")],
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
-    return run_text(n_clicks, model, text)
+    store, error = run_text(n_clicks, model, text)
+    return store, store, error
 
 
 def run_text(n_clicks, model, text) -> tuple:
@@ -82,8 +137,8 @@ def run_text(n_clicks, model, text) -> tuple:
     try:
         run = client().create_run(model, text or "")
     except ApiError as exc:
-        return no_update, str(exc)
-    return run.model_dump(exclude={"prediction"}), ""
+        return no_update, describe_error(exc, f"Running the text on {model} failed")
+    return run_record(run), ""
 
 
 BADGES = {
@@ -105,7 +160,7 @@ def badge_text(labels: list[str]) -> str:
     return " ".join(short[:2])
 
 
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: dict, cls: str) -> html.Button:
+def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: dict, cls: str, selected: bool):
     label = head_label(layer, head, run.get("kv_head_of"))  # L3H4, or L3 H4 (kv 1) under grouped-query attention
     kinds = ", ".join(labels) if labels else "no type"
     src = causal_thumbnail_src(matrix) if run.get("causal") else thumbnail_src(matrix)
@@ -115,8 +170,9 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: di
     return html.Button(
         children,
         id={"type": "head-thumb", "layer": layer, "head": head},
-        className=cls,
+        className=f"{cls} selected" if selected else cls,
         title=f"{label} ({kinds}): click for detail",
+        **{"aria-pressed": "true" if selected else "false", "data-layer": layer, "data-head": head},
         n_clicks=0,
     )
 
@@ -128,13 +184,15 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: di
     Output("head-checklist", "options"),
     Output("head-checklist", "value"),
     Output("selected-head", "data"),
-    Input("run-store", "data"),
-    prevent_initial_call=True,
+    Input("explore-run-data", "data"),
+    State("explore-query", "data"),
+    State("selected-head", "data"),
 )
-def render_grid(run):
+def render_grid(run, query, current):
     if not run:
-        return no_update, no_update, no_update, no_update, no_update, no_update
+        return html.P("Run a text to see every head.", className="hint"), [], None, [], [], None
     n_layers, n_heads = run["shape"][0], run["shape"][1]
+    selected = initial_head(query or {}, current, n_layers, n_heads, run["id"])
     n = run["shape"][2]
     stride = max(1, -(-n // THUMB_CELLS))
     try:  # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
@@ -158,25 +216,42 @@ def render_grid(run):
         html.Div(
             className="grid-row",
             children=[html.Span(f"L{l}", className="row-label")]
-            + [_thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb")) for h in order],
+            + [
+                _thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb"), (l, h) == selected)
+                for h in order
+            ],
         )
         for l in range(n_layers)
     ]
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
     head_opts = [{"label": col(h), "value": h} for h in order]
-    return rows, layer_opts, 0, head_opts, list(range(n_heads)), {"layer": 0, "head": 0}
+    layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)
+    choice = {"layer": selected[0], "head": selected[1], "run": run["id"]}
+    return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice
+
+
+def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int, run_id: str) -> tuple[int, int]:
+    """The head a freshly drawn grid selects: the one already selected for this run, else the
+    address's ``head`` (``L2H3``) when this model has it, else L0H0."""
+    if current and current.get("run") == run_id:
+        return current["layer"], current["head"]
+    m = HEAD_LABEL.match(query.get("head") or "")
+    if m and int(m[1]) < n_layers and int(m[2]) < n_heads:
+        return int(m[1]), int(m[2])
+    return 0, 0
 
 
 @callback(
     Output("selected-head", "data", allow_duplicate=True),
     Input({"type": "head-thumb", "layer": ALL, "head": ALL}, "n_clicks"),
+    State("explore-run-data", "data"),
     prevent_initial_call=True,
 )
-def select_head(clicks):
+def select_head(clicks, run):
     trigger = ctx.triggered_id
     if not trigger or not any(clicks or []):
         return no_update
-    return {"layer": trigger["layer"], "head": trigger["head"]}
+    return {"layer": trigger["layer"], "head": trigger["head"], "run": (run or {}).get("id")}
 
 
 @callback(
@@ -236,7 +311,7 @@ clientside_callback(
     Output("head-view", "figure"),
     Input("layer-dropdown", "value"),
     Input("head-checklist", "value"),
-    Input("run-store", "data"),
+    Input("explore-run-data", "data"),
 )
 def render_head_view(layer, heads, run):
     if not run or layer is None:
@@ -248,3 +323,16 @@ def render_head_view(layer, heads, run):
     except ApiError as exc:
         return _empty(str(exc))
     return head_view_figure(indices, weights, run["tokens"], sorted(heads), layer)
+
+
+@callback(
+    Output("explore-url", "data"),
+    Input("explore-run-data", "data"),
+    Input("selected-head", "data"),
+    Input("layer-dropdown", "value"),
+    prevent_initial_call=True,
+)
+def to_address(run, selected, layer):
+    head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
+    values = {**run_query(run), "head": head, "layer": layer if run else None}
+    return query_string(values, PARAMS)

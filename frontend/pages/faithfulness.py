@@ -1,23 +1,28 @@
 """Faithfulness: is attention explanation? Explainers side by side on one text, ERASER curves and
-metrics; and the explainer x metric table over a data set (a background job on the API)."""
+metrics; and the explainer x metric table over a data set (a background job on the API).
+
+Address: ``/faithfulness?model=M&text=T&convention=eraser&k=0.2&explainers=attention,random``
+(a link with ``text`` explains it on open) ``&dataset=sst2&n=10&job=ID`` (reopens the data-set job)."""
 
 import dash
 from dash import dash_table, dcc, html
 
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
+from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
 
-EXAMPLE = "a [[gripping]] , [[funny]] and [[deeply moving]] film , though the ending drags ."
 TABLE_STYLE = {
-    "style_table": {"overflowX": "auto"},
-    "style_cell": {"fontFamily": "system-ui", "fontSize": 13, "padding": "4px 8px"},
-    "style_header": {"fontWeight": "600", "background": "#eef1f5"},
+    "style_table": {"overflowX": "auto", "maxWidth": "100%"},
+    "style_cell": {"fontFamily": "system-ui", "fontSize": 13, "padding": "3px 5px", "whiteSpace": "normal"},
+    # headers wrap: the explainer x metric table fits its half-width panel (it was clipped on the right)
+    "style_header": {"fontWeight": "600", "background": "#eef1f5", "whiteSpace": "normal", "height": "auto"},
 }
 
 
-def _controls() -> html.Div:
+def _controls(state: dict) -> html.Div:
     return html.Div(
         className="controls",
         children=[
@@ -32,7 +37,7 @@ def _controls() -> html.Div:
                 className="control grow",
                 children=[
                     html.Label("Text (mark the human rationale with [[double brackets]])", htmlFor="faith-text"),
-                    dcc.Textarea(id="faith-text", value=EXAMPLE, rows=3, className="text-input"),
+                    dcc.Textarea(id="faith-text", value=state["text"] or EXAMPLE, rows=3, className="text-input"),
                 ],
             ),
             html.Div(
@@ -41,12 +46,12 @@ def _controls() -> html.Div:
                     html.Label("Convention", htmlFor="faith-convention"),
                     dcc.RadioItems(
                         id="faith-convention",
-                        value="eraser",
+                        value=state["convention"],
                         inline=True,
                         options=[{"label": c, "value": c} for c in ("eraser", "eraser-paper", "ferret")],
                     ),
                     html.Label("k (hard rationale, fraction of tokens)", htmlFor="faith-k"),
-                    dcc.Input(id="faith-k", type="number", min=0.01, max=1, step=0.01, value=0.2),
+                    dcc.Input(id="faith-k", type="number", min=0.01, max=1, step=0.01, value=state["k"]),
                 ],
             ),
             html.Div(
@@ -55,7 +60,7 @@ def _controls() -> html.Div:
                     html.Label("Explainers", htmlFor="faith-explainers"),
                     dcc.Checklist(
                         id="faith-explainers",
-                        value=list(DEFAULT_EXPLAINERS),
+                        value=explainer_list(state["explainers"]) or list(DEFAULT_EXPLAINERS),
                         inline=True,
                         className="head-checklist",
                         options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],
@@ -137,7 +142,7 @@ def _example_panels() -> list:
     ]
 
 
-def _dataset_panel() -> html.Section:
+def _dataset_panel(state: dict) -> html.Section:
     return html.Section(
         className="panel",
         children=[
@@ -154,7 +159,7 @@ def _dataset_panel() -> html.Section:
                     html.Label("Data set", htmlFor="faith-dataset"),
                     dcc.Dropdown(
                         id="faith-dataset",
-                        value="sst2",
+                        value=state["dataset"],
                         clearable=False,
                         className="small-dropdown",
                         options=[
@@ -164,7 +169,7 @@ def _dataset_panel() -> html.Section:
                         ],
                     ),
                     html.Label("n", htmlFor="faith-n"),
-                    dcc.Input(id="faith-n", type="number", min=1, max=2000, value=10, style={"width": "80px"}),
+                    dcc.Input(id="faith-n", type="number", min=1, max=2000, value=state["n"], style={"width": "80px"}),
                     html.Button("Start", id="faith-job-start", n_clicks=0, className="run-button"),
                     html.Progress(id="faith-progress", value="0", max="1", style={"width": "220px"}),
                     html.Span(id="faith-job-status", className="hint"),
@@ -192,14 +197,19 @@ def _dataset_panel() -> html.Section:
     )
 
 
-def layout(**_query):
+def layout(**query):
+    state, problems = parse_query(query, PARAMS)
     return html.Div(
         children=[
             dcc.Store(id="faith-result"),
             dcc.Store(id="faith-job"),
+            dcc.Store(id="faith-query", data=state),
             dcc.Interval(id="faith-poll", interval=1000, disabled=True),
-            _controls(),
+            url_sync("faith"),
+            problems_message(problems, "faith"),
+            html.Div(id="faith-notes", className="notice empty", role="status"),
+            _controls(state),
             *_example_panels(),
-            _dataset_panel(),
+            _dataset_panel(state),
         ]
     )

@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from dash import Input, Output, State, callback, dcc, html, no_update
+from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
+from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.server.schemas import FaithfulnessPublic
-from attnscope.server.schemas.faithfulness import DEFAULT_METRICS
+from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS, DEFAULT_METRICS
+
+EXAMPLE = "a [[gripping]] , [[funny]] and [[deeply moving]] film , though the ending drags ."
+PARAMS = {
+    "model": Param(str, max_len=100),
+    "text": Param(str),
+    "convention": Param(str, default="eraser", choices=("eraser", "eraser-paper", "ferret")),
+    "k": Param(float, default=0.2, lo=0.01, hi=1),
+    "explainers": Param(str, max_len=400),
+    "dataset": Param(str, default="sst2", choices=("sst2", "movies", "hatexplain")),
+    "n": Param(int, default=10, lo=1, hi=2000),
+    "job": Param(str, max_len=64),
+}
+register_url_sync("faith")
+
+
+def explainer_list(value: str | None) -> list[str]:
+    """``"attention,random"`` -> ``["attention", "random"]`` (blank -> ``[]``)."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 def client() -> ApiClient:
@@ -32,14 +52,20 @@ def _empty(message: str) -> go.Figure:
     Output("faith-model", "options"),
     Output("faith-model", "value"),
     Output("faith-explainers", "options"),
-    Input("url", "pathname"),
+    Output("faith-explainers", "value"),
+    Output("faith-notes", "children"),
+    Output("faith-notes", "className"),
+    Input("faith-query", "data"),
+    State("faith-explainers", "value"),
 )
-def load_choices(_pathname):
+def load_choices(query, chosen):
+    query = query or {}
     try:
         listing = client().models()
         explainers = client().explainers()
-    except ApiError:
-        return [], None, no_update
+    except ApiError as exc:
+        note = describe_error(exc, "The classifiers could not be loaded")
+        return [], None, no_update, no_update, note, "notice"
     classifiers = [m for m in listing.models if m.task == "classification" and m.modality == "text"]
     options = [
         {"label": f"{m.name}" + (f" · acc {m.accuracy:.3f}" if m.accuracy else ""), "value": m.name}
@@ -50,14 +76,27 @@ def load_choices(_pathname):
         if any(m.name == "minilm-sst2" for m in classifiers)
         else (options[0]["value"] if options else None)
     )
-    return options, value, [{"label": e.name, "value": e.name, "title": e.description} for e in explainers]
+    notes = []
+    wanted = query.get("model")
+    if wanted and any(m.name == wanted for m in classifiers):
+        value = wanted
+    elif wanted:
+        notes.append(f"Model '{wanted}' is not a text classifier of this API; using {value}.")
+    known = {e.name for e in explainers}
+    unknown = [e for e in chosen or [] if e not in known]
+    if unknown:
+        notes.append(f"Unknown explainer(s) {', '.join(unknown)} left out; explainers: {', '.join(sorted(known))}.")
+    kept = [e for e in chosen or [] if e in known] or [e for e in DEFAULT_EXPLAINERS if e in known]
+    opts = [{"label": e.name, "value": e.name, "title": e.description} for e in explainers]
+    return options, value, opts, kept, " ".join(notes), "notice" if notes else "notice empty"
 
 
 @callback(
     Output("faith-result", "data"),
     Output("faith-error", "children"),
     Input("faith-run", "n_clicks"),
-    State("faith-model", "value"),
+    Input("faith-model", "value"),
+    State("faith-query", "data"),
     State("faith-text", "value"),
     State("faith-explainers", "value"),
     State("faith-convention", "value"),
@@ -65,9 +104,16 @@ def load_choices(_pathname):
     State("faith-attn-layer", "value"),
     State("faith-attn-heads", "value"),
     State("faith-attn-row", "value"),
+    running=[
+        (Output("faith-run", "disabled"), True, False),
+        (Output("faith-run", "children"), "Explaining…", "Explain"),
+    ],
     prevent_initial_call=True,
 )
-def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
+def explain(_n, model, query, marked, explainers, convention, k, layer, heads, row):
+    # Explain pressed, or the page opened from a link with a text (once its classifier is known)
+    if ctx.triggered_id == "faith-model" and (_n or not (query or {}).get("text")):
+        return no_update, no_update
     if not model:
         return no_update, "Pick a classifier first."
     if not explainers:
@@ -90,7 +136,7 @@ def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
             body["human_spans"] = spans
         result = client().faithfulness(run.id, body)
     except ApiError as exc:
-        return no_update, str(exc)
+        return no_update, describe_error(exc, f"Explaining the text with {model} failed")
     return result.model_dump(), ""
 
 
@@ -162,6 +208,7 @@ def render_example(result):
     State("faith-attn-heads", "value"),
     State("faith-attn-row", "value"),
     State("faith-allow-offensive", "value"),
+    running=[(Output("faith-job-start", "disabled"), True, False)],
     prevent_initial_call=True,
 )
 def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row, allow_offensive):
@@ -181,8 +228,47 @@ def start_job(_n, model, dataset, n, explainers, convention, layer, heads, row, 
     try:
         job = client().create_job("faithfulness", params)
     except ApiError as exc:
-        return no_update, True, str(exc)
+        return no_update, no_update, describe_error(exc, "The data-set job could not start")
     return job.model_dump(), False, ""
+
+
+@callback(
+    Output("faith-job", "data", allow_duplicate=True),
+    Output("faith-poll", "disabled", allow_duplicate=True),
+    Input("faith-query", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def reopen_job(query):
+    """A link with ``job=ID`` reopens that data-set job (progress, then its table)."""
+    job_id = (query or {}).get("job")
+    return ({"id": job_id}, False) if job_id else (no_update, no_update)
+
+
+@callback(
+    Output("faith-url", "data"),
+    Input("faith-result", "data"),
+    Input("faith-model", "value"),
+    Input("faith-convention", "value"),
+    Input("faith-k", "value"),
+    Input("faith-explainers", "value"),
+    Input("faith-dataset", "value"),
+    Input("faith-n", "value"),
+    Input("faith-job", "data"),
+    State("faith-text", "value"),
+    prevent_initial_call=True,
+)
+def to_address(result, model, convention, k, explainers, dataset, n, job, text):
+    values = {
+        "model": model,
+        "text": text if result else None,  # the text enters the address once it was explained
+        "convention": convention,
+        "k": k,
+        "explainers": ",".join(explainers) if explainers and list(explainers) != list(DEFAULT_EXPLAINERS) else None,
+        "dataset": dataset,
+        "n": n,
+        "job": (job or {}).get("id"),
+    }
+    return query_string(values, PARAMS)
 
 
 @callback(
@@ -203,13 +289,16 @@ def poll_job(_n, job):
     try:
         job = client().job(job["id"])
     except ApiError as exc:
-        return "0", str(exc), True, no_update, no_update, no_update, True
+        return "0", describe_error(exc, f"Job {job['id']}"), True, no_update, no_update, no_update, True
     status = f"{job.status}: {job.done}/{job.total}" + (f" ({job.error})" if job.error else "")
     if job.status in ("queued", "running"):
         return str(job.progress), status, False, no_update, no_update, no_update, True
     if job.status != "done":
         return str(job.progress), status, True, [], [], "", True
-    result = client().job_result(job.id)
+    try:
+        result = client().job_result(job.id)
+    except ApiError as exc:
+        return "1", describe_error(exc, f"The result of job {job.id}"), True, [], [], "", True
     columns, data = metric_table([r.model_dump(exclude_unset=True) for r in result.rows], result.metrics)
     trunc = result.truncation
     summary = (

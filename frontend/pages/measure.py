@@ -5,7 +5,10 @@ import dash
 from dash import dcc, html
 
 from attnscope.frontend.layout import EXAMPLE
+from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages.measure_callbacks import PARAMS
+from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/measure", name="Measure", order=5, title="attnscope · measure")
 
@@ -18,7 +21,7 @@ BOUND_NOTE = (
 )
 
 
-def _controls() -> html.Div:
+def _controls(state: dict) -> html.Div:
     return html.Div(
         className="controls",
         children=[
@@ -34,17 +37,19 @@ def _controls() -> html.Div:
                 className="control grow",
                 children=[
                     html.Label("Text", htmlFor="measure-text"),
-                    dcc.Textarea(id="measure-text", value=EXAMPLE, rows=2, className="text-input"),
+                    dcc.Textarea(id="measure-text", value=state["text"] or EXAMPLE, rows=2, className="text-input"),
                 ],
             ),
             html.Button("Run", id="measure-run-button", n_clicks=0, className="run-button"),
             html.Div(id="measure-error", className="error", role="alert"),
+            error_box("measure-run"),
             html.Div(id="measure-status", className="api-status"),
+            html.Div(id="measure-run-about", className="hint"),
         ],
     )
 
 
-def _particles() -> html.Div:
+def _particles(state: dict) -> html.Div:
     return html.Div(
         className="row",
         children=[
@@ -61,7 +66,7 @@ def _particles() -> html.Div:
                     dcc.RadioItems(
                         id="particle-dims",
                         options=[{"label": "2D", "value": 2}, {"label": "3D", "value": 3}],
-                        value=2,
+                        value=state["dims"],
                         inline=True,
                     ),
                     dcc.Loading(dcc.Graph(id="particle-view", config={"displaylogo": False}), type="dot"),
@@ -93,6 +98,16 @@ def _lipschitz_and_fixed_point() -> html.Div:
                     html.H2("Lipschitz constant per layer"),
                     html.P(BOUND_NOTE, className="hint"),
                     html.Button("Compute for every layer", id="lipschitz-button", n_clicks=0, className="run-button"),
+                    dcc.Store(id="lipschitz-state"),
+                    dcc.Store(id="lipschitz-next"),
+                    dcc.Store(id="lipschitz-kick"),
+                    html.Div(
+                        className="progress-row",
+                        children=[
+                            html.Progress(id="lipschitz-progress", max=1, value=0, className="progress"),
+                            html.Span(id="lipschitz-status", className="hint", **{"aria-live": "polite"}),
+                        ],
+                    ),
                     dcc.Loading(dcc.Graph(id="lipschitz-panel", config={"displaylogo": False}), type="dot"),
                 ],
             ),
@@ -129,5 +144,16 @@ def _lipschitz_and_fixed_point() -> html.Div:
     )
 
 
-def layout(**_query) -> html.Div:
-    return html.Div(children=[_controls(), _particles(), _lipschitz_and_fixed_point()])
+def layout(**query) -> html.Div:
+    state, problems = parse_query(query, PARAMS)
+    return html.Div(
+        children=[
+            dcc.Store(id="measure-query", data=state),
+            dcc.Store(id="measure-run-data"),
+            url_sync("measure"),
+            problems_message(problems, "measure"),
+            _controls(state),
+            _particles(state),
+            _lipschitz_and_fixed_point(),
+        ]
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from dash import Input, Output, State, callback
+from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.measure_figures import (
@@ -16,50 +16,93 @@ from attnscope.frontend.measure_figures import (
 from attnscope.frontend.measure_figures import (
     message_figure as _empty,
 )
-from attnscope.frontend.pages.explore_callbacks import client, run_text
+from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.pages.explore_callbacks import client, pick_model, run_text
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
+from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 SHARED = "shared"
 DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU
+PARAMS = {**RUN_PARAMS, "dims": Param(int, default=2, choices=(2, 3))}
+register_url_sync("measure")
 
 
 @callback(
     Output("measure-model", "options"),
     Output("measure-model", "value"),
     Output("measure-status", "children"),
-    Input("measure-init", "data"),
+    Output("measure-status", "className"),
+    Input("measure-query", "data"),
     State("run-store", "data"),
 )
-def load_models(_init, run):
+def load_models(query, run):
     try:
         listing = client().models()
     except ApiError as exc:
-        return [], None, f"API unavailable: {exc}"
+        return [], None, f"API unavailable: {exc}", "notice"
     options = [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in listing.models]
-    names = {m.name for m in listing.models}
-    value = run["model"] if run and run.get("model") in names else listing.default
-    return options, value, f"API {client().base_url}"
+    names = [m.name for m in listing.models]
+    value, note = pick_model(names, (query or {}).get("model"), (run or {}).get("model"), listing.default)
+    return options, value, note or f"API {client().base_url}", "notice" if note else "api-status"
 
 
 @callback(
+    Output("measure-run-data", "data"),
+    Output("measure-run-about", "children"),
+    Output("measure-run-error", "children"),
+    Output("run-store", "data", allow_duplicate=True),
+    Output("measure-text", "value"),
+    Input("measure-query", "data"),
+    Input("measure-run-retry", "n_clicks"),
+    State("run-store", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def resolve(query, _retry, stored):
+    """The run this page opens with: the address's (made again if the API forgot it), else the
+    session's current run."""
+    query = query or {}
+    run, message = resolve_run(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    if run is None:
+        failed = message != NO_RUN
+        return None, "" if failed else message, message if failed else "", no_update, no_update
+    share = run if not stored or stored.get("id") != run["id"] else no_update
+    about = f"Run {run['id']} · {run['model']} · {run['shape'][0]} layers" + (f" — {message}" if message else "")
+    return run, about, "", share, run.get("text") or no_update
+
+
+@callback(
+    Output("measure-run-data", "data", allow_duplicate=True),
     Output("run-store", "data", allow_duplicate=True),
     Output("measure-error", "children"),
     Input("measure-run-button", "n_clicks"),
     State("measure-text", "value"),
     State("measure-model", "value"),
+    running=[(Output("measure-run-button", "disabled"), True, False)],
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
-    return run_text(n_clicks, model, text)
+    store, error = run_text(n_clicks, model, text)
+    return store, store, error
 
 
-@callback(Output("particle-view", "figure"), Input("run-store", "data"), Input("particle-dims", "value"))
+@callback(
+    Output("measure-url", "data"),
+    Input("measure-run-data", "data"),
+    Input("particle-dims", "value"),
+    prevent_initial_call=True,
+)
+def to_address(run, dims):
+    return query_string({**run_query(run), "dims": dims}, PARAMS)
+
+
+@callback(Output("particle-view", "figure"), Input("measure-run-data", "data"), Input("particle-dims", "value"))
 def render_particles(run, dims):
     if not run:
         return _empty("Run a text to see its tokens move through the layers.")
     try:
         p = client().particles(run["id"], dims=dims or 2)
     except ApiError as exc:
-        return _empty(str(exc))
+        return _empty(describe_error(exc, "The particle view could not be computed"))
     return particle_figure(np.asarray(p.coords), p.tokens, p.depth_labels, explained=p.explained_variance)
 
 
@@ -68,7 +111,7 @@ def render_particles(run, dims):
     Output("maxent-summary", "children"),
     Output("fixed-point-block", "options"),
     Output("fixed-point-block", "value"),
-    Input("run-store", "data"),
+    Input("measure-run-data", "data"),
 )
 def render_profile(run):
     if not run:
@@ -76,7 +119,7 @@ def render_profile(run):
     try:
         m = client().measure(run["id"])
     except ApiError as exc:
-        return _empty(str(exc)), "", [], None
+        return _empty(describe_error(exc, f"W1 per layer of {run['model']}")), "", [], None
     if m.max_entropy_deviation is not None:
         summary = (
             "Maximum-entropy check: every attention row re-solved as argmax H(p) + ⟨p, s⟩; largest "
@@ -100,20 +143,61 @@ def _default_block(model: str):
     return SHARED if family == "hierarchical-attention" else 0
 
 
-@callback(Output("lipschitz-panel", "figure"), Input("lipschitz-button", "n_clicks"), Input("run-store", "data"))
-def render_lipschitz(n_clicks, run):
+# after each layer, the browser asks for the next one (``attnscope.nextStep`` sets lipschitz-next):
+# the page shows "layer i of n" as it goes instead of one silent wait for every layer
+clientside_callback(
+    ClientsideFunction(namespace="attnscope", function_name="nextStep"),
+    Output("lipschitz-kick", "data"),
+    Input("lipschitz-state", "data"),
+    State("lipschitz-next", "id"),
+    prevent_initial_call=True,
+)
+
+
+@callback(
+    Output("lipschitz-state", "data"),
+    Output("lipschitz-progress", "value"),
+    Output("lipschitz-status", "children"),
+    Input("lipschitz-button", "n_clicks"),
+    Input("lipschitz-next", "data"),
+    Input("measure-run-data", "data"),
+    State("lipschitz-state", "data"),
+    prevent_initial_call=True,
+)
+def lipschitz_step(n_clicks, _next, run, state):
+    """One layer per call: Compute starts at layer 0, each finished layer asks for the next."""
+    if not run:
+        return None, 0, ""
+    n = run["shape"][0]
+    if ctx.triggered_id == "measure-run-data":
+        return None, 0, ""
+    if ctx.triggered_id == "lipschitz-button":
+        if not n_clicks:
+            return no_update, no_update, no_update
+        return {"run": run["id"], "rows": [], "next": 0, "n": n}, 0, f"layer 1 of {n}…"
+    if not state or state.get("run") != run["id"] or state.get("error") or state["next"] >= n:
+        return no_update, no_update, no_update
+    layer = state["next"]
+    try:
+        row = client().lipschitz(run["model"], layer, run_id=run["id"], **DASH_BUDGET).model_dump()
+    except ApiError as exc:
+        return {**state, "error": describe_error(exc, f"Layer {layer}")}, layer / n, f"stopped at layer {layer}"
+    done = layer + 1
+    status = f"layer {done + 1} of {n}…" if done < n else f"{n} of {n} layers done"
+    return {**state, "rows": state["rows"] + [row], "next": done}, done / n, status
+
+
+@callback(Output("lipschitz-panel", "figure"), Input("lipschitz-state", "data"), State("measure-run-data", "data"))
+def render_lipschitz(state, run):
     if not run:
         return _empty("Run a text, then compute the bound and the estimate.")
-    if not n_clicks:
+    if not state:
         return _empty("Press “Compute for every layer” (a few seconds per layer).")
-    rows = []
-    try:
-        for layer in range(run["shape"][0]):
-            r = client().lipschitz(run["model"], layer, run_id=run["id"], **DASH_BUDGET)
-            rows.append(r.model_dump())
-    except ApiError as exc:
-        return _empty(str(exc))
-    return lipschitz_figure(rows)
+    if state.get("error"):
+        return _empty(state["error"])
+    if state["next"] < state["n"]:
+        return no_update
+    return lipschitz_figure(state["rows"])
 
 
 @callback(
@@ -122,7 +206,8 @@ def render_lipschitz(n_clicks, run):
     Input("fixed-point-button", "n_clicks"),
     State("fixed-point-block", "value"),
     State("fixed-point-steps", "value"),
-    State("run-store", "data"),
+    State("measure-run-data", "data"),
+    running=[(Output("fixed-point-button", "disabled"), True, False)],
 )
 def render_fixed_point(n_clicks, block, steps, run):
     if not run or not n_clicks:
@@ -130,7 +215,7 @@ def render_fixed_point(n_clicks, block, steps, run):
     try:
         fp = client().fixed_point(run["id"], steps=int(steps or 30), layer=None if block == SHARED else block)
     except ApiError as exc:
-        return _empty(str(exc)), ""
+        return _empty(describe_error(exc, f"Iterating the block of {run['model']}")), ""
     bound = fp.block_bound
     fig = fixed_point_figure(
         fp.w1_steps,

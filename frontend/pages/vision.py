@@ -4,15 +4,22 @@ import dash
 from dash import dcc, html
 
 from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages.vision_callbacks import PARAMS
+from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attnscope · vision")
 
 
-def layout(**_query) -> html.Div:
+def layout(**query) -> html.Div:
+    state, problems = parse_query(query, PARAMS)
+    cell = {"row": state["row"], "col": state["col"]} if state["row"] is not None and state["col"] is not None else None
     return html.Div(
         children=[
             dcc.Store(id="vision-run"),
-            dcc.Store(id="vision-cell", data={"row": 7, "col": 7}),
+            dcc.Store(id="vision-query", data=state),
+            dcc.Store(id="vision-cell", data=cell or {"row": 7, "col": 7}),
+            url_sync("vision"),
+            problems_message(problems, "vision"),
             html.Div(
                 className="controls",
                 children=[

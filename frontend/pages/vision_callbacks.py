@@ -12,6 +12,8 @@ from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.figures import thumbnail_src
+from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.frontend.vision_figures import (
     conv_vs_attention_figure,
     grid_cell,
@@ -19,6 +21,30 @@ from attnscope.frontend.vision_figures import (
     query_pixel_figure,
     rollout_overlay_figure,
 )
+
+PARAMS = {
+    "model": Param(str, max_len=100),
+    "sample": Param(int, lo=0, hi=1_000_000),
+    "run": Param(str, max_len=64),
+    "layer": Param(int, lo=0, hi=1000),
+    "row": Param(int, lo=0, hi=10_000),
+    "col": Param(int, lo=0, hi=10_000),
+}
+register_url_sync("vision")
+
+
+def decode_upload(contents: str | None) -> bytes:
+    """The bytes of a ``dcc.Upload`` data URL (``data:<type>;base64,<data>``); ``ValueError`` with a
+    message fit for the page when it is not one (a malformed upload was a 500)."""
+    if not contents or not isinstance(contents, str) or "," not in contents:
+        raise ValueError("The upload is not a file the browser could read; choose a PNG or JPEG image.")
+    head, data = contents.split(",", 1)
+    if ";base64" not in head:
+        raise ValueError("The upload is not base64-encoded; choose a PNG or JPEG image.")
+    try:
+        return base64.b64decode(data, validate=True)
+    except (ValueError, TypeError):
+        raise ValueError("The upload is damaged (its data is not valid base64); choose the image again.") from None
 
 
 def client() -> ApiClient:
@@ -52,29 +78,77 @@ def dataset_for(model: str | None) -> str:
     Output("vision-model", "options"),
     Output("vision-model", "value"),
     Output("vision-status", "children"),
-    Input("url", "pathname"),
+    Output("vision-status", "className"),
+    Input("vision-query", "data"),
 )
-def load_models(_pathname):
+def load_models(query):
     try:
         models = [m for m in client().models().models if m.modality == "vision"]
     except ApiError as exc:
-        return [], None, f"API unavailable: {exc}"
+        return [], None, f"API unavailable: {exc}", "notice"
     options = [
         {"label": f"{m.name} · {m.family}" + (f" · {m.accuracy:.1%}" if m.accuracy else ""), "value": m.name}
         for m in models
     ]
-    return options, (options[0]["value"] if options else None), f"API {client().base_url}"
+    names = [m.name for m in models]
+    wanted = (query or {}).get("model")
+    if wanted in names:
+        return options, wanted, f"API {client().base_url}", "api-status"
+    value = names[0] if names else None
+    if wanted:
+        return options, value, f"'{wanted}' is not a vision model of this API; showing {value}.", "notice"
+    return options, value, f"API {client().base_url}", "api-status"
 
 
-@callback(Output("vision-sample", "options"), Output("vision-sample", "value"), Input("vision-model", "value"))
-def load_samples(model):
+@callback(
+    Output("vision-run", "data", allow_duplicate=True),
+    Output("vision-error", "children", allow_duplicate=True),
+    Input("vision-query", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def reopen_run(query):
+    """A link with ``run=ID`` reopens that run (the API recomputes a run it forgot from its input)."""
+    run_id = (query or {}).get("run")
+    if not run_id:
+        return no_update, no_update
+    try:
+        return client().run(run_id).model_dump(), ""
+    except ApiError as exc:
+        return no_update, describe_error(exc, f"Run {run_id} could not be reopened") + " Pick a sample and press Run."
+
+
+@callback(
+    Output("vision-url", "data"),
+    Input("vision-run", "data"),
+    Input("vision-layer", "value"),
+    Input("vision-cell", "data"),
+    State("vision-model", "value"),
+    State("vision-sample", "value"),
+    prevent_initial_call=True,
+)
+def to_address(run, layer, cell, model, sample):
+    values = {"model": (run or {}).get("model") or model, "sample": sample, "run": (run or {}).get("id")}
+    if run:
+        values.update(layer=layer, row=(cell or {}).get("row"), col=(cell or {}).get("col"))
+    return query_string(values, PARAMS)
+
+
+@callback(
+    Output("vision-sample", "options"),
+    Output("vision-sample", "value"),
+    Input("vision-model", "value"),
+    State("vision-query", "data"),
+)
+def load_samples(model, query):
     dataset = dataset_for(model)
     try:
         listing = client().samples(dataset, 0, 200)
     except ApiError as exc:
         return [{"label": str(exc), "value": -1, "disabled": True}], None
     noun = "digit " if dataset == "mnist" else ""
-    return [{"label": f"#{s.index} · {noun}{s.label}", "value": s.index} for s in listing.samples], 0
+    options = [{"label": f"#{s.index} · {noun}{s.label}", "value": s.index} for s in listing.samples]
+    wanted = (query or {}).get("sample")
+    return options, wanted if wanted is not None and any(o["value"] == wanted for o in options) else 0
 
 
 @callback(
@@ -91,13 +165,14 @@ def create_run(_n, contents, model, index, filename):
     if not model:
         return no_update, "Pick a vision model first."
     try:
-        if ctx.triggered_id == "vision-upload" and contents:
-            blob = base64.b64decode(contents.split(",", 1)[1])
-            run = client().upload_image_run(model, blob, filename or "upload.png")
+        if ctx.triggered_id == "vision-upload":
+            run = client().upload_image_run(model, decode_upload(contents), filename or "upload.png")
         else:
             run = client().create_sample_run(model, dataset_for(model), int(index or 0))
-    except ApiError as exc:
+    except ValueError as exc:
         return no_update, str(exc)
+    except ApiError as exc:
+        return no_update, describe_error(exc, f"{model} could not run the image")
     return run.model_dump(), ""
 
 
@@ -123,8 +198,9 @@ def pick_cell(click, run):
     Input("vision-run", "data"),
     Input("vision-cell", "data"),
     State("vision-layer", "value"),
+    State("vision-query", "data"),
 )
-def render_image(run, cell, layer):
+def render_image(run, cell, layer, query):
     if not run:
         return _empty("Pick a digit,<br>press Run,<br>or upload an image.", 380), "", [], None
     grid = tuple(run["grid"])
@@ -141,6 +217,8 @@ def render_image(run, cell, layer):
     else:  # an encoder without a classifier head (DINOv2): its output is an embedding
         text = f"{run['model']}: {pred.get('dim')}-d {pred['kind']}{truth}"
     layers = [{"label": f"layer {i}", "value": i} for i in range(run["shape"][0])]
+    if layer is None:
+        layer = (query or {}).get("layer")  # the first run of the page: the address's layer
     layer = layer if layer is not None and layer < run["shape"][0] else 0
     return image_figure(image, grid, cell, f"query: row {cell[0]}, col {cell[1]}"), text, layers, layer
 

@@ -32,9 +32,11 @@ from attnscope.pipelines.faithfulness_eval import (
     explain_example,
     token_cap,
 )
-from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.budget import check_budget
+from attnscope.server.deps import RunDep, ServiceDep, SettingsDep
+from attnscope.server.errors import error_responses
 from attnscope.server.executor import heavy
-from attnscope.server.schemas import ErrorBody, ExplainerPublic, ExplainerScores, FaithfulnessCreate, FaithfulnessPublic
+from attnscope.server.schemas import ExplainerPublic, ExplainerScores, FaithfulnessCreate, FaithfulnessPublic
 
 router = APIRouter(tags=["faithfulness"])
 UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
@@ -53,11 +55,19 @@ def read_explainers() -> list[ExplainerPublic]:
 @router.post(
     "/runs/{run_id}/faithfulness",
     response_model=FaithfulnessPublic,
-    responses={404: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
+    responses=error_responses(
+        404,
+        {
+            413: "the input is longer than an explainer's token cap, or the request's cost (tokens x steps x "
+            "explainers) is over the compute budget (ATTNSCOPE_COMPUTE_BUDGET): run it as a job"
+        },
+    ),
     summary="Explain a run's prediction and score the explanations (ERASER metrics)",
 )
 @heavy
-def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceDep) -> FaithfulnessPublic:
+def create_faithfulness(
+    run: RunDep, body: FaithfulnessCreate, service: ServiceDep, settings: SettingsDep
+) -> FaithfulnessPublic:
     # plain def: model work runs in the threadpool, never on the event loop
     try:
         _check_names(body.explainers, body.metrics)
@@ -106,7 +116,10 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
             )
         human = char_spans_to_tokens(loaded, run.text, body.human_spans)[: len(ex)]
         ex = replace(ex, human=human)
-    _check_token_caps(body, len(ex))
+    options = body.options.as_dict()
+    _check_token_caps(body.explainers, options, len(ex))
+    with_metrics = any(m in FAITHFULNESS_METRICS for m in body.metrics)
+    check_budget(body.explainers, len(ex), options, settings.compute_budget, with_metrics)
     try:
         res = explain_example(
             loaded,
@@ -117,7 +130,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
             removal=body.removal,
             count=body.count,
             metrics=body.metrics,
-            options=body.options,
+            options=options,
         )
     except (UnknownMetricError, NotAClassifierError, TooLongForFlowError, TypeError, ValueError) as exc:
         raise HTTPException(UNPROCESSABLE, f"{exc}") from None
@@ -172,10 +185,10 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
     )
 
 
-def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
+def _check_token_caps(explainers: list[str], options: dict[str, dict], n_tokens: int) -> None:
     """413 when an explainer's interactive token cap is below the input's length, saying what to do."""
-    for name in body.explainers:
-        cap = token_cap(name, body.options, interactive=True)
+    for name in explainers:
+        cap = token_cap(name, options, interactive=True)
         if cap is None or n_tokens <= cap:
             continue
         if name == "flow":

@@ -25,4 +25,5 @@ async def read_health(request: Request) -> HealthPublic:
         runs_stored=len(state.service.store),
         runs_bytes=state.service.store.nbytes,
         runs_max_bytes=state.service.store.max_bytes,
+        heavy_in_flight=state.executor.in_flight,
     )

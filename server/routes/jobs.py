@@ -152,7 +152,7 @@ def read_job_result(job_id: str, request: Request, format: Annotated[Literal["js
         detail = (
             f"job {job_id} is {job.status}"
             + (f": {job.error}" if job.error else "")
-            + ("; poll GET /api/v1/jobs/{id} until status is done" if job.status in ("queued", "running") else "")
+            + (f"; poll GET /api/v1/jobs/{job_id} until status is done" if job.status in ("queued", "running") else "")
             + (f"; resume it with POST /api/v1/jobs/{job_id}/resume" if job.status == "interrupted" else "")
         )
         raise HTTPException(status.HTTP_409_CONFLICT, detail)

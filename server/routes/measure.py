@@ -140,7 +140,7 @@ def read_lipschitz(
     name: str,
     request: Request,
     service: ServiceDep,
-    layer: Annotated[int, Query(description="zero-based attention layer")],
+    layer: Annotated[int, Query(ge=0, le=63, description="zero-based attention layer")],
     run_id: Annotated[str | None, Query(description="measure R and perturb the layer's input for this run")] = None,
     text: Annotated[str | None, Query(max_length=5000, description="or for this text (default: an example)")] = None,
     residual: Annotated[bool, Query(description="include the residual x + F(x)")] = False,
@@ -230,8 +230,10 @@ def read_fixed_point(
     layer: Annotated[
         int | None,
         Query(
+            ge=0,
+            le=63,
             description="iterate this layer's block with its own weights "
-            "(a demonstration); omit for the model's shared block"
+            "(a demonstration); omit for the model's shared block",
         ),
     ] = None,
 ):

@@ -6,6 +6,7 @@ from fastapi import APIRouter, HTTPException, status
 
 from attnscope.models.registry import get_spec, list_specs
 from attnscope.server.deps import ServiceDep, SettingsDep
+from attnscope.server.errors import public_message
 from attnscope.server.executor import heavy
 from attnscope.server.schemas import ModelList, ModelPublic, ModelStructurePublic
 
@@ -21,7 +22,7 @@ def read_models(settings: SettingsDep) -> ModelList:
             modality=s.modality,
             source=s.source,
             task=s.task,
-            description=s.description,
+            description=public_message(s.description),  # no server path in any answer
             paper=s.paper,
             max_tokens=s.max_tokens,
             default=s.name == settings.default_model,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import numpy as np
-from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
+from fastapi import APIRouter, File, Form, HTTPException, Path, Query, Request, Response, UploadFile, status
 
 from attnscope.analysis.codec import MEDIA_TYPE, pack, pack_top_k
 from attnscope.analysis.indices import check_index
@@ -32,6 +32,7 @@ from attnscope.server.schemas import (
 from attnscope.server.store import Run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
+MAX_LAYER, MAX_HEAD = 63, 255  # the schema's bounds; a run's own counts are checked by the route (422)
 
 ERRORS = {
     404: {"model": ErrorBody, "description": "unknown model or run"},
@@ -104,7 +105,7 @@ def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
 def create_image_run(
     service: ServiceDep,
     file: Annotated[UploadFile, File(description="PNG or JPEG image")],
-    model: Annotated[str, Form(description="a vision model from GET /models")],
+    model: Annotated[str, Form(min_length=1, max_length=200, description="a vision model from GET /models")],
 ) -> RunPublic:
     blob = file.file.read(MAX_IMAGE_BYTES + 1)
     return to_public(service.create_upload_run(model, blob))
@@ -133,7 +134,7 @@ def read_run(run: RunDep) -> RunPublic:
     summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
     "layer built from it, side by side",
 )
-def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPublic:
+def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0) -> ConvAttentionPublic:
     from attnscope.models.registry import get_spec
 
     feats = run.capture.extras.get("conv_vs_attention")
@@ -174,7 +175,7 @@ def _check_range(name: str, value: int | None, size: int) -> None:
 def read_attention_rows(
     run: RunDep,
     request: Request,
-    query: int,
+    query: Annotated[int, Path(ge=0, le=2**31 - 1, description="zero-based query position")],
     format: Annotated[
         Literal["json", "float16", "uint8"] | None,
         Query(description="json (default), or a compact binary encoding; overrides Accept"),
@@ -249,8 +250,10 @@ def _check_slice_bytes(cells: int, what: str) -> None:
 def read_attention(
     run: RunDep,
     request: Request,
-    layer: Annotated[int, Query(description="zero-based layer")],
-    head: Annotated[int | None, Query(description="zero-based head; omit for the whole layer")] = None,
+    layer: Annotated[int, Query(ge=0, le=MAX_LAYER, description="zero-based layer (each model has its own count)")],
+    head: Annotated[
+        int | None, Query(ge=0, le=MAX_HEAD, description="zero-based head; omit for the whole layer")
+    ] = None,
     format: Annotated[
         Literal["json", "float16", "uint8", "topk"] | None,
         Query(

@@ -27,8 +27,9 @@ THRESHOLD = Annotated[float, Query(ge=0, le=1, description="minimum shift_score 
 ROW = Annotated[
     str,
     Query(
+        pattern=r"^(cls|mean|[0-9]{1,9})$",
         description="output position explained: 'cls' (the output row: an encoder's first special position, "
-        "a causal LM's last position), 'mean', or an index"
+        "a causal LM's last position), 'mean', or an index",
     ),
 ]
 
@@ -181,7 +182,11 @@ def _importance(run, imp, method: str, maps, cap: int | None = None) -> Importan
 
 LAYER = Annotated[
     int | None,
-    Query(description="through this layer (0-based): what that layer's output draws on; default: the last layer"),
+    Query(
+        ge=0,
+        le=63,
+        description="through this layer (0-based): what that layer's output draws on; default: the last layer",
+    ),
 ]
 
 

@@ -23,6 +23,7 @@ Every field is typed down to its leaves (nested models, ``list[list[float]]``, .
 ``dict`` or ``Any`` in a response, so a client can validate what it gets (``tests/server/test_schemas.py``).
 """
 
+from attnscope.server.schemas.compare import HeadComparisonPublic  # noqa: F401
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
     MAX_SLICE_BYTES,

@@ -24,6 +24,7 @@ class HealthPublic(BaseModel):
         ...,
         description="the cap on runs_bytes (ATTNSCOPE_MAX_RUN_BYTES); least recently used runs are evicted beyond it",
     )
+    heavy_in_flight: int = Field(0, description="heavy requests running or queued on the bounded executor")
 
 
 class ModelPublic(BaseModel):
@@ -50,6 +51,8 @@ class ModelList(BaseModel):
 class SampleRef(BaseModel):
     """A dataset sample by index (vision models): ``{"dataset": "mnist", "index": 17}``."""
 
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     dataset: Literal["mnist", "photos"] = Field("mnist", description="dataset name (GET /datasets)")
     index: int = Field(..., ge=0, description="index into the dataset's held-out split")
 
@@ -58,7 +61,7 @@ class GenerateCreate(BaseModel):
     """Generation after the prompt (causal LMs): greedy (the default) or sampled at ``temperature``
     with ``seed``. The run's maps then cover prompt + generated tokens."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     max_new_tokens: int = Field(16, ge=1, le=MAX_NEW_TOKENS, description=f"tokens to generate, 1..{MAX_NEW_TOKENS}")
     greedy: bool | None = Field(
@@ -87,12 +90,31 @@ class RunCreate(BaseModel):
     models). Images can also be uploaded with ``POST /runs/image``. Causal LMs also take
     ``generate`` and ``chat``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # exactly one input; the schema says so too (oneOf), so a client sees it before sending
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,  # JSON types as the schema says: 0 is no boolean, "3" no integer
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["text"], "properties": {"text": {"type": "string"}, "sample": {"type": "null"}}},
+                {
+                    "required": ["sample"],
+                    "properties": {
+                        "sample": {"type": "object"},
+                        "text": {"type": "null"},
+                        "generate": {"type": "null"},
+                        "chat": {"const": False},
+                    },
+                },
+            ]
+        },
+    )
 
     model: str = Field("minilm", description="registry name from GET /models", examples=["minilm"])
     text: str | None = Field(
         None,
         max_length=MAX_TEXT_CHARS,
+        json_schema_extra={"pattern": r"\S"},  # not blank (the validator below words the error)
         description="the text to analyse",
         examples=["The cat sat on the mat because it was tired."],
     )
@@ -297,9 +319,9 @@ class ErrorBody(BaseModel):
     detail: str = Field(..., description="what went wrong and what to change")
     code: str = Field(
         ...,
-        description="stable error code: bad_request, unauthorized, forbidden, not_found, method_not_allowed, "
-        "conflict, too_large, unsupported_media_type, invalid, budget_exceeded, busy, rate_limited, "
-        "internal, unavailable",
+        description="stable error code: bad_request, bad_host, csrf_header_missing, unauthorized, forbidden, "
+        "not_found, method_not_allowed, conflict, too_large, unsupported_media_type, invalid, budget_exceeded, "
+        "busy, rate_limited, internal, unavailable",
         examples=["invalid"],
     )
 

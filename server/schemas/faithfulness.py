@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
 DEFAULT_EXPLAINERS = ("attention", "rollout", "attn_grad", "integrated_gradients", "random")
@@ -24,15 +24,135 @@ COUNT_DESCRIPTION = (
 )
 
 
+# Bounds of the explainers' options (the compute budget, ATTNSCOPE_COMPUTE_BUDGET, bounds their product)
+MAX_LAYERS = 64
+MAX_HEADS = 256
+MAX_IG_STEPS = 256
+MAX_IG_BATCH = 256
+MAX_FLOW_TOKENS_OPTION = 128
+MAX_OCCLUSION_TOKENS = 512
+MAX_PERTURBATIONS = 256
+MAX_RATIONALE = 8192  # tokens (or spans) of a human rationale
+
+
+# = attnscope.pipelines.explainers.EXPLAINERS and faithfulness_eval.METRICS (a test keeps them equal; this
+# module stays pure pydantic): the schema lists every name, so a misspelt one is a 422 with the choices
+ExplainerName = Literal[
+    "attention",
+    "rollout",
+    "flow",
+    "attn_grad",
+    "integrated_gradients",
+    "saliency",
+    "input_x_gradient",
+    "deeplift",
+    "occlusion",
+    "random",
+]
+MetricName = Literal[
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "comprehensiveness_entropy",
+    "comprehensiveness_kl",
+    "sufficiency_entropy",
+    "sufficiency_kl",
+    "token_f1",
+    "iou_f1",
+    "auprc",
+]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class AttentionOptions(_Options):
+    layer: int = Field(
+        -1, ge=-MAX_LAYERS, le=MAX_LAYERS - 1, description="layer to read (negative: from the last; -1 the last)"
+    )
+    heads: list[int] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_HEADS,
+        description="zero-based heads to average (default: all); each must exist in the model",
+    )
+    row: Literal["cls", "mean"] = Field("cls", description="the readout row, or the mean over every query row")
+
+
+class NoOptions(_Options):
+    """This explainer takes no options."""
+
+
+class FlowOptions(_Options):
+    max_tokens: int = Field(
+        64, ge=2, le=MAX_FLOW_TOKENS_OPTION, description="longest input (one max-flow per token pair: ~n^2 solves)"
+    )
+
+
+class IntegratedGradientsOptions(_Options):
+    n_steps: int = Field(32, ge=1, le=MAX_IG_STEPS, description="Riemann steps between the baseline and the input")
+    internal_batch_size: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_IG_BATCH,
+        description="steps per forward pass (default: 4096 // tokens); x tokens must stay <= 16384",
+    )
+
+
+class OcclusionOptions(_Options):
+    max_tokens: int | None = Field(
+        None, ge=1, le=MAX_OCCLUSION_TOKENS, description="longest input (one forward pass per token; default 128)"
+    )
+    perturbations_per_eval: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PERTURBATIONS,
+        description="occluded copies per forward pass (default: 4096 // tokens); x tokens must stay <= 16384",
+    )
+
+
+class RandomOptions(_Options):
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the random scores")
+
+
+class ExplainerOptions(_Options):
+    """Per-explainer options; every field typed and bounded (an unknown explainer or option is a 422)."""
+
+    attention: AttentionOptions | None = None
+    rollout: NoOptions | None = None
+    flow: FlowOptions | None = None
+    attn_grad: NoOptions | None = None
+    integrated_gradients: IntegratedGradientsOptions | None = None
+    deeplift: NoOptions | None = None
+    saliency: NoOptions | None = None
+    input_x_gradient: NoOptions | None = None
+    occlusion: OcclusionOptions | None = None
+    random: RandomOptions | None = None
+
+    def as_dict(self) -> dict[str, dict]:
+        """``{explainer: {option: value}}`` with only what the request set (the explainers' own defaults
+        apply to the rest)."""
+        return {
+            name: getattr(self, name).model_dump(exclude_unset=True)
+            for name in type(self).model_fields
+            if getattr(self, name) is not None
+        }
+
+
 class FaithfulnessCreate(BaseModel):
     """Body of ``POST /runs/{id}/faithfulness``: which explainers, which metrics, which convention."""
 
-    explainers: list[str] = Field(
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    explainers: list[ExplainerName] = Field(
         default_factory=lambda: list(DEFAULT_EXPLAINERS),
         min_length=1,
+        max_length=16,
         description="explainer names (GET /faithfulness/explainers)",
     )
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1, max_length=32)
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
     count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
@@ -40,25 +160,32 @@ class FaithfulnessCreate(BaseModel):
     target: int | None = Field(
         None,
         ge=0,
+        le=2**31 - 1,
         description="class to explain and score under the ferret "
         "convention (causal LMs: a vocabulary id); the ERASER conventions always use the predicted class",
     )
     position: int | None = Field(
         None,
         ge=0,
+        le=2**31 - 1,
         description="causal LMs: explain the prediction of the token after this position of the run (prompt "
         "and generated tokens; default: the last position)",
     )
     human_rationale: list[int] | None = Field(
-        None, description="0/1 per token of the run (same length as its tokens) for plausibility"
-    )
-    human_spans: list[tuple[int, int]] | None = Field(
         None,
+        max_length=MAX_RATIONALE,
+        description="0/1 per token of the run (same length as its tokens) for plausibility",
+    )
+    human_spans: list[Annotated[list[int], Field(min_length=2, max_length=2)]] | None = Field(
+        None,
+        max_length=MAX_RATIONALE,
         description="human rationale as [start, end) character spans of the run's text "
         "(alternative to human_rationale; a token is marked when it overlaps a span)",
     )
-    options: dict[str, dict[str, JsonValue]] = Field(
-        default_factory=dict, description='per-explainer options, e.g. {"attention": {"layer": 5, "row": "mean"}}'
+    options: ExplainerOptions = Field(
+        default_factory=ExplainerOptions,
+        description='per-explainer options, e.g. {"attention": {"layer": 5, "row": "mean"}}; the request\'s cost '
+        "(tokens x steps x explainers) must fit the server's compute budget (413 otherwise)",
     )
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, JsonValue, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
-from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION, DEFAULT_EXPLAINERS
+from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION, DEFAULT_EXPLAINERS, ExplainerOptions
 
 
 class CensusParams(BaseModel):
     """Parameters of the ``census`` job: per-head statistics over a seeded sample of a data set."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt parameter is a 422, never silently ignored
 
     model: str = Field("minilm", description="registry name of a text model")
     dataset: Literal["sst2", "movies"] = "sst2"
@@ -25,7 +27,7 @@ class CensusParams(BaseModel):
         None,
         description="data set split: sst2 dev|train, movies rationales|fold10 (default: sst2 dev, movies rationales)",
     )
-    seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the example sample (and of the CNN probe)")
 
 
 class ProbeParams(CensusParams):
@@ -44,6 +46,8 @@ class ProbeParams(CensusParams):
 class FaithfulnessParams(BaseModel):
     """Parameters of the ``faithfulness`` job: the explainer x metric table over a data set."""
 
+    model_config = ConfigDict(extra="forbid")
+
     model: str = Field("minilm-sst2", description="registry name of a text classifier")
     dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
     split: str | None = Field(
@@ -60,7 +64,10 @@ class FaithfulnessParams(BaseModel):
     k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
     max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
     allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
-    options: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
+    options: ExplainerOptions = Field(
+        default_factory=ExplainerOptions,
+        description="per-explainer options, bounded as in POST /runs/{id}/faithfulness",
+    )
 
     @field_validator("allow_offensive")
     @classmethod
@@ -80,6 +87,8 @@ JOB_PARAMS: dict[str, type[BaseModel]] = {
 
 class JobCreate(BaseModel):
     """Body of ``POST /jobs``: a registered job kind and its parameters."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: str = Field(..., description="job kind, e.g. census or faithfulness (see GET /jobs/kinds)")
     params: dict[str, JsonValue] = Field(

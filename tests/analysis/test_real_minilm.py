@@ -1,7 +1,8 @@
 """The analyses on the real MiniLM (all-MiniLM-L6-v2, 6 layers x 12 heads): known heads are found.
 
 Layer 0 head 2 attends to the previous token and layer 1 head 8 to the next one (measured: shift
-mass ~1.0 and ~0.6-0.75, the rest of L1H8 on [CLS]); many layer 1-5 heads park most of their
+mass ~1.0, and for L1H8 a median of 0.70 over 300 SST-2 dev sentences, 5-95 % 0.62-0.77, most of the rest
+on [CLS]/[SEP]: docs/results/structure-measure.md); many layer 1-5 heads park most of their
 mass on [CLS]/[SEP] and must be reported as sinks, never as shifts.
 """
 

@@ -18,7 +18,14 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "accept_downloads": True}
+    # bypass_csp: Playwright's string predicates (wait_for_function) are evaluated in the page, which the
+    # dashboard's policy (no eval) refuses; tests/browser/test_security_headers.py runs with the policy on
+    return {
+        **browser_context_args,
+        "viewport": {"width": 1400, "height": 1000},
+        "accept_downloads": True,
+        "bypass_csp": True,
+    }
 
 
 def _texts(page, selector):

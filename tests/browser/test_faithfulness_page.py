@@ -105,3 +105,25 @@ def test_hatexplain_needs_the_opt_in_and_its_classifier(faith_page):
     page.wait_for_selector("#faith-dataset-table:has-text('random (baseline)')", timeout=30_000)
     assert "token F1" in page.locator("#faith-dataset-table").inner_text()
     assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]
+
+
+def test_a_link_explains_its_text_with_its_settings_and_the_table_fits(open_dash):
+    """The address holds the text and settings (a link explains on open); unknown explainers are a
+    note; each explainer keeps its colour on the sufficiency panel; the metric table fits its panel."""
+    page = open_dash("/faithfulness?text=a+[[gripping]]+film+.&explainers=attention,random,bogus&k=0.3")
+    page.wait_for_selector("#faith-table td", timeout=120_000)
+    page.wait_for_selector("#faith-notes:has-text('Unknown explainer(s) bogus')", timeout=10_000)
+    page.wait_for_function("location.search.includes('text=a+%5B%5Bgripping')", timeout=10_000)
+    assert "explainers=attention%2Crandom" in page.url and "k=0.3" in page.url
+    assert page.locator("#faith-k").input_value() == "0.3"
+    curves = page.evaluate("document.querySelector('#faith-curves .js-plotly-plot').data")
+    colour = {}
+    for trace in curves:
+        assert colour.setdefault(trace["name"], trace["line"]["color"]) == trace["line"]["color"], trace["name"]
+    assert len(set(colour.values())) == len(colour) == 2
+    fits = page.evaluate(
+        """(() => { const c = document.querySelector('#faith-table .dash-spreadsheet-container');
+        return c.scrollWidth <= c.clientWidth + 1; })()"""
+    )
+    assert fits, "the metric table is wider than its panel"
+    assert page.console_errors == []

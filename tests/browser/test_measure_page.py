@@ -55,7 +55,10 @@ def test_particle_view_shows_every_token_with_a_hover(measure_page):
 def test_lipschitz_panel_shows_bound_above_estimate_for_every_layer(measure_page):
     page = measure_page
     page.click("#lipschitz-button")
+    # progress per layer while it computes (was: 9 s with no sign of life)
+    page.wait_for_selector("#lipschitz-status:has-text('of 6')", timeout=30_000)
     page.wait_for_selector("#lipschitz-panel .gtitle:has-text('DERIVED bound vs estimate')", timeout=120_000)
+    assert page.locator("#lipschitz-status").inner_text() == "6 of 6 layers done"
     bound, estimate = plot_data(page, "lipschitz-panel")
     assert bound["x"] == [f"L{l}" for l in range(6)]
     assert all(e <= b for e, b in zip(estimate["y"], bound["y"]))
@@ -93,4 +96,21 @@ def test_ha_shared_block_shows_the_bound_along_its_orbit(open_dash):
     ]
     bound, observed = traces[2]["y"], traces[3]["y"]
     assert len(bound) == 29 and all(o is None or o <= b for o, b in zip(observed, bound))
+    assert page.console_errors == []
+
+
+def test_measure_run_and_dims_live_in_the_address(open_dash):
+    page = open_dash(f"/measure?model=minilm&text={TEXT.replace(' ', '+')}&dims=3&bogus=1")
+    page.wait_for_selector("#measure-url-problems:has-text(\"Unknown address parameter 'bogus'\")", timeout=30_000)
+    three_d = (
+        "((document.querySelector('#particle-view .js-plotly-plot') || {}).data || [])"
+        ".some(t => t.type === 'scatter3d')"
+    )
+    page.wait_for_function(three_d, timeout=60_000)  # the 3D view the address asked for
+    page.wait_for_function("location.search.includes('run=') && location.search.includes('dims=3')", timeout=30_000)
+    link = page.url
+    page.reload()
+    page.wait_for_function(three_d, timeout=60_000)
+    assert page.url == link
+    assert page.locator("#measure-text").input_value() == TEXT
     assert page.console_errors == []

@@ -40,11 +40,23 @@ def test_first_load_transfers_under_3_mb_of_compressed_javascript(page, dashboar
     assert wire < raw / 2
 
 
-@pytest.mark.parametrize("path", ["/structure?x=1", "/census?n=zero", "/measure?layer=-3"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/?model=nope",
+        "/structure?x=1",
+        "/census?n=zero",
+        "/measure?layer=-3",
+        "/faithfulness?k=9",
+        "/vision?sample=-1",
+        "/compare?model_a=nope&x=1",
+    ],
+)
 def test_a_bad_address_gives_the_page_and_a_message_not_a_blank(open_dash, path):
     page = open_dash(path)
     page.wait_for_selector("#main .panel", timeout=30_000)
-    assert page.locator("header nav a").count() >= 6
+    page.wait_for_selector(".notice:not(.empty)", timeout=30_000)  # says what in the address was not usable
+    assert page.locator("header nav a").count() >= 7
     assert page.console_errors == []
 
 

@@ -136,3 +136,29 @@ def test_rollout_is_drawn_over_the_image_and_the_structure_page_sees_the_run(pag
     page.click("a.nav-link:has-text('Structure')")
     page.wait_for_selector("#structure-run:has-text('gauss9-iso')", timeout=30_000)
     page.wait_for_selector("#importance-grid .gtitle:has-text('Rollout over the image grid')", timeout=60_000)
+
+
+def test_vision_state_in_the_address_and_a_malformed_upload_is_a_message(open_dash):
+    """A link with the model, sample, layer and query pixel reopens the view; a malformed upload is
+    a message in the page (the callback answered 500)."""
+    page = open_dash("/vision?model=gauss9-iso&sample=3&layer=1&row=5&col=9")
+    page.wait_for_selector("#vision-sample:has-text('#3')", timeout=30_000)
+    page.click("#vision-run-button")
+    page.wait_for_selector("#query-pixel-view .gtitle:has-text('row 5, col 9')", timeout=60_000)
+    page.wait_for_function("location.search.includes('run=')", timeout=30_000)
+    assert "sample=3" in page.url and "layer=1" in page.url and "row=5" in page.url
+    link = page.url
+    fresh = page.context.browser.new_page()
+    fresh.goto(link)
+    fresh.wait_for_selector("#query-pixel-view .gtitle:has-text('row 5, col 9')", timeout=60_000)
+    assert "layer 1" in fresh.locator("#vision-layer").inner_text()
+    fresh.close()
+    failed = []
+    page.on("response", lambda r: failed.append(r.status) if r.status >= 500 else None)
+    page.evaluate("window.dash_clientside.set_props('vision-upload', {contents: 'not a data url', filename: 'x.png'})")
+    page.wait_for_selector("#vision-error:has-text('not a file the browser could read')", timeout=30_000)
+    page.evaluate(
+        "window.dash_clientside.set_props('vision-upload', {contents: 'data:image/png;base64,@@@', filename: 'x.png'})"
+    )
+    page.wait_for_selector("#vision-error:has-text('damaged')", timeout=30_000)
+    assert failed == []

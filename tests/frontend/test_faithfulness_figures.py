@@ -36,6 +36,8 @@ def test_curves_figure_has_one_line_per_explainer_and_panel():
     assert list(fig.data[0].x) == [1.0, 10.0, 50.0]
     assert [t.showlegend for t in fig.data] == [True, True, False, False]
     assert fig.data[1].line.dash == "dot"  # the random baseline stands apart
+    # each explainer keeps its colour on the sufficiency panel (the one legend names both panels)
+    assert fig.data[2].line.color == fig.data[0].line.color != fig.data[1].line.color == fig.data[3].line.color
 
 
 def test_metric_table_and_best_per_metric():

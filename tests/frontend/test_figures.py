@@ -117,8 +117,8 @@ def test_head_view_of_a_long_input_is_denser():
     w[0, :, 0] = 0.5
     tokens = [f"t{i}" for i in range(512)]
     fig = head_view_figure(*_top(w, 8), tokens, heads=[0], layer=0)
-    assert fig.layout.height == 9 * 512 + 120  # 22 px per token below 100 tokens
-    assert head_view_figure(*_top(w[:, :10, :10], 3), tokens[:10], heads=[0], layer=0).layout.height == 360
+    assert fig.layout.height == 9 * 512 + 120 + 24  # 22 px per token below 100 tokens
+    assert head_view_figure(*_top(w[:, :10, :10], 3), tokens[:10], heads=[0], layer=0).layout.height == 360 + 24
 
 
 def test_head_view_of_4096_tokens_draws_top_k_lines_and_sparse_labels():
@@ -134,4 +134,4 @@ def test_head_view_of_4096_tokens_draws_top_k_lines_and_sparse_labels():
     ys = np.array(lines[0].y, dtype=float).reshape(-1, 3)
     np.testing.assert_array_equal(ys[5, :2], [-5, -4])  # query 5 -> key 4
     labels = [t for t in fig.data if t.mode == "text"]
-    assert len(labels[0].text) == 512 and fig.layout.height == 4608 + 120
+    assert len(labels[0].text) == 512 and fig.layout.height == 4608 + 120 + 24

@@ -73,6 +73,16 @@ def test_lipschitz_panel_is_sorted_and_reports_the_ratio():
     assert list(bound.x) == ["L0", "L1"] and list(bound.y) == [750.0, 200.0] and list(est.y) == [1.2, 1.5]
     assert est.customdata[0][0] == pytest.approx(1.2 - 750.0)
     assert "DERIVED" in bound.name and "log10" in fig.layout.yaxis.title.text
+    # the estimate has its own axis: 750 decades of bound no longer flatten it to a line at 0
+    assert est.yaxis == "y2" and bound.yaxis == "y" and "L̂" in fig.layout.yaxis2.title.text
+
+
+def test_long_messages_wrap_and_log_axes_label_whole_decades():
+    message = "text-ha: " + "this model needs a longer input than the one given " * 4
+    text = message_figure(message).layout.annotations[0].text
+    assert all(len(line) <= 60 for line in text.split("<br>")) and text.count("<br>") >= 3
+    fig = fixed_point_figure([1e-12, 1e-3, 1.0, 1e2], "block")
+    assert fig.layout.yaxis.dtick == 3 and fig.layout.yaxis.exponentformat == "power"  # 14 decades, <= 6 labels
 
 
 def test_fixed_point_curve_on_a_log_axis():

@@ -148,8 +148,8 @@ def test_occlusion_is_capped_interactively_and_the_cap_can_be_raised(client, clf
 @pytest.mark.parametrize(
     "body, fragment",
     [
-        ({"explainers": ["lime"]}, "unknown explainer(s) ['lime']; choose from attention"),
-        ({"metrics": ["accuracy"]}, "unknown metric(s) ['accuracy']"),
+        ({"explainers": ["lime"]}, "explainers.0: Input should be 'attention', 'rollout'"),
+        ({"metrics": ["accuracy"]}, "metrics.0: Input should be 'comprehensiveness'"),
         ({"convention": "mine"}, "convention"),
         ({"k": 0}, "k"),
         ({"k": 1.5}, "k"),

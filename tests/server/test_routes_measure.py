@@ -96,7 +96,7 @@ def test_fixed_point_iteration_of_a_layer(client, run):
         ("/runs/{id}/particles", {"dims": 4}, 422, "dims"),
         ("/models/minilm/lipschitz", {}, 422, "layer"),
         ("/models/minilm/lipschitz", {"layer": 6}, 422, "0..5"),
-        ("/models/minilm/lipschitz", {"layer": -1}, 422, "0..5"),
+        ("/models/minilm/lipschitz", {"layer": -1}, 422, "greater than or equal to 0"),
         ("/models/minilm/lipschitz", {"layer": "x"}, 422, "layer"),
         ("/models/nope/lipschitz", {"layer": 0}, 404, "known models"),
         ("/models/minilm/lipschitz", {"layer": 0, "run_id": "nope"}, 404, "no run"),

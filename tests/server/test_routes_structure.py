@@ -90,10 +90,10 @@ def test_rollout_and_flow_through_an_intermediate_layer(client, rid):
     [
         ("shift", {"k": 0}, 422, "k"),
         ("shift", {"threshold": 2}, 422, "threshold"),
-        ("rollout", {"row": "x"}, 422, "use 'cls', 'mean' or a position"),
+        ("rollout", {"row": "x"}, 422, "row: String should match pattern '^(cls|mean|[0-9]{1,9})$'"),
         ("rollout", {"row": "500"}, 422, "out of range"),
         ("rollout", {"layer": 6}, 422, "layer=6 is out of range: this run has 6 layers, use 0..5"),
-        ("flow", {"layer": -1}, 422, "use 0..5"),
+        ("flow", {"layer": -1}, 422, "layer: Input should be greater than or equal to 0"),
         ("evolution", {"compare_to": "nope"}, 404, "no run with id 'nope' to compare"),
     ],
 )

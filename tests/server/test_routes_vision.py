@@ -28,7 +28,12 @@ def png(array: np.ndarray, mode: str | None = None, fmt: str = "PNG") -> bytes:
 
 
 def upload(client, blob: bytes, model: str = VISION, name: str = "digit.png"):
-    return client.post(f"{API}/runs/image", data={"model": model}, files={"file": (name, blob, "image/png")})
+    return client.post(
+        f"{API}/runs/image",
+        data={"model": model},
+        files={"file": (name, blob, "image/png")},
+        headers={"X-Requested-With": "XMLHttpRequest"},
+    )
 
 
 @pytest.fixture(scope="module")

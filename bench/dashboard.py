@@ -1,0 +1,114 @@
+"""Dashboard speed in headless Chromium (issue 16 targets): a 128-token text, Run -> every head of
+the model view drawn, a head click -> its detail drawn, and the JavaScript a first page load
+transfers (compressed) against what it decodes to.
+
+    .venv/bin/python bench/dashboard.py [--repeats 5] [--tokens 128]
+
+Starts the API (MiniLM preloaded) and the dashboard on free loopback ports, drives Debian's
+Chromium through Playwright, prints medians. The first Run of a text is timed (a new run each time:
+the text changes), after one untimed warm-up run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import tempfile
+import threading
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ATTNSCOPE_STATE_DIR", tempfile.mkdtemp(prefix="attnscope-bench-"))
+
+WORDS = "the quick brown fox jumps over a lazy dog while seven small birds sing in tall green trees".split()
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _text(n_words: int, seed: int) -> str:
+    return " ".join(WORDS[(seed + i) % len(WORDS)] for i in range(n_words))
+
+
+def _serve():
+    import uvicorn
+    from werkzeug.serving import make_server
+
+    from attnscope.frontend.app import create_dash_app
+    from attnscope.server.config import Settings
+    from attnscope.server.main import create_app
+
+    api_port, dash_port = _port(), _port()
+    api = uvicorn.Server(
+        uvicorn.Config(create_app(Settings(preload=["minilm"])), host="127.0.0.1", port=api_port, log_level="error")
+    )
+    threading.Thread(target=api.run, daemon=True).start()
+    while not api.started:
+        time.sleep(0.05)
+    web = make_server("127.0.0.1", dash_port, create_dash_app(f"http://127.0.0.1:{api_port}").server, threaded=True)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{dash_port}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=128)
+    args = ap.parse_args()
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from playwright.sync_api import sync_playwright
+
+    url = _serve()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+        )
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url + "/")
+        page.wait_for_selector("#api-status:has-text('API')", timeout=60_000)
+        page.wait_for_load_state("networkidle")
+        sizes = page.evaluate(
+            """() => performance.getEntriesByType('resource')
+                .filter(e => e.name.split('?')[0].endsWith('.js')).map(e => [e.transferSize, e.decodedBodySize])"""
+        )
+        wire, raw = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+        runs, clicks, n_tokens = [], [], 0
+        for i in range(args.repeats + 1):
+            words = args.tokens - 2  # [CLS] and [SEP]; each word here is one MiniLM token
+            page.fill("#text-input", _text(words, i))
+            page.evaluate("window.oldThumb = (document.querySelector('#model-grid .head-thumb img') || {}).src")
+            t = time.perf_counter()
+            page.click("#run-button")
+            page.wait_for_function(
+                "() => document.querySelectorAll('#model-grid .head-thumb').length === 72 && "
+                "document.querySelector('#model-grid .head-thumb img').src !== window.oldThumb",
+                timeout=120_000,
+            )
+            page.wait_for_selector("#head-detail .gtitle:has-text('L0H0 ')", timeout=120_000)
+            elapsed = time.perf_counter() - t
+            n_tokens = page.evaluate("document.querySelectorAll('#head-detail .ytick').length")
+            head = f"L{(i % 6)}H{(i * 5 + 1) % 12}"
+            t = time.perf_counter()
+            page.locator(f".head-thumb[title^='{head} ']").click()
+            page.wait_for_selector(f"#head-detail .gtitle:has-text('{head} ')", timeout=60_000)
+            clicked = time.perf_counter() - t
+            if i:  # the first round warms up (tokenizer, caches, Plotly's first render)
+                runs.append(elapsed)
+                clicks.append(clicked)
+        browser.close()
+    print(f"tokens per run: {args.tokens} (head detail shows {n_tokens} tick labels)")
+    print(f"Run -> grid and first detail, median of {args.repeats}: {statistics.median(runs):.3f} s (target <= 1.0)")
+    print(f"head click -> detail, median of {args.repeats}: {statistics.median(clicks):.3f} s (target <= 0.3)")
+    print(f"first load JavaScript: {wire / 1e6:.2f} MB transferred, {raw / 1e6:.2f} MB decoded (target <= 3 MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Compare: two texts on one model, or one text on two models with the same layer/head shape.
+The A − B grid (every head's difference map on one symmetric diverging scale), the per-head
+Jensen-Shannon grid, and the selected head's maps side by side.
+
+Address: ``/compare?model_a=M&text_a=T&model_b=M2&text_b=T2&a=RUN&b=RUN&head=L0H2`` (runs are made
+again from model + text when the API forgot them)."""
+
+import dash
+from dash import dcc, html
+
+from attnscope.frontend.page_common import error_box
+from attnscope.frontend.pages import compare_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PARAMS
+from attnscope.frontend.plot_config import graph
+from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+
+dash.register_page(__name__, path="/compare", name="Compare", order=1.5, title="attnscope · compare")
+
+
+def _side(side: str, text: str) -> html.Div:
+    upper = side.upper()
+    return html.Div(
+        className="control grow",
+        children=[
+            html.Label(f"Model {upper}", htmlFor=f"compare-model-{side}"),
+            dcc.Dropdown(id=f"compare-model-{side}", clearable=False, placeholder="loading models…"),
+            html.Label(f"Text {upper}", htmlFor=f"compare-text-{side}"),
+            dcc.Textarea(id=f"compare-text-{side}", value=text, rows=2, className="text-input"),
+        ],
+    )
+
+
+def layout(**query):
+    state, problems = parse_query(query, PARAMS)
+    return html.Div(
+        children=[
+            dcc.Store(id="compare-query", data=state),
+            dcc.Store(id="compare-pair"),
+            dcc.Store(id="compare-head"),
+            url_sync("compare"),
+            problems_message(problems, "compare"),
+            html.Div(
+                className="controls",
+                children=[
+                    _side("a", state["text_a"] or EXAMPLE_A),
+                    _side("b", state["text_b"] or EXAMPLE_B),
+                    html.Button("Compare", id="compare-run", n_clicks=0, className="run-button"),
+                    html.Div(id="compare-status", className="api-status"),
+                    error_box("compare"),
+                ],
+            ),
+            html.Div(id="compare-about", className="panel hint"),
+            html.Div(
+                className="row compare-grids",
+                children=[
+                    html.Section(
+                        className="panel half",
+                        children=[
+                            html.H2("A − B per head"),
+                            html.P(
+                                "Each thumbnail: the head's map of A minus its map of B, red where A attends "
+                                "more, blue where B does; one symmetric scale for the whole grid. Click a head.",
+                                className="hint",
+                            ),
+                            html.Div(id="compare-scale", className="hint"),
+                            dcc.Loading(html.Div(id="compare-grid", className="model-grid"), type="dot"),
+                        ],
+                    ),
+                    html.Section(
+                        className="panel half",
+                        children=[
+                            html.H2("Jensen-Shannon divergence per head"),
+                            html.P(
+                                "Mean over query rows of JS(A row, B row), in bits: 0 = the same attention, "
+                                "1 = disjoint. Click a cell for its head.",
+                                className="hint",
+                            ),
+                            graph("compare-js"),
+                        ],
+                    ),
+                ],
+            ),
+            html.Section(
+                className="panel",
+                children=[
+                    html.H2(id="compare-head-title", children="Head detail, A and B side by side"),
+                    html.Div(
+                        className="row",
+                        children=[
+                            html.Div(graph("compare-detail-a"), className="half"),
+                            html.Div(graph("compare-detail-b"), className="half"),
+                        ],
+                    ),
+                    graph("compare-detail-diff"),
+                ],
+            ),
+        ]
+    )

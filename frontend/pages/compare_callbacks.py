@@ -1,0 +1,237 @@
+"""Callbacks of the compare page; all data from the API over HTTP (``ApiClient``)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from dash import ALL, Input, Output, State, callback, ctx, html, no_update
+
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.compare_figures import diff_map_figure, diff_thumbnail_src, js_grid_figure
+from attnscope.frontend.figures import head_detail_figure
+from attnscope.frontend.page_common import client, describe_error, empty_figure
+from attnscope.frontend.run_state import run_record
+from attnscope.frontend.url_state import Param, query_string, register_url_sync
+
+EXAMPLE_A = "The cat sat on the mat because it was tired."
+EXAMPLE_B = "The dog sat on the mat because it was tired."
+PARAMS = {
+    "model_a": Param(str, max_len=100),
+    "text_a": Param(str),
+    "model_b": Param(str, max_len=100),
+    "text_b": Param(str),
+    "a": Param(str, max_len=64),
+    "b": Param(str, max_len=64),
+    "head": Param(str, max_len=12),
+}
+HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
+register_url_sync("compare")
+
+
+@callback(
+    Output("compare-model-a", "options"),
+    Output("compare-model-a", "value"),
+    Output("compare-model-b", "options"),
+    Output("compare-model-b", "value"),
+    Output("compare-status", "children"),
+    Output("compare-status", "className"),
+    Input("compare-query", "data"),
+)
+def load_models(query):
+    query = query or {}
+    try:
+        listing = client().models()
+    except ApiError as exc:
+        return [], None, [], None, describe_error(exc, "The model list could not be loaded"), "notice"
+    names = [m.name for m in listing.models if m.modality == "text"]
+    notes, picked = [], []
+    for side in ("a", "b"):
+        wanted = query.get(f"model_{side}")
+        if wanted and wanted not in names:
+            notes.append(f"Model {side.upper()} '{wanted}' is not a text model of this API; using {listing.default}.")
+            wanted = None
+        picked.append(wanted or (picked[0] if picked else listing.default))
+    note = " ".join(notes)
+    return names, picked[0], names, picked[1], note or f"API {client().base_url}", "notice" if note else "api-status"
+
+
+def _make_run(model: str, text: str, run_id: str | None) -> dict:
+    """The run named in the address when the API still has it for this model and text, else a new
+    one (runs are keyed by content: the same model and text give the same id)."""
+    if run_id:
+        try:
+            run = run_record(client().run(run_id))
+            if run["model"] == model and run["text"] == text:
+                return run
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+    return run_record(client().create_run(model, text))
+
+
+@callback(
+    Output("compare-pair", "data"),
+    Output("compare-error", "children"),
+    Input("compare-run", "n_clicks"),
+    Input("compare-model-b", "value"),
+    Input("compare-retry", "n_clicks"),
+    State("compare-model-a", "value"),
+    State("compare-text-a", "value"),
+    State("compare-text-b", "value"),
+    State("compare-query", "data"),
+    running=[
+        (Output("compare-run", "disabled"), True, False),
+        (Output("compare-run", "children"), "Comparing…", "Compare"),
+    ],
+)
+def compare_runs(n_clicks, model_b, _retry, model_a, text_a, text_b, query):
+    """Run both sides (Compare pressed, or on open) and fetch the per-head divergences."""
+    if not model_a or not model_b:
+        return no_update, no_update
+    if ctx.triggered_id == "compare-model-b" and n_clicks:
+        return no_update, no_update  # a new model B is compared when Compare is pressed
+    query = query or {}
+    try:
+        run_a = _make_run(model_a, text_a or "", query.get("a"))
+        run_b = _make_run(model_b, text_b or "", query.get("b"))
+        cmp = client().compare_heads(run_a["id"], run_b["id"])
+    except ApiError as exc:
+        return None, describe_error(exc, "Comparing A with B failed")
+    return {"a": run_a, "b": run_b, "js": cmp.js, "tv": cmp.tv, "max_abs_diff": cmp.max_abs_diff}, ""
+
+
+def _thumb(layer: int, head: int, src: str, js: float, selected: bool) -> html.Button:
+    label = f"L{layer}H{head}"
+    return html.Button(
+        [html.Img(src=src, alt=f"{label}: A − B")],
+        id={"type": "compare-thumb", "layer": layer, "head": head},
+        className="head-thumb selected" if selected else "head-thumb",
+        title=f"{label}: JS {js:.4f} bits; click for A and B side by side",
+        n_clicks=0,
+        **{"aria-pressed": "true" if selected else "false", "data-layer": layer, "data-head": head},
+    )
+
+
+@callback(
+    Output("compare-grid", "children"),
+    Output("compare-js", "figure"),
+    Output("compare-scale", "children"),
+    Output("compare-about", "children"),
+    Output("compare-head", "data"),
+    Input("compare-pair", "data"),
+    State("compare-query", "data"),
+)
+def render_grids(pair, query):
+    if not pair:
+        message = "Pick two models and two texts (same number of tokens), then press Compare."
+        return html.P(message, className="hint"), empty_figure(message), "", "", None
+    a, b = pair["a"], pair["b"]
+    n_layers, n_heads = a["shape"][0], a["shape"][1]
+    try:
+        diffs = [
+            np.asarray(client().attention(a["id"], l), np.float32) - client().attention(b["id"], l)
+            for l in range(n_layers)
+        ]  # [layer][head, query, key]
+    except ApiError as exc:
+        return html.P(describe_error(exc, "The maps could not be loaded"), className="error"), no_update, "", "", None
+    scale = float(max(np.abs(d).max() for d in diffs)) or 1e-12
+    layer, head = 0, 0
+    m = HEAD_LABEL.match((query or {}).get("head") or "")
+    js = np.asarray(pair["js"])
+    if m and int(m[1]) < n_layers and int(m[2]) < n_heads:
+        layer, head = int(m[1]), int(m[2])
+    else:
+        layer, head = (int(i) for i in np.unravel_index(js.argmax(), js.shape))  # the head that moved most
+    header = html.Div(
+        className="grid-row grid-header",
+        children=[html.Span("", className="row-label")]
+        + [html.Span(f"H{h}", className="col-label") for h in range(n_heads)],
+    )
+    rows = [header] + [
+        html.Div(
+            className="grid-row",
+            children=[html.Span(f"L{l}", className="row-label")]
+            + [
+                _thumb(l, h, diff_thumbnail_src(diffs[l][h], scale), js[l, h], (l, h) == (layer, head))
+                for h in range(n_heads)
+            ],
+        )
+        for l in range(n_layers)
+    ]
+    about = (
+        f"A: run {a['id']} · {a['model']} · “{a['text']}”   B: run {b['id']} · {b['model']} · “{b['text']}”. "
+        f"Largest JS: L{js.argmax() // n_heads}H{js.argmax() % n_heads} ({js.max():.4f} bits)."
+    )
+    scale_note = f"Colour scale: ±{scale:.3f} (white = equal, red = A attends more, blue = B attends more)."
+    return rows, js_grid_figure(pair["js"]), scale_note, about, {"layer": layer, "head": head}
+
+
+@callback(
+    Output("compare-head", "data", allow_duplicate=True),
+    Input({"type": "compare-thumb", "layer": ALL, "head": ALL}, "n_clicks"),
+    Input("compare-js", "clickData"),
+    prevent_initial_call=True,
+)
+def select_head(clicks, click):
+    trigger = ctx.triggered_id
+    if trigger == "compare-js":
+        if not click or not click.get("points"):
+            return no_update
+        point = click["points"][0]
+        return {"layer": int(str(point["y"])[1:]), "head": int(str(point["x"])[1:])}
+    if not trigger or not any(clicks or []):
+        return no_update
+    return {"layer": trigger["layer"], "head": trigger["head"]}
+
+
+@callback(
+    Output("compare-detail-a", "figure"),
+    Output("compare-detail-b", "figure"),
+    Output("compare-detail-diff", "figure"),
+    Output("compare-head-title", "children"),
+    Input("compare-head", "data"),
+    State("compare-pair", "data"),
+)
+def render_heads(selected, pair):
+    if not pair or not selected:
+        blank = empty_figure("Compare two runs, then click a head.")
+        return blank, blank, empty_figure(""), "Head detail, A and B side by side"
+    layer, head = selected["layer"], selected["head"]
+    label = f"L{layer}H{head}"
+    a, b = pair["a"], pair["b"]
+    try:
+        wa = client().attention(a["id"], layer, head, encoding="json")
+        wb = client().attention(b["id"], layer, head, encoding="json")
+    except ApiError as exc:
+        blank = empty_figure(describe_error(exc, f"The maps of {label} could not be loaded"))
+        return blank, blank, empty_figure(""), label
+    js = pair["js"][layer][head]
+    return (
+        head_detail_figure(wa, a["tokens"], f"A · {label} · {a['model']}"),
+        head_detail_figure(wb, b["tokens"], f"B · {label} · {b['model']}"),
+        diff_map_figure(wa - wb, a["tokens"], f"A − B · {label}"),
+        f"{label}: A and B side by side (JS {js:.4f} bits)",
+    )
+
+
+@callback(
+    Output("compare-url", "data"),
+    Input("compare-pair", "data"),
+    Input("compare-head", "data"),
+    prevent_initial_call=True,
+)
+def to_address(pair, selected):
+    if not pair:
+        return no_update
+    a, b = pair["a"], pair["b"]
+    values = {
+        "model_a": a["model"],
+        "text_a": a["text"],
+        "model_b": b["model"],
+        "text_b": b["text"],
+        "a": a["id"],
+        "b": b["id"],
+        "head": f"L{selected['layer']}H{selected['head']}" if selected else None,
+    }
+    return query_string(values, PARAMS)
