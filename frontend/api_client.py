@@ -6,6 +6,7 @@ import os
 
 import httpx
 import numpy as np
+from pydantic import TypeAdapter
 
 from attnscope.analysis.codec import (  # pure numpy: the wire format is defined once, beside AttentionMaps
     MEDIA_TYPE,
@@ -13,25 +14,31 @@ from attnscope.analysis.codec import (  # pure numpy: the wire format is defined
     unpack_top_k,
 )
 from attnscope.server.schemas import (
+    CensusResultPublic,
     ConvAttentionPublic,
     EvolutionPublic,
     ExplainerPublic,
     FaithfulnessPublic,
+    FaithfulnessResultPublic,
     FixedPointPublic,
     HeadComparisonPublic,
     HeadsPublic,
     HealthPublic,
     ImportancePublic,
     JobPublic,
+    JobResultPublic,
     LipschitzPublic,
     MeasurePublic,
     ModelList,
     ModelStructurePublic,
     ParticlesPublic,
+    ProbeResultPublic,
     RunPublic,
     SampleList,
     ShiftPublic,
 )
+
+_JOB_RESULT = TypeAdapter(JobResultPublic)
 
 
 class ApiError(Exception):
@@ -264,10 +271,14 @@ class ApiClient:
         """Cancel a job (a queued one at once, a running one at its next progress report)."""
         return JobPublic.model_validate(self._request("DELETE", f"/jobs/{job_id}").json())
 
-    def job_result(self, job_id: str, format: str = "json"):
-        """A finished job's result: a dict (json) or CSV text (csv)."""
-        r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})
-        return r.json() if format == "json" else r.text
+    def job_result(self, job_id: str) -> CensusResultPublic | ProbeResultPublic | FaithfulnessResultPublic:
+        """A finished job's result as its kind's model (``JobResultPublic``: told apart by ``kind``).
+        ``result.model_dump_json(exclude_unset=True)`` gives back the API's JSON."""
+        return _JOB_RESULT.validate_python(self._request("GET", f"/jobs/{job_id}/result").json())
+
+    def job_result_csv(self, job_id: str) -> str:
+        """A finished job's result rows as CSV text."""
+        return self._request("GET", f"/jobs/{job_id}/result", params={"format": "csv"}).text
 
     def intervene(self, run_id: str, body: dict) -> dict:
         """``POST /runs/{id}/interventions``: the altered prediction, effects and ``altered_run_id``."""

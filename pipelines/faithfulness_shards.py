@@ -140,6 +140,7 @@ def merge_faithfulness(
         if faith[e]
     }
     return {
+        "kind": "faithfulness",
         "model": model,
         "dataset": dataset,
         "start": start,

@@ -15,8 +15,10 @@ A **whole** kind (``register_job_kind(name, params_model, runner)``) runs as one
 ``runner(params, service, progress)`` returns the result. ``progress(done, total)`` raises
 ``JobCancelled`` when the job was cancelled. When a result has ``"rows"`` (flat dicts) it can be
 downloaded as CSV. A kind's ``params_model`` lives in ``attnscope.server.schemas.jobs`` (pure
-pydantic); its ``check(params)`` runs the checks that need the registries and raises ``ParamsError``
-(a 422 naming the parameter). Guide: ``docs/guide/census.md``.
+pydantic), its result model in ``attnscope.server.schemas.job_results`` (``JOB_RESULTS``: the result
+route validates with it, and its docstring says how a new kind adds one); its ``check(params)``
+runs the checks that need the registries and raises ``ParamsError`` (a 422 naming the parameter).
+Guide: ``docs/guide/census.md``.
 """
 
 from __future__ import annotations

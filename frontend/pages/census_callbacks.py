@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import plotly.graph_objects as go
 from dash import Input, Output, State, callback, ctx, no_update
 
@@ -186,9 +184,9 @@ def load_result(job):
         result = client().job_result(job["id"])
     except ApiError:
         return [], None, [], [], True, True
-    rows = result["rows"]
+    rows = [r.model_dump(exclude_unset=True) for r in result.rows]
     columns = [{"name": c, "id": c} for c in rows[0]] if rows else []
-    metrics = list(result.get("metrics", {})) or ["accuracy"]
+    metrics = list(result.metrics) if result.kind == "census" else ["accuracy"]
     return metrics, metrics[0], rows, columns, False, False
 
 
@@ -218,22 +216,22 @@ def render_result(metric, job):
         result = client().job_result(job["id"])
     except ApiError as exc:
         return _empty(describe_error(exc, f"The result of job {job['id']} could not be loaded"))
-    if result["kind"] == "census":
-        return census_figure(result["metrics"][metric]["mean"], metric)
-    rows = result["rows"]
+    if result.kind == "census":
+        return census_figure(result.metrics[metric].mean, metric)
+    rows = result.rows
     fig = go.Figure(
         go.Bar(
-            x=[r["layer"] for r in rows],
-            y=[r["accuracy"] for r in rows],
+            x=[r.layer for r in rows],
+            y=[r.accuracy for r in rows],
             name="accuracy",
-            error_y={"type": "data", "array": [r["accuracy_std"] for r in rows]},
+            error_y={"type": "data", "array": [r.accuracy_std for r in rows]},
         )
     )
-    fig.add_hline(y=result["chance"], line_dash="dot", annotation_text="chance (majority class)")
+    fig.add_hline(y=result.chance, line_dash="dot", annotation_text="chance (majority class)")
     fig.update_layout(
         title={
-            "text": f"Probe ({result.get('classifier', 'logistic')}): label from each layer's "
-            f"maps ({result['n']} examples, {result['folds']}-fold)",
+            "text": f"Probe ({result.classifier}): label from each layer's "
+            f"maps ({result.n} examples, {result.folds}-fold)",
             "font": {"size": 13},
         },
         xaxis={"title": {"text": "layer"}, "dtick": 1},
@@ -255,8 +253,12 @@ def download(_csv, _json, job):
         return no_update
     fmt = "csv" if ctx.triggered_id == "census-csv" else "json"
     try:
-        body = client().job_result(job["id"], fmt)
+        api = client()
+        content = (
+            api.job_result_csv(job["id"])
+            if fmt == "csv"
+            else api.job_result(job["id"]).model_dump_json(indent=1, exclude_unset=True)
+        )
     except ApiError:
         return no_update
-    content = body if fmt == "csv" else json.dumps(body, indent=1)
     return {"content": content, "filename": f"attnscope-{job['kind']}-{job['id']}.{fmt}"}

@@ -296,18 +296,18 @@ def poll_job(_n, job):
     if job.status != "done":
         return str(job.progress), status, True, [], [], "", True
     try:
-        result = client().job_result(job.id, "json")
+        result = client().job_result(job.id)
     except ApiError as exc:
         return "1", describe_error(exc, f"The result of job {job.id}"), True, [], [], "", True
-    columns, data = metric_table(result["rows"], result["metrics"])
-    trunc = result.get("truncation", {})
+    columns, data = metric_table([r.model_dump(exclude_unset=True) for r in result.rows], result.metrics)
+    trunc = result.truncation
     summary = (
-        f"{result['model']} on {result['dataset']} (n = {result['n']}, {result['convention']}, "
-        f"k = {result['k']}): accuracy {result['accuracy']:.3f}; {trunc.get('examples_truncated', 0)} "
-        f"inputs truncated to {trunc.get('max_tokens')} tokens"
+        f"{result.model} on {result.dataset} (n = {result.n}, {result.convention}, "
+        f"k = {result.k}): accuracy {result.accuracy:.3f}; {trunc.examples_truncated} "
+        f"inputs truncated to {trunc.max_tokens} tokens"
         + (
-            f", {100 * trunc['human_fraction_lost']:.1f}% of human-rationale tokens cut"
-            if trunc.get("human_fraction_lost") is not None
+            f", {100 * trunc.human_fraction_lost:.1f}% of human-rationale tokens cut"
+            if trunc.human_fraction_lost is not None
             else ""
         )
     )
@@ -324,7 +324,7 @@ def export_csv(_n, job):
     if not job:
         return no_update
     try:
-        csv_text = client().job_result(job["id"], "csv")
+        csv_text = client().job_result_csv(job["id"])
     except ApiError:
         return no_update
     return dcc.send_string(csv_text, f"attnscope-faithfulness-{job['id']}.csv")

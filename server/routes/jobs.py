@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.job_manager import JobManager, NotResumableError, QueueFullError
 from attnscope.server.jobs import JOB_KINDS, Job, ParamsError, rows_to_csv
-from attnscope.server.schemas import JobCreate, JobKindPublic, JobPublic
+from attnscope.server.schemas import JOB_RESULTS, JobCreate, JobKindPublic, JobPublic, JobResultPublic
 from attnscope.server.schemas.jobs import JobStatus
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -120,11 +120,26 @@ def read_job(job_id: str, request: Request) -> JobPublic:
     return to_public(_job(request, job_id))
 
 
+def typed_result(kind: str, result):
+    """``result`` (with its ``kind``) checked against its kind's model in ``JOB_RESULTS``, answered as
+    stored (same fields in the same order); a kind without a model: ``result`` unchecked."""
+    model = JOB_RESULTS.get(kind)
+    if model is None or not isinstance(result, dict):
+        return result
+    result = {"kind": kind, **result}
+    model.model_validate(result)
+    return result
+
+
 @router.get(
     "/{job_id}/result",
-    summary="A finished job's result (JSON, or CSV of its rows)",
+    response_model=JobResultPublic,
+    summary="A finished job's result (JSON: the kind's *ResultPublic model, or CSV of its rows)",
     responses={
-        200: {"content": {"application/json": {}, "text/csv": {}}},
+        200: {
+            "description": "JSON: one model per job kind, told apart by `kind`; CSV: the result's `rows`",
+            "content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}},
+        },
         **NOT_FOUND,
         **error_responses(
             {409: "the job is not done (the detail says its state)", 422: "format=csv of a result without table rows"}
@@ -141,7 +156,7 @@ def read_job_result(job_id: str, request: Request, format: Annotated[Literal["js
             + (f"; resume it with POST /api/v1/jobs/{job_id}/resume" if job.status == "interrupted" else "")
         )
         raise HTTPException(status.HTTP_409_CONFLICT, detail)
-    result = _manager(request).result(job_id)
+    result = typed_result(job.kind, _manager(request).result(job_id))
     filename = f"attnscope-{job.kind}-{job.id}.{format}"
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
     if format == "csv":

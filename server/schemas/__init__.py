@@ -9,10 +9,14 @@ the class names only say which family a model belongs to):
 - ``*Params``: the ``params`` of one job kind in ``POST /jobs`` (``CensusParams``, ``ProbeParams``,
   ``FaithfulnessParams``); ``JOB_PARAMS`` maps each kind's name to its model.
 - ``*Public``: what one route answers (``RunPublic``, ``ShiftPublic``, ``JobPublic``, ...), or one item
-  of a route that answers a JSON array (``ExplainerPublic``, ``JobKindPublic``).
+  of a route that answers a JSON array (``ExplainerPublic``, ``JobKindPublic``). A job kind's result
+  is ``<Kind>ResultPublic`` (``CensusResultPublic``, ``ProbeResultPublic``,
+  ``FaithfulnessResultPublic``); ``JOB_RESULTS`` maps each kind's name to its model and
+  ``JobResultPublic`` is their union on ``kind`` (``attnscope.server.schemas.job_results`` says how a
+  new kind adds its model).
 - ``*List``: a page of a collection with its counts (``ModelList``, ``SampleList``).
 - a plain noun: a part nested inside one of the above (``Prediction``, ``GenerationStep``,
-  ``HeadScores``, ``ShiftHead``, ``ExplainerScores``, ``BlockBound``, ...).
+  ``HeadScores``, ``ShiftHead``, ``ExplainerScores``, ``BlockBound``, ``CensusRow``, ...).
 - ``ErrorBody``: the one error answer of every route (4xx and 5xx).
 
 Every field is typed down to its leaves (nested models, ``list[list[float]]``, ...): no bare ``list``,
@@ -63,6 +67,23 @@ from attnscope.server.schemas.interventions import (  # noqa: F401, E402
     HeadEffectsPublic,
     InterventionCreate,
     InterventionPublic,
+)
+from attnscope.server.schemas.job_results import (  # noqa: F401
+    JOB_RESULTS,
+    CensusResultPublic,
+    CensusRow,
+    FaithfulnessCurves,
+    FaithfulnessResultPublic,
+    FaithfulnessRow,
+    HeadEffectExample,
+    HeadEffectRow,
+    HeadEffectsResultPublic,
+    HeadStats,
+    JobResultPublic,
+    ProbeResultPublic,
+    ProbeRow,
+    TopHead,
+    Truncation,
 )
 from attnscope.server.schemas.jobs import (  # noqa: F401
     JOB_PARAMS,

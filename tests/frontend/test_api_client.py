@@ -1,9 +1,14 @@
 """The dashboard's HTTP client against a real API server."""
 
+import json
+import time
+
+import httpx
 import numpy as np
 import pytest
 
 from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.server.schemas import CensusResultPublic
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +45,22 @@ def test_unreachable_api_is_reported_not_raised_raw():
     c = ApiClient("http://127.0.0.1:9", timeout=2)
     with pytest.raises(ApiError, match="cannot reach"):
         c.health()
+
+
+def test_job_result_is_its_kinds_model(client, api_url):
+    """A census job's result comes back as ``CensusResultPublic`` (attributes, nested rows), and its
+    JSON again is the API's JSON; the CSV is the rows."""
+    job = client.create_job("census", {"model": "minilm", "dataset": "sst2", "n": 2})
+    deadline = time.time() + 120
+    while job.status in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.2)
+        job = client.job(job.id)
+    assert job.status == "done", job
+    result = client.job_result(job.id)
+    assert isinstance(result, CensusResultPublic) and result.n == 2 and result.dataset == "sst2"
+    assert len(result.rows) == 72 and result.rows[13].head == "L1H1" and result.rows[13].layer == 1
+    assert np.asarray(result.metrics["previous"].mean).shape == (6, 12)
+    raw = httpx.get(f"{api_url}/api/v1/jobs/{job.id}/result").json()
+    assert json.loads(result.model_dump_json(exclude_unset=True)) == raw
+    csv_lines = client.job_result_csv(job.id).splitlines()
+    assert csv_lines[0].startswith("head,layer,head_index,shift_score_mean") and len(csv_lines) == 73

@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from attnscope.server.schemas import CensusResultPublic, ProbeResultPublic
+
 API = "/api/v1"
 
 
@@ -18,6 +20,8 @@ def test_census_job_aggregates_per_head(client, wait_job):
     assert job["done"] == job["total"] == 6
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert result["n"] == 6 and len(result["rows"]) == 72
+    assert list(result) == ["kind", "model", "dataset", "split", "n", "seed", "metrics", "rows"]
+    assert CensusResultPublic.model_validate(result).rows[2].head == "L0H2"
     prev = np.asarray(result["metrics"]["previous"]["mean"])
     assert prev.shape == (6, 12) and prev.argmax() == 2  # L0H2 leads on previous-token mass over SST-2
     assert np.asarray(result["metrics"]["norm_entropy"]["std"]).min() >= 0
@@ -31,6 +35,7 @@ def test_probe_job_reports_accuracy_per_layer(client, wait_job):
     assert job["status"] == "done", job
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert [r["layer"] for r in result["rows"]] == list(range(6))
+    assert ProbeResultPublic.model_validate(result).rows[5].layer == 5
     assert all(0 <= r["accuracy"] <= 1 for r in result["rows"]) and 0.5 <= result["chance"] < 1
     assert result["classifier"] == "logistic"
 

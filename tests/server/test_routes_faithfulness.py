@@ -4,6 +4,8 @@ import time
 
 import pytest
 
+from attnscope.server.schemas import FaithfulnessResultPublic
+
 API = "/api/v1"
 TEXT = "a gripping , funny and deeply moving film ."
 
@@ -194,6 +196,9 @@ def test_dataset_job_gives_json_and_csv(client):
     assert [row["explainer"] for row in result["rows"]] == ["rollout", "random"]
     assert result["n"] == 3 and 0 <= result["accuracy"] <= 1 and result["k"] == 0.2
     assert result["rows"][0]["token_f1"] is None  # SST-2 has no human rationale
+    typed = FaithfulnessResultPublic.model_validate(result)
+    assert typed.kind == "faithfulness" and typed.truncation.human_fraction_lost is None
+    assert set(typed.curves) == {"rollout", "random"} and typed.rows[1].explainer == "random"
     csv_text = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text
     assert csv_text.splitlines()[0].startswith("explainer,n,comprehensiveness,sufficiency")
     assert len(csv_text.strip().splitlines()) == 3

@@ -1,11 +1,15 @@
 """Job machinery through the HTTP client: submit, poll, result as JSON/CSV, failures, cancel."""
 
 import threading
+from typing import Literal
 
 import pytest
+from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
 from attnscope.server.jobs import JOB_KINDS, register_job_kind, rows_to_csv
+from attnscope.server.schemas import JOB_RESULTS
+from attnscope.server.schemas.job_results import Strict
 
 API = "/api/v1"
 
@@ -97,3 +101,42 @@ def test_kinds_are_listed_with_their_schema(client):
 
 def test_rows_to_csv_unions_columns():
     assert rows_to_csv([{"a": 1}, {"a": 2, "b": 3}]).splitlines() == ["a,b", "1,", "2,3"]
+
+
+class SquaresRow(Strict):
+    i: int
+    square: int
+
+
+class SquaresResultPublic(Strict):
+    kind: Literal["squares-test"] = "squares-test"
+    total: int
+    rows: list[SquaresRow]
+
+
+def test_the_route_checks_a_result_with_its_kinds_model_from_the_registry(client, wait_job, monkeypatch):
+    """A kind adds its result model to ``JOB_RESULTS``: the route validates the stored result with it
+    and answers it as stored (plus ``kind``); a result the model does not describe is a 500."""
+    monkeypatch.setitem(JOB_RESULTS, "squares-test", SquaresResultPublic)
+    job = wait_job(client, client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 3}}).json()["id"])
+    body = client.get(f"{API}/jobs/{job['id']}/result").json()
+    assert body == {"kind": "squares-test", "total": 5, "rows": [{"i": i, "square": i * i} for i in range(3)]}
+    assert SquaresResultPublic.model_validate(body).rows[2].square == 4
+
+    class Narrow(Strict):  # names no "rows": the stored result has a field it does not describe
+        kind: Literal["squares-test"] = "squares-test"
+        total: int
+
+    monkeypatch.setitem(JOB_RESULTS, "squares-test", Narrow)
+    r = TestClient(client.app, raise_server_exceptions=False).get(f"{API}/jobs/{job['id']}/result")
+    assert r.status_code == 500
+
+
+def test_openapi_documents_one_result_model_per_kind(client):
+    spec = client.get("/openapi.json").json()
+    ok = spec["paths"][f"{API}/jobs/{{job_id}}/result"]["get"]["responses"]["200"]["content"]
+    schema = ok["application/json"]["schema"]
+    assert schema["discriminator"]["propertyName"] == "kind"
+    assert set(schema["discriminator"]["mapping"]) == set(JOB_RESULTS) and "text/csv" in ok
+    props = spec["components"]["schemas"]["CensusResultPublic"]["properties"]
+    assert props["rows"]["items"]["$ref"].endswith("/CensusRow")

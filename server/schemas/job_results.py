@@ -1,0 +1,222 @@
+"""Schemas of a finished job's result (``GET /jobs/{id}/result``): one ``*ResultPublic`` model per
+job kind, each with ``kind`` as its discriminator, and ``JOB_RESULTS`` mapping a kind's name to it.
+
+The route validates the stored result with its kind's model and answers it as stored (same fields,
+same order; the CSV download is its ``rows``). The models forbid fields they do not name, so a
+pipeline that adds a field to its result fails the route's tests until the model names it too. A job
+kind without a model here (a test's kind) answers its result unvalidated.
+
+A new job kind adds its result model in three steps:
+
+1. a ``<Name>ResultPublic`` model below (plain-noun models for its nested parts, e.g. ``<Name>Row``
+   for the CSV rows), with ``kind: Literal["<kind>"] = "<kind>"`` and every field typed to its leaves
+   (``tests/server/test_schemas.py`` refuses a bare ``list``/``dict``/``Any``);
+2. an entry ``"<kind>": <Name>ResultPublic`` in ``JOB_RESULTS`` (``JobResultPublic``, the route's
+   documented answer, is built from that registry, so the OpenAPI document lists it by itself);
+3. a re-export in ``attnscope.server.schemas`` (the package's ``__init__``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    """A part of a job's result: no field the model does not name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class HeadStats(Strict):
+    """One census metric per head over the examples: ``mean`` and ``std``, each ``[layer][head]``."""
+
+    mean: list[list[float]]
+    std: list[list[float]]
+
+
+class CensusRow(Strict):
+    """One head of the census table (a CSV row): each metric's mean and std over the examples."""
+
+    head: str = Field(..., description="LxHy")
+    layer: int
+    head_index: int
+    shift_score_mean: float
+    shift_score_std: float
+    best_mass_mean: float
+    best_mass_std: float
+    previous_mean: float
+    previous_std: float
+    next_mean: float
+    next_std: float
+    norm_entropy_mean: float
+    norm_entropy_std: float
+    top1_mean: float
+    top1_std: float
+    distance_mean: float
+    distance_std: float
+    cls_sink_mean: float
+    cls_sink_std: float
+    sep_sink_mean: float
+    sep_sink_std: float
+    sink_mean: float
+    sink_std: float
+
+
+class CensusResultPublic(Strict):
+    """Result of a ``census`` job: per-head statistics over a seeded sample of a data set."""
+
+    kind: Literal["census"] = "census"
+    model: str
+    dataset: str
+    split: str | None = None
+    n: int = Field(..., description="examples measured")
+    seed: int
+    metrics: dict[str, HeadStats] = Field(..., description="per metric name (shift_score, ..., sink)")
+    rows: list[CensusRow] = Field(..., description="one per head (the CSV download)")
+
+
+class ProbeRow(Strict):
+    """One layer of the probe table (a CSV row)."""
+
+    layer: int
+    accuracy: float = Field(..., description="cross-validated accuracy of the label from this layer's maps")
+    accuracy_std: float = Field(..., description="std over the folds")
+    chance: float = Field(..., description="accuracy of always answering the majority class")
+
+
+class ProbeResultPublic(Strict):
+    """Result of a ``probe`` job: the label predicted from each layer's attention maps alone."""
+
+    kind: Literal["probe"] = "probe"
+    model: str
+    dataset: str
+    n: int
+    folds: int
+    size: int = Field(..., description="maps cropped/padded to size x size")
+    classifier: Literal["logistic", "cnn"]
+    chance: float
+    rows: list[ProbeRow] = Field(..., description="one per layer (the CSV download)")
+
+
+class FaithfulnessRow(Strict):
+    """One explainer of the faithfulness table (a CSV row): the mean of each asked metric over the
+    examples (``None``: not measurable, e.g. plausibility without human rationales). Only the asked
+    metrics are present in the answer."""
+
+    explainer: str
+    n: int = Field(..., description="examples the explainer ran on")
+    comprehensiveness: float | None = None
+    sufficiency: float | None = None
+    aopc_comprehensiveness: float | None = None
+    aopc_sufficiency: float | None = None
+    comprehensiveness_entropy: float | None = None
+    comprehensiveness_kl: float | None = None
+    sufficiency_entropy: float | None = None
+    sufficiency_kl: float | None = None
+    token_f1: float | None = None
+    iou_f1: float | None = None
+    auprc: float | None = None
+    iou_precision: float | None = Field(None, description="with iou_f1: mean precision (tables merge)")
+    iou_recall: float | None = Field(None, description="with iou_f1: mean recall")
+    seconds_per_example: float | None = None
+
+
+class Truncation(Strict):
+    """What truncating the inputs to the model's limit cut."""
+
+    max_tokens: int
+    examples_truncated: int
+    tokens_cut: int
+    human_tokens: int
+    human_tokens_lost: int
+    human_fraction_lost: float | None = Field(None, description="None when the data set has no human rationales")
+
+
+class FaithfulnessCurves(Strict):
+    """Mean comprehensiveness and sufficiency per bin (fraction of tokens removed or kept)."""
+
+    bins: list[float]
+    comp_curve: list[float | None]
+    suff_curve: list[float | None]
+
+
+class FaithfulnessResultPublic(Strict):
+    """Result of a ``faithfulness`` job: the explainer x metric table over a data set."""
+
+    kind: Literal["faithfulness"] = "faithfulness"
+    model: str
+    dataset: str
+    start: int
+    n: int
+    convention: str
+    removal: str
+    count: str
+    k: float
+    metrics: list[str]
+    accuracy: float = Field(..., description="the classifier's accuracy on these examples")
+    truncation: Truncation
+    skipped: dict[str, int] = Field(..., description="per explainer: examples skipped by its token cap")
+    curves: dict[str, FaithfulnessCurves] = Field(..., description="per explainer that ran")
+    wall_time_s: float
+    rows: list[FaithfulnessRow] = Field(..., description="one per explainer (the CSV download)")
+
+
+class HeadEffectRow(Strict):
+    """One head of the head-effects table (a CSV row): its ablation effect's mean and std over the
+    examples, and for classifiers how often the ablation flipped the prediction."""
+
+    head: str = Field(..., description="LxHy")
+    layer: int
+    head_index: int
+    mean_effect: float
+    std_effect: float
+    flip_rate: float | None = None
+
+
+class TopHead(Strict):
+    """A head of large mean |effect|."""
+
+    layer: int
+    head: int
+    mean_effect: float
+
+
+class HeadEffectExample(Strict):
+    """One example the grid was measured on: its id, its length after cutting, the clean prediction."""
+
+    id: str | int
+    tokens: int
+    predicted: int | str | None = None
+
+
+class HeadEffectsResultPublic(Strict):
+    """Result of a ``head-effects`` job: one ablation per head on every example, the effect's mean and
+    spread per head (``[layer][head]``), the heads of largest mean |effect| and one CSV row per head."""
+
+    kind: Literal["head-effects"] = "head-effects"
+    model: str
+    dataset: str
+    method: str = Field(..., description="ablation: zero, mean or uniform")
+    metric: str
+    n: int = Field(..., description="examples measured")
+    mean_effect: list[list[float]]
+    std_effect: list[list[float]]
+    flip_rate: list[list[float]] | None = None
+    layer_mean_abs_effect: list[float]
+    top: list[TopHead]
+    rows: list[HeadEffectRow] = Field(..., description="one per head (the CSV download)")
+    examples: list[HeadEffectExample]
+
+
+JOB_RESULTS: dict[str, type[BaseModel]] = {
+    "census": CensusResultPublic,
+    "probe": ProbeResultPublic,
+    "faithfulness": FaithfulnessResultPublic,
+    "head-effects": HeadEffectsResultPublic,
+}
+"""The result model of each job kind, by kind name (see the module docstring to add one)."""
+
+JobResultPublic = Annotated[Union[tuple(JOB_RESULTS.values())], Field(discriminator="kind")]  # noqa: UP007
+"""What ``GET /jobs/{id}/result`` answers (JSON): one of ``JOB_RESULTS``' models, told apart by ``kind``."""
