@@ -1,4 +1,4 @@
-"""The bounded LRU store and the optional API token."""
+"""The bounded LRU store, runs kept in the database (SQLite and PostgreSQL), and the optional API token."""
 
 import pytest
 from fastapi.testclient import TestClient
@@ -33,8 +33,8 @@ def test_store_needs_room():
         RunStore(0)
 
 
-def test_evicted_run_is_recomputed_from_the_database_and_an_unknown_one_answers_404():
-    with TestClient(create_app(Settings(preload=[], max_runs=1))) as c:
+def test_evicted_run_is_recomputed_from_the_database_and_an_unknown_one_answers_404(database):
+    with TestClient(create_app(Settings(preload=[], max_runs=1, **database))) as c:
         made = c.post("/api/v1/runs", json={"text": "first text"}).json()
         c.post("/api/v1/runs", json={"text": "second text"})  # evicts the first from memory
         again = c.get(f"/api/v1/runs/{made['id']}")
@@ -42,6 +42,16 @@ def test_evicted_run_is_recomputed_from_the_database_and_an_unknown_one_answers_
         assert again.json()["prediction"] == made["prediction"]
         r = c.get("/api/v1/runs/0123456789abcdef01234567")
         assert r.status_code == 404 and "POST /api/v1/runs" in r.json()["detail"]
+
+
+def test_a_run_survives_a_restart_of_the_api(database):
+    with TestClient(create_app(Settings(preload=[], **database))) as c:
+        made = c.post("/api/v1/runs", json={"text": "kept across restarts"}).json()
+    with TestClient(create_app(Settings(preload=[], **database))) as c:  # a new process: memory is empty
+        again = c.get(f"/api/v1/runs/{made['id']}")
+        assert again.status_code == 200 and again.json()["tokens"] == made["tokens"]
+        layer = c.get(f"/api/v1/runs/{made['id']}/attention", params={"layer": 0})
+        assert layer.status_code == 200
 
 
 def test_api_token_guards_everything_but_health():
