@@ -113,8 +113,8 @@ SHELL ["/bin/sh", "-eu", "-c"]
 RUN groupadd --system --gid 10001 attnscope \
     && useradd --system --uid 10001 --gid attnscope --home-dir /home/attnscope \
         --create-home --shell /usr/sbin/nologin attnscope \
-    && mkdir -p /var/cache/attnscope /models \
-    && chown attnscope:attnscope /var/cache/attnscope
+    && mkdir -p /var/cache/attnscope /var/lib/attnscope /models \
+    && chown attnscope:attnscope /var/cache/attnscope /var/lib/attnscope
 
 COPY --from=deps /opt/attnscope /opt/attnscope
 COPY --from=builder /wheels/ /tmp/wheels/
@@ -144,6 +144,7 @@ ENV PATH=/opt/attnscope/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
     ATTNSCOPE_API_URL=http://127.0.0.1:8000 \
     ATTNSCOPE_MODEL_DIRS=/models \
     ATTNSCOPE_CACHE_DIR=/var/cache/attnscope \
+    ATTNSCOPE_STATE_DIR=/var/lib/attnscope \
     ATTNSCOPE_DEVICE=auto
 
 USER 10001:10001
