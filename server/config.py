@@ -44,6 +44,9 @@ class Settings:
     ATTNSCOPE_MAX_QUEUED_JOBS jobs waiting in the queue before POST /jobs answers 429, default 16
     ATTNSCOPE_RAY_ADDRESS     a Ray cluster (e.g. ray://head:10001 or head:6379): data-set jobs run there
     ATTNSCOPE_RAY_WORKERS     Ray actors (each holds the job's model), default 2
+    ATTNSCOPE_RAY_THREADS     torch threads per Ray actor, default 0: as many as the API uses (the same numbers)
+    ATTNSCOPE_RAY_JOIN        1: start a Ray node without CPUs here first (an API in its own container; a driver
+                              must run on a node of the cluster), default 0
     """
 
     device: str = "auto"
@@ -64,6 +67,8 @@ class Settings:
     max_queued_jobs: int = 16
     ray_address: str | None = None
     ray_workers: int = 2
+    ray_threads: int = 0
+    ray_join: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -87,4 +92,6 @@ class Settings:
             max_queued_jobs=int(env.get("ATTNSCOPE_MAX_QUEUED_JOBS", "16")),
             ray_address=env.get("ATTNSCOPE_RAY_ADDRESS") or None,
             ray_workers=int(env.get("ATTNSCOPE_RAY_WORKERS", "2")),
+            ray_threads=int(env.get("ATTNSCOPE_RAY_THREADS", "0")),
+            ray_join=env.get("ATTNSCOPE_RAY_JOIN", "0").lower() in ("1", "true", "yes"),
         )

@@ -218,6 +218,7 @@ class FaithfulnessJobParams(BaseModel):
     )
     metrics: list[str] = Field(default_factory=lambda: list(METRICS), min_length=1)
     n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
+    start: int = Field(0, ge=0, le=100_000, description="index of the first example")
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = None
     count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
@@ -260,13 +261,15 @@ class FaithfulnessJobParams(BaseModel):
 def _job_examples(params: FaithfulnessJobParams) -> list:
     from attnscope.pipelines.datasets import load_dataset
 
-    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[: params.n]
+    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[
+        params.start : params.start + params.n
+    ]
 
 
 def faithfulness_size(params: FaithfulnessJobParams) -> int:
     n = len(_job_examples(params))
     if n == 0:
-        raise ValueError(f"no examples in {params.dataset!r}")
+        raise ValueError(f"no examples in {params.dataset!r} from index {params.start}")
     return n
 
 
@@ -303,7 +306,7 @@ def faithfulness_merge(params: FaithfulnessJobParams, partials: list[dict]) -> d
         partials,
         model=get_spec(params.model).name,
         dataset=params.dataset,
-        start=0,
+        start=params.start,
         explainers=params.explainers,
         metrics=check_metrics(params.metrics),
         convention=params.convention,
