@@ -191,6 +191,14 @@ class ApiClient:
     def job(self, job_id: str) -> JobPublic:
         return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
 
+    def jobs(self, kind: str | None = None, limit: int = 50) -> list[JobPublic]:
+        """The newest jobs (from the API's database), oldest first; only ``kind`` when given."""
+        params = {"limit": limit} | ({"kind": kind} if kind else {})
+        return [JobPublic.model_validate(j) for j in self._request("GET", "/jobs", params=params).json()]
+
+    def resume_job(self, job_id: str) -> JobPublic:
+        return JobPublic.model_validate(self._request("POST", f"/jobs/{job_id}/resume").json())
+
     def job_result(self, job_id: str, format: str = "json"):
         """A finished job's result: a dict (json) or CSV text (csv)."""
         r = self._request("GET", f"/jobs/{job_id}/result", params={"format": format})

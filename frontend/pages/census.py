@@ -4,6 +4,7 @@ import dash
 from dash import dash_table, dcc, html
 
 from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.past_jobs import past_jobs_panel
 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
 
@@ -111,5 +112,6 @@ def layout(**_query):
                     ),
                 ],
             ),
+            past_jobs_panel("census"),
         ]
     )

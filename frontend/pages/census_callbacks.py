@@ -9,7 +9,10 @@ from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.pages.explore_callbacks import _empty, client
+from attnscope.frontend.past_jobs import register_past_jobs
 from attnscope.frontend.structure_figures import census_figure
+
+register_past_jobs("census", ("census", "probe"), job_store="census-job", poll="census-poll")
 
 
 @callback(Output("census-model", "options"), Output("census-model", "value"), Input("census-kind", "value"))

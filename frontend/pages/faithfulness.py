@@ -5,6 +5,7 @@ import dash
 from dash import dash_table, dcc, html
 
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.past_jobs import past_jobs_panel
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
 
@@ -201,5 +202,6 @@ def layout(**_query):
             _controls(),
             *_example_panels(),
             _dataset_panel(),
+            past_jobs_panel("faith"),
         ]
     )

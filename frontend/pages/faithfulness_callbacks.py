@@ -8,6 +8,7 @@ from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
+from attnscope.frontend.past_jobs import register_past_jobs
 
 EXAMPLE_METRICS = [
     "comprehensiveness",
@@ -34,6 +35,9 @@ def _empty(message: str) -> go.Figure:
         annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
     )
     return fig
+
+
+register_past_jobs("faith", ("faithfulness",), job_store="faith-job", poll="faith-poll")
 
 
 @callback(
