@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.map_source import MapSource, SelectedSource
 
 ROW_SUM_ATOL = 2e-3  # float16 round trips and softmax in reduced precision stay inside this
@@ -181,9 +182,7 @@ class AttentionMaps:
         return f"L{self.layer_ids[layer]}H{self.head_ids[head]}"
 
     def _check_index(self, name: str, value: int, size: int) -> int:
-        if not isinstance(value, (int, np.integer)) or not -size <= value < size:
-            raise IndexError(f"{name} {value} is out of range: this map has {size} {name}s (0..{size - 1})")
-        return int(value) % size
+        return int(check_index(name, value, size, "this map", negative=True)) % size
 
     # ------------------------------------------------------------------ slicing
     def head(self, layer: int, head: int) -> np.ndarray:

@@ -168,15 +168,15 @@ def _on_ray(kind_name: str, params: dict, args: argparse.Namespace, progress) ->
     params (so the same result). None (after logging why) when the params or the cluster are wrong."""
     from pydantic import ValidationError
 
-    from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
     from attnscope.server.executors import run_kind
+    from attnscope.server.job_kinds import register_job_kinds
     from attnscope.server.jobs import JOB_KINDS
     from attnscope.server.ray_executor import RayExecutor, RayUnavailableError
-    from attnscope.server.routes import faithfulness  # noqa: F401  (registers faithfulness)
 
+    register_job_kinds()
     kind = JOB_KINDS[kind_name]
     try:
-        checked = kind.params_model.model_validate(params)
+        checked = kind.validate(params)
         executor = RayExecutor(
             args.ray_address or None,
             workers=args.ray_workers,

@@ -25,18 +25,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def census_params(n: int, seed: int = 0):
-    from attnscope.server.job_kinds import CensusParams
+    from attnscope.server.schemas.jobs import CensusParams
 
     return CensusParams(model="minilm", dataset="sst2", split="train", n=n, seed=seed)
 
 
 def in_process_vs_ray(n: int, workers: int, ray_threads: int) -> dict:
     from attnscope.models.loading import ModelCache
-    from attnscope.server import job_kinds  # noqa: F401  (registers census)
     from attnscope.server.executors import InProcessExecutor, run_kind
+    from attnscope.server.job_kinds import register_job_kinds
     from attnscope.server.jobs import JOB_KINDS
     from attnscope.server.ray_executor import RayExecutor
 
+    register_job_kinds()
     kind, params = JOB_KINDS["census"], census_params(n)
     kind.shards(params)  # the data set sample, outside the timings
 
@@ -71,13 +72,14 @@ def in_process_vs_ray(n: int, workers: int, ray_threads: int) -> dict:
 
 def db_overhead(n: int, repeats: int) -> dict:
     from attnscope.models.loading import ModelCache
-    from attnscope.server import job_kinds  # noqa: F401  (registers census)
     from attnscope.server.db.engine import open_database
+    from attnscope.server.job_kinds import register_job_kinds
     from attnscope.server.job_manager import JobManager
 
     class _Service:
         models = ModelCache("cpu")
 
+    register_job_kinds()
     _Service.models.get("minilm")
     params = census_params(n, seed=2)
     times: dict[str, list[float]] = {"none": [], "api": [], "every": []}

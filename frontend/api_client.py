@@ -9,18 +9,23 @@ import numpy as np
 
 from attnscope.analysis.codec import unpack  # pure numpy: the wire format is defined once, beside AttentionMaps
 from attnscope.server.schemas import (
-    ConvAttentionPair,
-    ExplainerInfo,
+    ConvAttentionPublic,
+    EvolutionPublic,
+    ExplainerPublic,
     FaithfulnessPublic,
     FixedPointPublic,
+    HeadsPublic,
+    HealthPublic,
+    ImportancePublic,
     JobPublic,
     LipschitzPublic,
     MeasurePublic,
     ModelList,
-    ModelStructure,
+    ModelStructurePublic,
     ParticlesPublic,
     RunPublic,
     SampleList,
+    ShiftPublic,
 )
 
 
@@ -57,14 +62,19 @@ class ApiClient:
             raise ApiError(r.status_code, str(detail))
         return r
 
-    def health(self) -> dict:
-        return self._request("GET", "/health").json()
+    def health(self) -> HealthPublic:
+        return HealthPublic.model_validate(self._request("GET", "/health").json())
 
     def models(self) -> ModelList:
         return ModelList.model_validate(self._request("GET", "/models").json())
 
-    def create_run(self, model: str, text: str) -> RunPublic:
-        return RunPublic.model_validate(self._request("POST", "/runs", json={"model": model, "text": text}).json())
+    def create_run(self, model: str, text: str, generate: dict | None = None) -> RunPublic:
+        """Run ``text``; causal LMs also take ``generate`` (``GenerateCreate`` fields: ``max_new_tokens``,
+        ``greedy`` or ``temperature``, ``seed``): the run then covers prompt + generated tokens."""
+        body: dict = {"model": model, "text": text}
+        if generate is not None:
+            body["generate"] = generate
+        return RunPublic.model_validate(self._request("POST", "/runs", json=body).json())
 
     def run(self, run_id: str) -> RunPublic:
         return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}").json())
@@ -85,22 +95,34 @@ class ApiClient:
         except ValueError as exc:
             raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
 
+    def rows(self, run_id: str, query: int) -> np.ndarray:
+        """Every layer's and head's attention row of position ``query``: ``[layer, head, key]``
+        (causal runs: keys ``0..query``, the prompt and the tokens generated before)."""
+        r = self._request("GET", f"/runs/{run_id}/rows/{query}", params={"format": "float16"})
+        try:
+            return unpack(r.content)[0]
+        except ValueError as exc:
+            raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
+
     # ------------------------------------------------------------------ structure analyses
-    def shift(self, run_id: str, k: int = 8, threshold: float = 0.5) -> dict:
-        return self._request("GET", f"/runs/{run_id}/shift", params={"k": k, "threshold": threshold}).json()
+    def shift(self, run_id: str, k: int = 8, threshold: float = 0.5) -> ShiftPublic:
+        r = self._request("GET", f"/runs/{run_id}/shift", params={"k": k, "threshold": threshold})
+        return ShiftPublic.model_validate(r.json())
 
-    def heads(self, run_id: str, probe: bool = True) -> dict:
-        return self._request("GET", f"/runs/{run_id}/heads", params={"probe": probe}).json()
+    def heads(self, run_id: str, probe: bool = True) -> HeadsPublic:
+        return HeadsPublic.model_validate(self._request("GET", f"/runs/{run_id}/heads", params={"probe": probe}).json())
 
-    def evolution(self, run_id: str, compare_to: str | None = None) -> dict:
+    def evolution(self, run_id: str, compare_to: str | None = None) -> EvolutionPublic:
         params = {"compare_to": compare_to} if compare_to else {}
-        return self._request("GET", f"/runs/{run_id}/evolution", params=params).json()
+        return EvolutionPublic.model_validate(self._request("GET", f"/runs/{run_id}/evolution", params=params).json())
 
-    def importance(self, run_id: str, method: str = "rollout", row: str = "cls", layer: int | None = None) -> dict:
+    def importance(
+        self, run_id: str, method: str = "rollout", row: str = "cls", layer: int | None = None
+    ) -> ImportancePublic:
         """``method`` is ``rollout`` or ``flow``; ``row`` is ``cls``, ``mean`` or a position; ``layer``:
         through which layer (default: the last)."""
         params = {"row": row} if layer is None else {"row": row, "layer": layer}
-        return self._request("GET", f"/runs/{run_id}/{method}", params=params).json()
+        return ImportancePublic.model_validate(self._request("GET", f"/runs/{run_id}/{method}", params=params).json())
 
     # ------------------------------------------------------------ measure-theoretic view
     def measure(self, run_id: str, compare: str | None = None) -> MeasurePublic:
@@ -160,23 +182,23 @@ class ApiClient:
         """PNG bytes of the image a vision run's model saw."""
         return self._request("GET", f"/runs/{run_id}/image").content
 
-    def structure(self, model: str) -> ModelStructure | None:
+    def structure(self, model: str) -> ModelStructurePublic | None:
         """Learned head geometry (Gaussian heads), or None when the model has none."""
         try:
-            return ModelStructure.model_validate(self._request("GET", f"/models/{model}/structure").json())
+            return ModelStructurePublic.model_validate(self._request("GET", f"/models/{model}/structure").json())
         except ApiError as exc:
             if exc.status == 404:
                 return None
             raise
 
-    def conv_vs_attention(self, run_id: str, channel: int = 0) -> ConvAttentionPair:
+    def conv_vs_attention(self, run_id: str, channel: int = 0) -> ConvAttentionPublic:
         """conv-attention runs: one first-layer channel as the convolution and as attention."""
         r = self._request("GET", f"/runs/{run_id}/conv-vs-attention", params={"channel": channel})
-        return ConvAttentionPair.model_validate(r.json())
+        return ConvAttentionPublic.model_validate(r.json())
 
     # ------------------------------------------------------------------ faithfulness
-    def explainers(self) -> list[ExplainerInfo]:
-        return [ExplainerInfo.model_validate(e) for e in self._request("GET", "/faithfulness/explainers").json()]
+    def explainers(self) -> list[ExplainerPublic]:
+        return [ExplainerPublic.model_validate(e) for e in self._request("GET", "/faithfulness/explainers").json()]
 
     def faithfulness(self, run_id: str, body: dict) -> FaithfulnessPublic:
         """Explain a run's prediction and score the explanations (body: ``FaithfulnessCreate`` fields)."""

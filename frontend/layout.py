@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dash import dcc, html
 
+from attnscope.frontend.llm_layout import llm_panels
+
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
 
@@ -86,4 +88,4 @@ def detail_views() -> html.Div:
 
 def explore_page() -> html.Div:
     """The explore page: pick a model, run a text, browse every head."""
-    return html.Div(children=[dcc.Store(id="selected-head"), controls(), model_view(), detail_views()])
+    return html.Div(children=[dcc.Store(id="selected-head"), controls(), llm_panels(), model_view(), detail_views()])

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from attnscope.frontend.figures import COLORSCALE, HEAD_COLORS
 from attnscope.frontend.plot_config import SEQUENTIAL
+from attnscope.server.schemas import EvolutionProfile
 
 
 def _fmt_offset(o) -> str:
@@ -85,18 +86,18 @@ def kernel_figure(kernel, offsets: list, kernel_shape: list[int], label: str, r2
     return fig
 
 
-def evolution_figure(profiles: list[dict]) -> go.Figure:
+def evolution_figure(profiles: list[EvolutionProfile]) -> go.Figure:
     """Entropy (normalised) and top-1 mass per layer for one or two models, overlaid."""
     fig = go.Figure()
     for i, p in enumerate(profiles):
         color = HEAD_COLORS[i]
-        n = len(p["layer_norm_entropy"])
+        n = len(p.layer_norm_entropy)
         depth = np.linspace(0, 1, n) if n > 1 else [0.0]
-        name = p["model"]
+        name = p.model
         fig.add_trace(
             go.Scatter(
                 x=depth,
-                y=p["layer_norm_entropy"],
+                y=p.layer_norm_entropy,
                 mode="lines+markers",
                 name=f"{name}: entropy / log n",
                 line={"color": color},
@@ -107,7 +108,7 @@ def evolution_figure(profiles: list[dict]) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=depth,
-                y=p["layer_top1"],
+                y=p.layer_top1,
                 mode="lines+markers",
                 name=f"{name}: top-1 mass",
                 line={"color": color, "dash": "dot"},
@@ -115,7 +116,7 @@ def evolution_figure(profiles: list[dict]) -> go.Figure:
                 hovertemplate="layer %{customdata}<br>top-1 mass %{y:.3f}<extra>" + name + "</extra>",
             )
         )
-    slopes = ", ".join(f"{p['model']}: {p['slope']:+.3f} nats/layer" for p in profiles)
+    slopes = ", ".join(f"{p.model}: {p.slope:+.3f} nats/layer" for p in profiles)
     fig.update_layout(
         title={"text": f"Sharpening across depth ({slopes})", "font": {"size": 13}},
         xaxis={"title": {"text": "relative depth (layer / (layers − 1))"}},

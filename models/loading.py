@@ -18,6 +18,7 @@ import os
 import threading
 
 import torch
+from cachetools import LRUCache
 
 from attnscope.models import attention_fn
 from attnscope.models.backends.base import Backend
@@ -187,26 +188,25 @@ class ModelCache:
     def __init__(self, device: str | None = None, max_models: int = 4):
         self.device = device
         self.max_models = max_models
-        self._models: dict[str, Backend] = {}
+        self._models: LRUCache[str, Backend] = LRUCache(maxsize=max_models)  # least recently used goes first
         self._lock = threading.Lock()
         self._load_locks: dict[str, threading.Lock] = {}
 
     def get(self, name: str) -> Backend:
         with self._lock:
-            if name in self._models:
-                self._models[name] = self._models.pop(name)  # mark as recently used
-                return self._models[name]
+            loaded = self._models.get(name)  # a hit marks it recently used
+            if loaded is not None:
+                return loaded
             load_lock = self._load_locks.setdefault(name, threading.Lock())
-        with load_lock:
+        with load_lock:  # one load per name at a time; other names load in parallel
             with self._lock:
-                if name in self._models:
-                    return self._models[name]
+                loaded = self._models.get(name)
+                if loaded is not None:
+                    return loaded
             log.info("loading model %s", name)
             loaded = load_model(name, self.device)
             with self._lock:
                 self._models[name] = loaded
-                while len(self._models) > self.max_models:
-                    self._models.pop(next(iter(self._models)))
             return loaded
 
     def loaded_names(self) -> list[str]:

@@ -15,6 +15,7 @@ import logging
 import os
 from pathlib import Path
 
+from attnscope.models.errors import WrongModalityError
 from attnscope.models.locks import LOAD_LOCK
 from attnscope.models.spec import ModelOutsideRootsError, ModelSpec, UnknownModelError, UnsupportedModelError
 from attnscope.models.zoo.catalog import zoo_specs
@@ -32,7 +33,9 @@ __all__ = [
     "get_spec",
     "list_specs",
     "model_roots",
+    "require_modality",
     "require_text_model",
+    "text_classifiers",
 ]
 
 log = logging.getLogger(__name__)
@@ -284,8 +287,22 @@ def list_specs() -> list[ModelSpec]:
     return list(specs.values())
 
 
+def text_classifiers() -> list[str]:
+    """Names of the text classifiers (task classification, modality text), default first."""
+    return [s.name for s in list_specs() if s.task == "classification" and s.modality == "text"]
+
+
+def require_modality(spec: ModelSpec, modality: str, hint: str) -> ModelSpec:
+    """``spec`` when it is a ``modality`` model, else ``WrongModalityError``: what the model is, and
+    ``hint`` (what to send or pick instead). The one modality check."""
+    if spec.modality != modality:
+        raise WrongModalityError(f"model {spec.name!r} is a {spec.modality} model and {hint}")
+    return spec
+
+
 def require_text_model(name: str, classifier: bool = False) -> ModelSpec:
-    """The spec of a text model (a text classifier when ``classifier``), or a ValueError saying why not."""
+    """The spec of a text model (a text classifier when ``classifier``), or a ValueError saying why not.
+    The one check of a text classifier by name (``require_classifier`` checks a loaded model's facade)."""
     try:
         spec = get_spec(name)
     except UnknownModelError as exc:
@@ -293,11 +310,9 @@ def require_text_model(name: str, classifier: bool = False) -> ModelSpec:
     if classifier and (spec.task != "classification" or spec.modality != "text"):
         raise ValueError(
             f"model {name!r} is a {spec.modality} {spec.task} model; this needs a text classifier "
-            "(minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift)"
+            f"({', '.join(text_classifiers())})"
         )
-    if spec.modality != "text":
-        raise ValueError(f"model {name!r} is a {spec.modality} model; these data sets are text")
-    return spec
+    return require_modality(spec, "text", "these data sets are text")
 
 
 def get_spec(name: str) -> ModelSpec:

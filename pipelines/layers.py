@@ -25,6 +25,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.markov_kernel import AttentionParams, scores
 from attnscope.analysis.measure import max_entropy_check
 from attnscope.models.cancel import check_cancelled
@@ -92,11 +93,7 @@ def attention_module(loaded: LoadedModel, layer: int) -> torch.nn.Module:
     """``encoder.layer[layer].attention`` (BERT: self-attention + output projection + LayerNorm) or
     the zoo block's ``attn`` (``MultiHeadAttention``)."""
     layers = encoder_layers(loaded)
-    if not 0 <= layer < len(layers):
-        raise IndexError(
-            f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
-            f"use 0..{len(layers) - 1}"
-        )
+    check_index("layer", layer, len(layers), f"model {loaded.spec.name!r}")
     return layers[layer].attn if is_pre_norm(loaded) else layers[layer].attention
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.block_bound import BlockBound, OrbitCheck, global_bound, orbit_check
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.lipschitz import lipschitz_bound
 from attnscope.analysis.measure import FixedPoint, fixed_point_iteration
 from attnscope.models.capture import capture
@@ -124,11 +125,7 @@ def block_step(loaded: LoadedModel, layer: int | None = None, x0: np.ndarray | N
             kwargs = owner.shared_block_kwargs(torch.as_tensor(x0, dtype=torch.float64)[None])
         return "shared block", _as_step(block, kwargs), loaded.n_layers, 0, False
     layers = encoder_layers(loaded)
-    if not 0 <= layer < len(layers):
-        raise IndexError(
-            f"layer={layer} is out of range: model {loaded.spec.name!r} has {len(layers)} layers, "
-            f"use 0..{len(layers) - 1}"
-        )
+    check_index("layer", layer, len(layers), f"model {loaded.spec.name!r}")
     block = copy.deepcopy(layers[layer]).double().eval().cpu()
     label = f"layer {layer} block iterated with its own weights (demonstration, not a trained weight-sharing model)"
     kwargs = {"state": {}} if is_pre_norm(loaded) else {}  # zoo blocks take the (here empty) pass state

@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
+from attnscope.analysis.indices import OutOfRangeError
 from attnscope.models.cancel import Cancelled
 from attnscope.models.capture import EmptyInputError, NotAGeneratorError, TooManyTokensError, WrongModalityError
 from attnscope.models.inputs import InvalidImageError
@@ -162,6 +163,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _bad_image(_: Request, exc: InvalidImageError) -> JSONResponse:
         return error_response(exc.status, str(exc))
 
+    @app.exception_handler(OutOfRangeError)
     @app.exception_handler(WrongModalityError)
     @app.exception_handler(NotAGeneratorError)
     @app.exception_handler(UnsupportedModelError)

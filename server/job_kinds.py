@@ -1,49 +1,36 @@
-"""The dataset-level job kinds the API offers (registered once, at import)."""
+"""The dataset-level job kinds the API offers: census, probe and faithfulness.
+
+Their ``params`` models live in ``attnscope.server.schemas.jobs`` (pure pydantic: shapes and
+bounds); each kind adds the checks that need the registries (``check``), and ``register_job_kinds``
+puts them in ``JOB_KINDS`` (``create_app`` calls it). ``run_shard`` and ``merge`` are module-level
+functions, so a worker process can import them by name.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
-
-from pydantic import BaseModel, Field, field_validator, model_validator
 
 from attnscope.models.registry import get_spec, require_text_model
 from attnscope.pipelines.dataset_runs import census_shard, merge_census, pick_examples, run_probe
 from attnscope.pipelines.datasets import check_split
-from attnscope.server.jobs import register_job_kind, register_sharded_job_kind
+from attnscope.pipelines.explainers import check_explainers
+from attnscope.pipelines.faithfulness_eval import METRICS, check_metrics
+from attnscope.server.jobs import ParamsError, register_job_kind, register_sharded_job_kind
+from attnscope.server.schemas.jobs import JOB_PARAMS, CensusParams, FaithfulnessParams, ProbeParams
 
 
-class CensusParams(BaseModel):
-    model: str = Field("minilm", description="registry name")
-    dataset: Literal["sst2", "movies"] = "sst2"
-    n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
-    split: str | None = Field(
-        None,
-        description="data set split: sst2 dev|train, movies rationales|fold10 (default: sst2 dev, movies rationales)",
-    )
-    seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
-
-    @field_validator("model")
-    @classmethod
-    def _known_text_model(cls, v: str) -> str:
-        require_text_model(v)
-        return v
-
-    @model_validator(mode="after")
-    def _known_split(self):
-        check_split(self.dataset, self.split)
-        return self
+def _field(name: str, check, *args) -> None:
+    """Run one registry check; its ValueError becomes a ``ParamsError`` naming the parameter."""
+    try:
+        check(*args)
+    except ValueError as exc:
+        raise ParamsError(f"params.{name}: {exc}") from None
 
 
-class ProbeParams(CensusParams):
-    n: int = Field(200, ge=10, le=5000)
-    size: int = Field(32, ge=4, le=128, description="maps are cropped/padded to size x size")
-    folds: int = Field(5, ge=2, le=10)
-    classifier: Literal["logistic", "cnn"] = Field(
-        "logistic",
-        description="logistic regression on the flattened maps, or a 2-layer CNN with one "
-        "input channel per head (docs/methods/heads.md, the attention-map probe)",
-    )
+def check_census(params: CensusParams) -> None:
+    """A text model and a split of the chosen data set."""
+    _field("model", require_text_model, params.model)
+    _field("split", check_split, params.dataset, params.split)
 
 
 @lru_cache(maxsize=8)
@@ -81,15 +68,104 @@ def _probe(params: ProbeParams, service, progress) -> dict:
     )
 
 
-register_sharded_job_kind(
-    "census",
-    CensusParams,
-    size=census_size,
-    run_shard=census_run_shard,
-    merge=census_merge,
-    description="per-head shift, entropy, distance and sink statistics over N examples (mean and std)",
-    shard_size=25,
-)
-register_job_kind(
-    "probe", ProbeParams, _probe, "per-layer accuracy of predicting the label from that layer's attention maps alone"
-)
+def check_faithfulness(params: FaithfulnessParams) -> None:
+    """A text classifier, a split of the data set, known explainers and metrics."""
+    _field("model", require_text_model, params.model, True)
+    _field("split", check_split, params.dataset, params.split)
+    _field("explainers", check_explainers, params.explainers)
+    if params.metrics is not None:
+        _field("metrics", check_metrics, params.metrics)
+
+
+def _job_metrics(params: FaithfulnessParams) -> list[str]:
+    return list(METRICS) if params.metrics is None else check_metrics(params.metrics)
+
+
+def _job_examples(params: FaithfulnessParams) -> list:
+    from attnscope.pipelines.datasets import load_dataset
+
+    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[
+        params.start : params.start + params.n
+    ]
+
+
+def faithfulness_size(params: FaithfulnessParams) -> int:
+    n = len(_job_examples(params))
+    if n == 0:
+        raise ValueError(f"no examples in {params.dataset!r} from index {params.start}")
+    return n
+
+
+def _job_k(params: FaithfulnessParams) -> float:
+    from attnscope.pipelines.datasets import K_FRACTION
+
+    return K_FRACTION[params.dataset] if params.k is None else params.k
+
+
+def faithfulness_run_shard(params: FaithfulnessParams, models, start: int, stop: int, progress) -> dict:
+    """Examples ``[start, stop)``: each explainer's scores and metrics, one record per example."""
+    from attnscope.pipelines.faithfulness_shards import faithfulness_shard
+
+    return faithfulness_shard(
+        models.get(params.model),
+        params.dataset,
+        _job_examples(params)[start:stop],
+        params.explainers,
+        k=_job_k(params),
+        convention=params.convention,
+        removal=params.removal,
+        count=params.count,
+        metrics=_job_metrics(params),
+        max_tokens=params.max_tokens,
+        options=params.options,
+        progress=progress,
+    )
+
+
+def faithfulness_merge(params: FaithfulnessParams, partials: list[dict]) -> dict:
+    from attnscope.pipelines.faithfulness_shards import merge_faithfulness
+
+    return merge_faithfulness(
+        partials,
+        model=get_spec(params.model).name,
+        dataset=params.dataset,
+        start=params.start,
+        explainers=params.explainers,
+        metrics=_job_metrics(params),
+        convention=params.convention,
+        removal=params.removal,
+        count=params.count,
+        k=_job_k(params),
+        max_tokens=params.max_tokens,
+    )
+
+
+def register_job_kinds() -> None:
+    """Register census, probe and faithfulness in ``JOB_KINDS`` (again: the same kinds, replaced)."""
+    register_sharded_job_kind(
+        "census",
+        JOB_PARAMS["census"],
+        size=census_size,
+        run_shard=census_run_shard,
+        merge=census_merge,
+        check=check_census,
+        description="per-head shift, entropy, distance and sink statistics over N examples (mean and std)",
+        shard_size=25,
+    )
+    register_job_kind(
+        "probe",
+        JOB_PARAMS["probe"],
+        _probe,
+        "per-layer accuracy of predicting the label from that layer's attention maps alone",
+        check=check_census,
+    )
+    register_sharded_job_kind(
+        "faithfulness",
+        JOB_PARAMS["faithfulness"],
+        size=faithfulness_size,
+        run_shard=faithfulness_run_shard,
+        merge=faithfulness_merge,
+        check=check_faithfulness,
+        description="ERASER faithfulness + plausibility table (explainer x metric) over a data set",
+        shard_size=10,
+    )

@@ -207,7 +207,7 @@ class JobManager:
         try:
             if kind is None:
                 raise LookupError(f"job kind {job.kind!r} is not registered in this server")
-            params = kind.params_model.model_validate(job.params)
+            params = kind.validate(job.params)
             bounds = kind.shards(params)
         except (ValueError, LookupError) as exc:
             self.records.finish(job_id, "failed", error=f"{type(exc).__name__}: {exc}")

@@ -14,7 +14,9 @@ partials (Chan's update of running statistics, concatenation of per-example reco
 A **whole** kind (``register_job_kind(name, params_model, runner)``) runs as one shard, in-process:
 ``runner(params, service, progress)`` returns the result. ``progress(done, total)`` raises
 ``JobCancelled`` when the job was cancelled. When a result has ``"rows"`` (flat dicts) it can be
-downloaded as CSV. Guide: ``docs/guide/jobs.md``.
+downloaded as CSV. A kind's ``params_model`` lives in ``attnscope.server.schemas.jobs`` (pure
+pydantic); its ``check(params)`` runs the checks that need the registries and raises ``ParamsError``
+(a 422 naming the parameter). Guide: ``docs/guide/census.md``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ class JobKind:
     run_shard: ShardRunner | None = None
     merge: Merge | None = None
     shard_size: int = 25
+    check: Callable[[Any], None] | None = None  # checks that need the registries; raises ParamsError
+
+    def validate(self, params: dict) -> BaseModel:
+        """``params`` as this kind's model: a ``ValidationError`` or ``ParamsError`` says what to change."""
+        model = self.params_model.model_validate(params)
+        if self.check is not None:
+            self.check(model)
+        return model
 
     @property
     def sharded(self) -> bool:
@@ -69,9 +79,19 @@ class JobKind:
 JOB_KINDS: dict[str, JobKind] = {}
 
 
-def register_job_kind(name: str, params_model: type[BaseModel], runner: Runner, description: str = "") -> None:
+class ParamsError(ValueError):
+    """A job's params passed their model but not a kind's own check; the message names the parameter."""
+
+
+def register_job_kind(
+    name: str,
+    params_model: type[BaseModel],
+    runner: Runner,
+    description: str = "",
+    check: Callable[[Any], None] | None = None,
+) -> None:
     """A kind that runs whole, in-process (``runner(params, service, progress) -> dict``)."""
-    JOB_KINDS[name] = JobKind(name, params_model, description, runner=runner)
+    JOB_KINDS[name] = JobKind(name, params_model, description, runner=runner, check=check)
 
 
 def register_sharded_job_kind(
@@ -83,13 +103,14 @@ def register_sharded_job_kind(
     merge: Merge,
     description: str = "",
     shard_size: int = 25,
+    check: Callable[[Any], None] | None = None,
 ) -> None:
     """A kind split into shards of ``shard_size`` examples (see the module docstring). ``run_shard``
     and ``merge`` must be importable module-level functions (Ray ships them to workers by name)."""
     if shard_size < 1:
         raise ValueError("shard_size must be at least 1")
     JOB_KINDS[name] = JobKind(
-        name, params_model, description, size=size, run_shard=run_shard, merge=merge, shard_size=shard_size
+        name, params_model, description, size=size, run_shard=run_shard, merge=merge, shard_size=shard_size, check=check
     )
 
 

@@ -17,7 +17,6 @@ from fastapi_offline import FastAPIOffline
 
 from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
-from attnscope.server import job_kinds  # noqa: F401  (registers census and probe)
 from attnscope.server.config import VERSION, Settings
 from attnscope.server.db.engine import open_database
 from attnscope.server.db.run_records import RunRecords
@@ -25,6 +24,7 @@ from attnscope.server.deps import require_token
 from attnscope.server.errors import document_common_errors, install_error_handlers
 from attnscope.server.executor import HeavyExecutor
 from attnscope.server.executors import InProcessExecutor
+from attnscope.server.job_kinds import register_job_kinds
 from attnscope.server.job_manager import JobManager
 from attnscope.server.routes import datasets, faithfulness, health, jobs, measure, models, runs, structure
 from attnscope.server.service import RunService
@@ -60,6 +60,7 @@ def make_executor(settings: Settings, service: RunService):
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
+    register_job_kinds()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -13,13 +13,12 @@ from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.capture import (
     GenerateOptions,
     NotAGeneratorError,
-    WrongModalityError,
     capture_image,
     capture_prompt,
 )
 from attnscope.models.inputs import decode_image
 from attnscope.models.loading import ModelCache
-from attnscope.models.registry import get_spec
+from attnscope.models.registry import get_spec, require_modality
 from attnscope.models.zoo import samples
 from attnscope.server.store import Run, RunStore, run_key
 
@@ -43,13 +42,12 @@ class RunService:
         Refuses a model of the wrong modality (or, with ``generates``, one that is no causal LM)
         before any loading."""
         spec = get_spec(model)  # raises UnknownModelError before any loading
-        if spec.modality != modality:
-            hint = (
-                "takes an image: send 'sample' or upload with POST /api/v1/runs/image"
-                if spec.modality == "vision"
-                else "takes a text, not an image; pick a vision model from GET /api/v1/models"
-            )
-            raise WrongModalityError(f"model {model!r} is a {spec.modality} model and {hint}")
+        hint = (
+            "takes an image: send 'sample' or upload with POST /api/v1/runs/image"
+            if spec.modality == "vision"
+            else "takes a text, not an image; pick a vision model from GET /api/v1/models"
+        )
+        require_modality(spec, modality, hint)
         if generates and spec.task != "causal-lm":
             raise NotAGeneratorError(
                 f"model {model!r} is a {spec.task} model: it does not generate text and has no chat template; "

@@ -36,3 +36,18 @@ def test_the_screenshot_is_a_png_shown_by_the_readme_and_the_docs_home():
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "](docs/images/dashboard.png)" in README.read_text()
     assert "](images/dashboard.png)" in (README.parent / "docs" / "index.md").read_text()
+
+
+def test_the_readme_reports_smollm2s_heads_as_the_results_page_does():
+    """Sink, previous-token and induction heads of SmolLM2 with their scores, the same as the table of
+    docs/results/llm.md (which names the command that measures them)."""
+    text = " ".join(README.read_text().split())  # line breaks do not matter
+    results = (README.parent / "docs" / "results" / "llm.md").read_text()
+    cell = r"(L\d+H\d+) \| ([\d.]+)"  # a head and its score
+    row = re.search(rf"^\| {cell} \| {cell} \| .* \| {cell} ", results, re.M)
+    sink, sink_score, prev, prev_score, induction, induction_score = row.groups()
+    n_sinks = re.search(r"(\d+) are sink heads", results).group(1)
+    assert f"{n_sinks} are sink heads" in text and f"{sink} {sink_score}" in text.replace("(", "")
+    assert f"{prev} the strongest previous-token head ({prev_score})" in text
+    assert f"{induction} the strongest induction head ({induction_score}" in text
+    assert "attnscope heads --model smollm2" in text and "docs/results/llm.md#smollm2s-heads" in text

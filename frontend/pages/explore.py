@@ -3,7 +3,7 @@
 import dash
 
 from attnscope.frontend.layout import explore_page
-from attnscope.frontend.pages import explore_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages import explore_callbacks, explore_llm  # noqa: F401  (register this page's callbacks)
 
 dash.register_page(__name__, path="/", name="Explore", order=0, title="attnscope · explore")
 

@@ -9,6 +9,14 @@ from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.figures import head_detail_figure, head_view_figure, thumbnail_src
+from attnscope.frontend.llm_figures import (
+    causal_thumbnail_src,
+    column_label,
+    group_starts,
+    head_label,
+    head_order,
+    model_options,
+)
 
 
 def client() -> ApiClient:
@@ -39,7 +47,7 @@ def load_models(_pathname):
         listing = client().models()
     except ApiError as exc:
         return [], None, f"API unavailable: {exc}"
-    options = [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in listing.models]
+    options = model_options(listing.models, "text")  # grouped by task; vision models are on Vision
     return options, listing.default, f"API {client().base_url}"
 
 
@@ -88,16 +96,17 @@ def badge_text(labels: list[str]) -> str:
     return " ".join(short[:2])
 
 
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str]) -> html.Button:
-    label = f"L{layer}H{head}"
+def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: dict, cls: str) -> html.Button:
+    label = head_label(layer, head, run.get("kv_head_of"))  # L3H4, or L3 H4 (kv 1) under grouped-query attention
     kinds = ", ".join(labels) if labels else "no type"
-    children = [html.Img(src=thumbnail_src(matrix), alt=label)]
+    src = causal_thumbnail_src(matrix) if run.get("causal") else thumbnail_src(matrix)
+    children = [html.Img(src=src, alt=label)]
     if labels:
         children.append(html.Span(badge_text(labels), className="badge"))
     return html.Button(
         children,
         id={"type": "head-thumb", "layer": layer, "head": head},
-        className="head-thumb",
+        className=cls,
         title=f"{label} ({kinds}): click for detail",
         n_clicks=0,
     )
@@ -122,24 +131,28 @@ def render_grid(run):
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None
     try:
-        types = {(h["layer"], h["head_index"]): h["labels"] for h in client().heads(run["id"])["heads"]}
+        types = {(h.layer, h.head_index): h.labels for h in client().heads(run["id"]).heads}
     except ApiError:  # badges are a bonus: the grid still shows without them
         types = {}
+    kv_of = run.get("kv_head_of")
+    order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
+    col = lambda h: column_label(h, kv_of)  # noqa: E731
+    gap = lambda h, base: f"{base} kv-group-start" if h in starts else base  # noqa: E731
     header = html.Div(
         className="grid-row grid-header",
         children=[html.Span("", className="row-label")]
-        + [html.Span(f"H{h}", className="col-label") for h in range(n_heads)],
+        + [html.Span(col(h), className=gap(h, "col-label")) for h in order],
     )
     rows = [header] + [
         html.Div(
             className="grid-row",
             children=[html.Span(f"L{l}", className="row-label")]
-            + [_thumb(l, h, layers[l][h], types.get((l, h), [])) for h in range(n_heads)],
+            + [_thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb")) for h in order],
         )
         for l in range(n_layers)
     ]
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
-    head_opts = [{"label": f"H{h}", "value": h} for h in range(n_heads)]
+    head_opts = [{"label": col(h), "value": h} for h in order]
     return rows, layer_opts, 0, head_opts, list(range(n_heads)), {"layer": 0, "head": 0}
 
 

@@ -6,11 +6,11 @@ from dash import dash_table, dcc, html
 
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.past_jobs import past_jobs_panel
+from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
 
 EXAMPLE = "a [[gripping]] , [[funny]] and [[deeply moving]] film , though the ending drags ."
-DEFAULT_EXPLAINERS = ["attention", "rollout", "attn_grad", "integrated_gradients", "random"]
 TABLE_STYLE = {
     "style_table": {"overflowX": "auto"},
     "style_cell": {"fontFamily": "system-ui", "fontSize": 13, "padding": "4px 8px"},
@@ -56,7 +56,7 @@ def _controls() -> html.Div:
                     html.Label("Explainers", htmlFor="faith-explainers"),
                     dcc.Checklist(
                         id="faith-explainers",
-                        value=DEFAULT_EXPLAINERS,
+                        value=list(DEFAULT_EXPLAINERS),
                         inline=True,
                         className="head-checklist",
                         options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],

@@ -9,16 +9,8 @@ from flask import current_app
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 from attnscope.frontend.past_jobs import register_past_jobs
-
-EXAMPLE_METRICS = [
-    "comprehensiveness",
-    "sufficiency",
-    "aopc_comprehensiveness",
-    "aopc_sufficiency",
-    "token_f1",
-    "iou_f1",
-    "auprc",
-]
+from attnscope.server.schemas import FaithfulnessPublic
+from attnscope.server.schemas.faithfulness import DEFAULT_METRICS
 
 
 def client() -> ApiClient:
@@ -95,7 +87,7 @@ def explain(_n, model, marked, explainers, convention, k, layer, heads, row):
             "explainers": explainers,
             "convention": convention,
             "k": k or 0.2,
-            "metrics": EXAMPLE_METRICS,
+            "metrics": list(DEFAULT_METRICS),
             "options": options,
         }
         if spans:
@@ -142,23 +134,20 @@ def _highlight_row(name: str, tokens, scores, special, human, rationale) -> html
 def render_example(result):
     if not result:
         return [], _empty("Explain a text to see the curves."), [], [], ""
-    tokens, special, human = result["tokens"], result["special"], result.get("human_rationale")
-    rows = [
-        _highlight_row(e["name"], tokens, e["scores"], special, human, set(e.get("rationale") or []))
-        for e in result["explainers"]
-    ]
+    result = FaithfulnessPublic.model_validate(result)  # the store holds the API's answer as JSON
+    tokens, special, human = result.tokens, result.special, result.human_rationale
+    rows = [_highlight_row(e.name, tokens, e.scores, special, human, set(e.rationale or [])) for e in result.explainers]
     fig = curves_figure(
-        result["bins"],
-        {e["name"]: e.get("comp_curve") or [] for e in result["explainers"]},
-        {e["name"]: e.get("suff_curve") or [] for e in result["explainers"]},
-        title=f"{result['convention']} convention, {result['removal']}",
+        result.bins,
+        {e.name: e.comp_curve or [] for e in result.explainers},
+        {e.name: e.suff_curve or [] for e in result.explainers},
+        title=f"{result.convention} convention, {result.removal}",
     )
-    shown = [m for m in result["metrics"] if human or m not in ("token_f1", "iou_f1", "auprc")]
-    columns, data = metric_table(result["explainers"], shown)
-    label = result["labels"][result["target"]]
-    summary = (
-        f"explaining '{label}' (p = {result['probs'][result['target']]:.3f}); k = {result['k']}; "
-        f"{len(tokens)} tokens" + ("" if human else "; mark words with [[...]] for plausibility")
+    shown = [m for m in result.metrics if human or m not in ("token_f1", "iou_f1", "auprc")]
+    columns, data = metric_table([e.model_dump() for e in result.explainers], shown)
+    label = result.labels[result.target]
+    summary = f"explaining '{label}' (p = {result.probs[result.target]:.3f}); k = {result.k}; {len(tokens)} tokens" + (
+        "" if human else "; mark words with [[...]] for plausibility"
     )
     return rows, fig, columns, data, summary
 

@@ -8,6 +8,7 @@ from dash import dcc, html
 from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.structure_callbacks import PARAMS
+from attnscope.frontend.pages.structure_heads import head_types_panel
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
@@ -74,6 +75,7 @@ def layout(**query):
                     ),
                 ],
             ),
+            head_types_panel(),
             html.Section(
                 className="panel",
                 children=[

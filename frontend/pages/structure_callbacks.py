@@ -71,8 +71,8 @@ def render_shift(run, k, threshold):
         data = client().shift(run["id"], k=int(k or 8), threshold=float(0.5 if threshold is None else threshold))
     except ApiError as exc:
         return empty_figure(f"Shift analysis failed: {exc.detail}"), None
-    fig = shift_grid_figure(data["shift_score"], data["best_offset"], data["best_mass"])
-    keep = {key: data[key] for key in ("kernel", "offsets", "kernel_shape", "r2", "shift_score")}
+    fig = shift_grid_figure(data.shift_score, data.best_offset, data.best_mass)
+    keep = data.model_dump(include={"kernel", "offsets", "kernel_shape", "r2", "shift_score"})
     return fig, keep
 
 
@@ -150,8 +150,8 @@ def render_evolution(run, other_model):
         data = client().evolution(run["id"], compare_to=other_id)
     except ApiError as exc:
         return empty_figure(str(exc)), empty_figure(""), str(exc)
-    profiles = [data["profile"]] + ([data["compare"]] if data.get("compare") else [])
-    return evolution_figure(profiles), head_entropy_figure(data["profile"]["head_norm_entropy"], run["model"]), error
+    profiles = [data.profile] + ([data.compare] if data.compare else [])
+    return evolution_figure(profiles), head_entropy_figure(data.profile.head_norm_entropy, run["model"]), error
 
 
 @callback(
@@ -186,19 +186,19 @@ def render_importance(run, layer):
         roll = client().importance(run["id"], "rollout", layer=layer)
     except ApiError as exc:
         return empty_figure(f"Rollout failed: {exc.detail}"), "", None
-    series = {"rollout": roll["values"]}
+    series = {"rollout": roll.values}
     note = (
-        f"Output position: {'[CLS]-like row ' + str(roll['row']) if roll['row'] is not None else 'mean over rows'}"
-        f", through layer {roll['through_layer']}."
+        f"Output position: {'[CLS]-like row ' + str(roll.row) if roll.row is not None else 'mean over rows'}"
+        f", through layer {roll.through_layer}."
     )
     try:
-        series["flow"] = client().importance(run["id"], "flow", layer=layer)["values"]
+        series["flow"] = client().importance(run["id"], "flow", layer=layer).values
     except ApiError as exc:
         note += f" Flow not shown: {exc.detail}"
     grid = None
-    if roll.get("grid"):
+    if roll.grid:
         grid = dcc.Graph(
-            figure=grid_importance_figure(roll["grid"], "Rollout over the image grid"),
+            figure=grid_importance_figure(roll.grid, "Rollout over the image grid"),
             config=graph_config("attnscope-rollout-grid"),
         )
     return importance_figure(run["tokens"], series), note, grid

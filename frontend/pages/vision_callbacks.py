@@ -245,9 +245,9 @@ def render_rollout(run):
         image = _decode_png(client().run_image(run["id"]))
     except ApiError as exc:
         return _empty(str(exc), 380)
-    if not roll.get("grid"):
+    if not roll.grid:
         return _empty("This run has no image grid.", 380)
-    source = "CLS token" if roll["row"] is not None else "mean over positions"
+    source = "CLS token" if roll.row is not None else "mean over positions"
     return rollout_overlay_figure(
-        image, np.asarray(roll["grid"]), tuple(run["grid"]), f"Rollout from the {source} · {run['model']}"
+        image, np.asarray(roll.grid), tuple(run["grid"]), f"Rollout from the {source} · {run['model']}"
     )

@@ -31,6 +31,7 @@ import torch
 
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
+from attnscope.models.registry import require_modality
 from attnscope.models.spec import ModelSpec
 
 
@@ -186,12 +187,9 @@ class BackendBase:
 
     # ------------------------------------------------------------------ checks
     def check_modality(self, modality: str) -> None:
-        if self.spec.modality != modality:
-            other = "an image" if self.spec.modality == "vision" else "a text"
-            raise WrongModalityError(
-                f"model {self.spec.name!r} is a {self.spec.modality} model and takes {other}, "
-                f"not {'a text' if modality == 'text' else 'an image'}; pick a {modality} model from GET /models"
-            )
+        other = "an image" if self.spec.modality == "vision" else "a text"
+        given = "a text" if modality == "text" else "an image"
+        require_modality(self.spec, modality, f"takes {other}, not {given}; pick a {modality} model from GET /models")
 
     @staticmethod
     def check_text(text: str) -> None:

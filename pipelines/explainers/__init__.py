@@ -7,6 +7,8 @@ scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from attnscope.pipelines.explainers.attention import AttentionGradient, Flow, RandomScores, RawAttention, Rollout
 from attnscope.pipelines.explainers.base import (
     Encoded,
@@ -48,15 +50,23 @@ DEFAULT_EXPLAINERS = (
 )
 
 
-class UnknownExplainerError(KeyError):
+class UnknownExplainerError(KeyError, ValueError):
     def __str__(self) -> str:
         return str(self.args[0])
 
 
+def check_explainers(names: Sequence[str]) -> list[str]:
+    """``names`` as a list when every one is in ``EXPLAINERS``, else ``UnknownExplainerError`` naming
+    the unknown ones and the choices (the one check of explainer names)."""
+    bad = [n for n in names if n not in EXPLAINERS]
+    if bad:
+        raise UnknownExplainerError(f"unknown explainer(s) {bad}; choose from {', '.join(EXPLAINERS)}")
+    return list(names)
+
+
 def make_explainer(name: str, loaded, **options) -> Explainer:
     """An explainer by name (see ``EXPLAINERS``) for a loaded classifier."""
-    if name not in EXPLAINERS:
-        raise UnknownExplainerError(f"unknown explainer {name!r}; choose from {', '.join(EXPLAINERS)}")
+    check_explainers([name])
     return EXPLAINERS[name](loaded, **options)
 
 
@@ -68,6 +78,7 @@ __all__ = [
     "Explainer",
     "NotAClassifierError",
     "UnknownExplainerError",
+    "check_explainers",
     "encode_ids",
     "encode_text",
     "encode_words",

@@ -8,6 +8,7 @@ import zlib
 import numpy as np
 import torch
 
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, gradient_rollout, rollout
 from attnscope.models.capture import capture_ids
 from attnscope.pipelines.explainers.base import Encoded, Explainer, classifier_module
@@ -34,14 +35,10 @@ class RawAttention(Explainer):
     def explain(self, ex: Encoded) -> np.ndarray:
         maps = _maps(self, ex)
         layer = int(self.options.get("layer", -1))
-        if not -maps.n_layers <= layer < maps.n_layers:
-            raise ValueError(f"layer={layer} is out of range: this model has {maps.n_layers} layers")
-        heads = self.options.get("heads") or list(range(maps.n_heads))
-        bad = [h for h in heads if not 0 <= int(h) < maps.n_heads]
-        if bad:
-            raise ValueError(
-                f"heads {bad} are out of range: this model has {maps.n_heads} heads (0..{maps.n_heads - 1})"
-            )
+        check_index("layer", layer, maps.n_layers, negative=True)
+        heads = [int(h) for h in self.options.get("heads") or range(maps.n_heads)]
+        for h in heads:
+            check_index("head", h, maps.n_heads)
         w = maps.weights[layer][list(heads)].mean(axis=0)  # [query, key]
         row = self.options.get("row", "cls")
         if row not in ("cls", "mean"):

@@ -13,6 +13,7 @@ import torch
 from attnscope.analysis.plausibility import word_mask_to_tokens
 from attnscope.models.cancel import check_cancelled
 from attnscope.models.loading import LoadedModel
+from attnscope.models.registry import text_classifiers
 
 
 class NotAClassifierError(ValueError):
@@ -45,8 +46,8 @@ def require_classifier(loaded: LoadedModel) -> None:
     if loaded.spec.modality != "text":
         raise NotAClassifierError(
             f"model {loaded.spec.name!r} classifies images; the explainers and ERASER metrics work on token "
-            "ids of text classifiers (minilm-sst2, minilm-hatexplain, text-vanilla, text-ea, text-ha, text-shift) "
-            "and of causal LMs (the next token, e.g. smollm2)"
+            f"ids of text classifiers ({', '.join(text_classifiers())}) and of causal LMs (the next token, "
+            "e.g. smollm2)"
         )
     if loaded.classifier is None:
         raise NotAClassifierError(

@@ -9,27 +9,24 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
 
 import numpy as np
 from fastapi import APIRouter, HTTPException, status
-from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from attnscope.analysis.faithfulness import get_convention
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.rollout import TooLongForFlowError
-from attnscope.models.registry import get_spec, require_text_model
-from attnscope.pipelines.datasets import check_split
 from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
     char_spans_to_tokens,
+    check_explainers,
     encode_ids,
     encode_text,
     require_classifier,
 )
 from attnscope.pipelines.faithfulness_eval import (
     FAITHFULNESS_METRICS,
-    METRICS,
     UnknownMetricError,
     check_metrics,
     explain_example,
@@ -37,26 +34,20 @@ from attnscope.pipelines.faithfulness_eval import (
 )
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
-from attnscope.server.jobs import register_sharded_job_kind
-from attnscope.server.schemas import ErrorBody, ExplainerInfo, ExplainerResult, FaithfulnessCreate, FaithfulnessPublic
-from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION
+from attnscope.server.schemas import ErrorBody, ExplainerPublic, ExplainerScores, FaithfulnessCreate, FaithfulnessPublic
 
 router = APIRouter(tags=["faithfulness"])
 UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
 
 
 def _check_names(explainers: list[str], metrics: list[str]) -> None:
-    bad = [e for e in explainers if e not in EXPLAINERS]
-    if bad:
-        raise ValueError(f"unknown explainer(s) {bad}; choose from {', '.join(EXPLAINERS)}")
-    bad = [m for m in metrics if m not in METRICS]
-    if bad:
-        raise ValueError(f"unknown metric(s) {bad}; choose from {', '.join(METRICS)}")
+    check_explainers(explainers)
+    check_metrics(metrics)
 
 
-@router.get("/faithfulness/explainers", response_model=list[ExplainerInfo], summary="Explainers available")
-def read_explainers() -> list[ExplainerInfo]:
-    return [ExplainerInfo(name=n, description=c.description) for n, c in EXPLAINERS.items()]
+@router.get("/faithfulness/explainers", response_model=list[ExplainerPublic], summary="Explainers available")
+def read_explainers() -> list[ExplainerPublic]:
+    return [ExplainerPublic(name=n, description=c.description) for n, c in EXPLAINERS.items()]
 
 
 @router.post(
@@ -81,22 +72,15 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
         ) from None
     next_token = loaded.labels is None  # a causal LM: the classes are the vocabulary
     n_classes = int(loaded.classifier.config.num_labels)
-    if body.target is not None and body.target >= n_classes:
+    if body.target is not None:
         what = "tokens in its vocabulary" if next_token else "classes"
-        raise HTTPException(
-            UNPROCESSABLE,
-            f"target={body.target} is out of range: model {run.model!r} has {n_classes} {what} (0..{n_classes - 1})",
-        )
+        check_index("target", body.target, n_classes, f"model {run.model!r}", what)
     if body.position is not None and not next_token:
         raise HTTPException(UNPROCESSABLE, "position applies to causal LMs (the next token after it); omit it")
     if next_token:  # the run's own ids (prompt and generated tokens), cut after the explained position
         ids = list(run.capture.token_ids)
         position = len(ids) - 1 if body.position is None else body.position
-        if position >= len(ids):
-            raise HTTPException(
-                UNPROCESSABLE,
-                f"position={position} is out of range: the run has {len(ids)} positions (0..{len(ids) - 1})",
-            )
+        check_index("position", position, len(ids), "the run", "positions")
         if body.human_rationale is not None or body.human_spans is not None:
             raise HTTPException(UNPROCESSABLE, "human rationales apply to classifiers' texts, not to next tokens")
         ex = encode_ids(loaded, ids[: position + 1], target=body.target)
@@ -158,7 +142,7 @@ def create_faithfulness(run: RunDep, body: FaithfulnessCreate, service: ServiceD
                     if m in body.metrics
                 }
             )
-        results.append(ExplainerResult(**item))
+        results.append(ExplainerScores(**item))
     labels, probs, label_ids = list(loaded.labels or []), res["probs"], None
     target_label = labels[res["target"]] if labels else None
     if next_token:  # the 10 most likely next tokens, not the whole vocabulary
@@ -203,126 +187,3 @@ def _check_token_caps(body: FaithfulnessCreate, n_tokens: int) -> None:
                 "the faithfulness job (POST /api/v1/jobs), which reports progress"
             )
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail)
-
-
-class FaithfulnessJobParams(BaseModel):
-    """Parameters of the ``faithfulness`` job: the explainer x metric table over a data set."""
-
-    model: str = "minilm-sst2"
-    dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
-    split: str | None = Field(
-        None, description="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation"
-    )
-    explainers: list[str] = Field(
-        default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"], min_length=1
-    )
-    metrics: list[str] = Field(default_factory=lambda: list(METRICS), min_length=1)
-    n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
-    start: int = Field(0, ge=0, le=100_000, description="index of the first example")
-    convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
-    removal: Literal["delete", "mask"] | None = None
-    count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
-    k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
-    max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
-    allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
-    options: dict[str, dict] = Field(default_factory=dict)
-
-    @field_validator("model")
-    @classmethod
-    def _text_classifier(cls, v: str) -> str:
-        require_text_model(v, classifier=True)
-        return v
-
-    @model_validator(mode="after")
-    def _known_split(self):
-        check_split(self.dataset, self.split)
-        return self
-
-    @field_validator("explainers")
-    @classmethod
-    def _known_explainers(cls, v: list[str]) -> list[str]:
-        _check_names(v, [])
-        return v
-
-    @field_validator("metrics")
-    @classmethod
-    def _known_metrics(cls, v: list[str]) -> list[str]:
-        _check_names([], v)
-        return v
-
-    @field_validator("allow_offensive")
-    @classmethod
-    def _opt_in(cls, v: bool, info: ValidationInfo) -> bool:
-        if info.data.get("dataset") == "hatexplain" and not v:
-            raise ValueError("hatexplain holds hate speech and slurs; set allow_offensive: true to opt in")
-        return v
-
-
-def _job_examples(params: FaithfulnessJobParams) -> list:
-    from attnscope.pipelines.datasets import load_dataset
-
-    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[
-        params.start : params.start + params.n
-    ]
-
-
-def faithfulness_size(params: FaithfulnessJobParams) -> int:
-    n = len(_job_examples(params))
-    if n == 0:
-        raise ValueError(f"no examples in {params.dataset!r} from index {params.start}")
-    return n
-
-
-def _job_k(params: FaithfulnessJobParams) -> float:
-    from attnscope.pipelines.datasets import K_FRACTION
-
-    return K_FRACTION[params.dataset] if params.k is None else params.k
-
-
-def faithfulness_run_shard(params: FaithfulnessJobParams, models, start: int, stop: int, progress) -> dict:
-    """Examples ``[start, stop)``: each explainer's scores and metrics, one record per example."""
-    from attnscope.pipelines.faithfulness_shards import faithfulness_shard
-
-    return faithfulness_shard(
-        models.get(params.model),
-        params.dataset,
-        _job_examples(params)[start:stop],
-        params.explainers,
-        k=_job_k(params),
-        convention=params.convention,
-        removal=params.removal,
-        count=params.count,
-        metrics=check_metrics(params.metrics),
-        max_tokens=params.max_tokens,
-        options=params.options,
-        progress=progress,
-    )
-
-
-def faithfulness_merge(params: FaithfulnessJobParams, partials: list[dict]) -> dict:
-    from attnscope.pipelines.faithfulness_shards import merge_faithfulness
-
-    return merge_faithfulness(
-        partials,
-        model=get_spec(params.model).name,
-        dataset=params.dataset,
-        start=params.start,
-        explainers=params.explainers,
-        metrics=check_metrics(params.metrics),
-        convention=params.convention,
-        removal=params.removal,
-        count=params.count,
-        k=_job_k(params),
-        max_tokens=params.max_tokens,
-    )
-
-
-register_sharded_job_kind(
-    "faithfulness",
-    FaithfulnessJobParams,
-    size=faithfulness_size,
-    run_shard=faithfulness_run_shard,
-    merge=faithfulness_merge,
-    description="ERASER faithfulness + plausibility table (explainer x metric) over a data set",
-    shard_size=10,
-)

@@ -8,15 +8,17 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from attnscope.server.config import VERSION
-from attnscope.server.schemas import Health
+from attnscope.server.schemas import HealthPublic
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", response_model=Health, summary="Liveness and state of the API process (cheap, never queued)")
-async def read_health(request: Request) -> Health:
+@router.get(
+    "/health", response_model=HealthPublic, summary="Liveness and state of the API process (cheap, never queued)"
+)
+async def read_health(request: Request) -> HealthPublic:
     state = request.app.state
-    return Health(
+    return HealthPublic(
         version=VERSION,
         device=state.device_name,
         loaded_models=state.service.models.loaded_names(),

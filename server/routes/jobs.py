@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.job_manager import JobManager, NotResumableError, QueueFullError
-from attnscope.server.jobs import JOB_KINDS, Job, rows_to_csv
+from attnscope.server.jobs import JOB_KINDS, Job, ParamsError, rows_to_csv
 from attnscope.server.schemas import JobCreate, JobKindPublic, JobPublic
 from attnscope.server.schemas.jobs import JobStatus
 
@@ -86,12 +86,14 @@ def create_job(body: JobCreate, request: Request) -> JobPublic:
             status.HTTP_422_UNPROCESSABLE_CONTENT, f"unknown job kind {body.kind!r}; known kinds: {known}"
         )
     try:
-        params = kind.params_model.model_validate(body.params)
+        params = kind.validate(body.params)
     except ValidationError as exc:
         msgs = "; ".join(
             f"params.{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
         )
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, msgs) from None
+    except ParamsError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     try:
         return to_public(_manager(request).submit(body.kind, params))
     except QueueFullError as exc:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from typing import Annotated
 
 import numpy as np
+from cachetools import LRUCache
 from fastapi import APIRouter, HTTPException, Query, Request, status
 
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.measure import joint_pca, w1_between_inputs, w1_successive
 from attnscope.models.capture import capture
 from attnscope.models.registry import get_spec
@@ -20,7 +21,7 @@ from attnscope.pipelines.shared_block import BlockContraction, NoSharedBlockErro
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
 from attnscope.server.schemas import (
-    BlockBoundPublic,
+    BlockBound,
     ErrorBody,
     FixedPointPublic,
     LipschitzPublic,
@@ -42,20 +43,16 @@ class _Results:
     """Small LRU of expensive results (Lipschitz estimates), kept on ``app.state``."""
 
     def __init__(self, size: int = 64):
-        self.size, self._items, self._lock = size, OrderedDict(), threading.Lock()
+        self._items: LRUCache = LRUCache(maxsize=size)
+        self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
+            return self._items.get(key)
 
     def put(self, key, value) -> None:
         with self._lock:
             self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
 
 def _results(request: Request) -> _Results:
@@ -70,8 +67,7 @@ def _unprocessable(detail: str) -> HTTPException:
 
 
 def _check_layer(layer: int, n_layers: int) -> None:
-    if not 0 <= layer < n_layers:
-        raise _unprocessable(f"layer={layer} is out of range: this model has {n_layers} layers, use 0..{n_layers - 1}")
+    check_index("layer", layer, n_layers)
 
 
 def _hidden(run) -> np.ndarray:
@@ -276,9 +272,9 @@ def _finite(v: float) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def _block_bound_public(c: BlockContraction) -> BlockBoundPublic:
+def _block_bound_public(c: BlockContraction) -> BlockBound:
     g, o, e = c.global_bound, c.orbit, c.estimate
-    return BlockBoundPublic(
+    return BlockBound(
         log10_global_bound=g.log10_bound,
         ln1_factor=g.ln1_factor,
         attention_factor=g.attention_factor,

@@ -7,7 +7,7 @@ from fastapi import APIRouter, HTTPException, status
 from attnscope.models.registry import get_spec, list_specs
 from attnscope.server.deps import ServiceDep, SettingsDep
 from attnscope.server.executor import heavy
-from attnscope.server.schemas import ModelList, ModelPublic, ModelStructure
+from attnscope.server.schemas import ModelList, ModelPublic, ModelStructurePublic
 
 router = APIRouter(tags=["models"])
 
@@ -37,11 +37,11 @@ def read_models(settings: SettingsDep) -> ModelList:
 
 @router.get(
     "/models/{name}/structure",
-    response_model=ModelStructure,
+    response_model=ModelStructurePublic,
     summary="Learned per-head geometry (Gaussian heads: centre and covariance per layer and head)",
 )
 @heavy
-def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
+def read_model_structure(name: str, service: ServiceDep) -> ModelStructurePublic:
     get_spec(name)  # 404 for unknown models before loading anything
     structure = service.models.get(name).structure()
     if structure is None:
@@ -49,4 +49,4 @@ def read_model_structure(name: str, service: ServiceDep) -> ModelStructure:
             status.HTTP_404_NOT_FOUND,
             f"model {name!r} has no closed-form head geometry (only Gaussian-attention models do)",
         )
-    return ModelStructure(model=name, **structure)
+    return ModelStructurePublic(model=name, **structure)

@@ -8,14 +8,15 @@ import numpy as np
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 
 from attnscope.analysis.codec import MEDIA_TYPE, pack
+from attnscope.analysis.indices import check_index
 from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
 from attnscope.server.schemas import (
-    AttentionRows,
-    AttentionSlice,
-    ConvAttentionPair,
+    AttentionRowsPublic,
+    AttentionSlicePublic,
+    ConvAttentionPublic,
     ErrorBody,
     Generation,
     ImageSource,
@@ -122,12 +123,12 @@ def read_run(run: RunDep) -> RunPublic:
 
 @router.get(
     "/{run_id}/conv-vs-attention",
-    response_model=ConvAttentionPair,
+    response_model=ConvAttentionPublic,
     responses=ERRORS,
     summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
     "layer built from it, side by side",
 )
-def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPair:
+def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0) -> ConvAttentionPublic:
     from attnscope.models.registry import get_spec
 
     feats = run.capture.extras.get("conv_vs_attention")
@@ -139,7 +140,7 @@ def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0
     _check_range("channel", channel, feats.shape[-1])
     side = int(round(feats.shape[1] ** 0.5))
     conv, attn = feats[0, :, channel].reshape(side, side), feats[1, :, channel].reshape(side, side)
-    return ConvAttentionPair(
+    return ConvAttentionPublic(
         run_id=run.id,
         channel=channel,
         n_channels=int(feats.shape[-1]),
@@ -151,16 +152,13 @@ def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0)] = 0
 
 
 def _check_range(name: str, value: int | None, size: int) -> None:
-    if value is not None and not 0 <= value < size:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"{name}={value} is out of range: this model has {size} {name}s, use 0..{size - 1}",
-        )
+    if value is not None:
+        check_index(name, value, size)
 
 
 @router.get(
     "/{run_id}/rows/{query}",
-    response_model=AttentionRows,
+    response_model=AttentionRowsPublic,
     responses={
         **ERRORS,
         200: {"content": {MEDIA_TYPE: {}}, "description": "JSON, or with format=float16|uint8 a compact binary blob"},
@@ -178,11 +176,7 @@ def read_attention_rows(
     ] = None,
 ):
     maps = run.capture.maps
-    if not 0 <= query < maps.n_tokens:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"query={query} is out of range: this run has {maps.n_tokens} positions, use 0..{maps.n_tokens - 1}",
-        )
+    check_index("query", query, maps.n_tokens, "this run", "positions")
     keys = query + 1 if maps.causal else maps.n_tokens
     weights = np.ascontiguousarray(maps.weights[:, :, query, :keys])  # [layer, head, key]
     tokens = list(maps.tokens[:keys])
@@ -191,7 +185,7 @@ def read_attention_rows(
     if format != "json":
         blob = pack(weights, format, run_id=run.id, query=query, tokens=tokens)
         return Response(blob, media_type=MEDIA_TYPE)
-    return AttentionRows(
+    return AttentionRowsPublic(
         run_id=run.id,
         query=query,
         token=maps.tokens[query],
@@ -203,7 +197,7 @@ def read_attention_rows(
 
 @router.get(
     "/{run_id}/attention",
-    response_model=AttentionSlice,
+    response_model=AttentionSlicePublic,
     responses={
         **ERRORS,
         200: {
@@ -233,7 +227,7 @@ def read_attention(
     if format != "json":
         blob = pack(weights, format, run_id=run.id, layer=layer, head=head, tokens=list(maps.tokens))
         return Response(blob, media_type=MEDIA_TYPE)
-    return AttentionSlice(
+    return AttentionSlicePublic(
         run_id=run.id,
         layer=layer,
         head=head,

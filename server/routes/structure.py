@@ -11,12 +11,13 @@ from attnscope.analysis.distance import attention_distance
 from attnscope.analysis.evolution import Evolution, compare, evolution
 from attnscope.analysis.heads import classify_heads
 from attnscope.analysis.implied_conv import implied_convolution
+from attnscope.analysis.indices import check_index
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.executor import heavy
-from attnscope.server.schemas import EvolutionProfile, EvolutionResult, HeadsResult, ImportanceResult, ShiftResult
+from attnscope.server.schemas import EvolutionProfile, EvolutionPublic, HeadsPublic, ImportancePublic, ShiftPublic
 
 router = APIRouter(prefix="/runs", tags=["structure"])
 
@@ -36,7 +37,7 @@ def _offset(o):
     return [int(v) for v in o] if np.ndim(o) else int(o)
 
 
-@router.get("/{run_id}/shift", response_model=ShiftResult, summary="Shift scan and implied convolution per head")
+@router.get("/{run_id}/shift", response_model=ShiftPublic, summary="Shift scan and implied convolution per head")
 @heavy
 def read_shift(
     run: RunDep,
@@ -44,13 +45,13 @@ def read_shift(
     radius: RADIUS = DEFAULT_RADIUS,
     threshold: THRESHOLD = DEFAULT_THRESHOLD,
     include_special: bool = False,
-) -> ShiftResult:
+) -> ShiftPublic:
     maps = run.capture.maps
     scan = scan_shifts(maps, k=k, radius=radius, threshold=threshold, include_special=include_special)
     conv = implied_convolution(maps, k=k, radius=radius, include_special=include_special)
     offs = [_offset(o) for o in scan.offsets]
     pick = lambda idx: [[offs[int(i)] for i in row] for row in idx]  # noqa: E731
-    return ShiftResult(
+    return ShiftPublic(
         run_id=run.id,
         offsets=offs,
         kernel_shape=list(conv.index.kernel_shape),
@@ -70,7 +71,7 @@ def read_shift(
     )
 
 
-@router.get("/{run_id}/heads", response_model=HeadsResult, summary="Head types with scores, and attention distance")
+@router.get("/{run_id}/heads", response_model=HeadsPublic, summary="Head types with scores, and attention distance")
 @heavy
 def read_heads(
     run: RunDep,
@@ -78,7 +79,7 @@ def read_heads(
     probe: Annotated[
         bool, Query(description="also run the repeated-random-token probe for duplicate-token and induction scores")
     ] = True,
-) -> HeadsResult:
+) -> HeadsPublic:
     maps = run.capture.maps
     probe_data, note = None, None
     if probe and maps.grid is None:
@@ -97,7 +98,7 @@ def read_heads(
         rec.update(layer=int(maps.layer_ids[li]), head_index=int(maps.head_ids[hi]), distance=float(d))
         if kv_of is not None:
             rec["kv_head"] = int(kv_of[maps.head_ids[hi]])
-    return HeadsResult(
+    return HeadsPublic(
         run_id=run.id, heads=table, distance_per_layer=dist.per_layer.tolist(), distance_unit=dist.unit, probe=note
     )
 
@@ -120,7 +121,7 @@ def _profile(model: str, ev: Evolution) -> EvolutionProfile:
 
 @router.get(
     "/{run_id}/evolution",
-    response_model=EvolutionResult,
+    response_model=EvolutionPublic,
     summary="Entropy, sharpening and layer-to-layer similarity; optionally beside another run",
 )
 @heavy
@@ -130,9 +131,9 @@ def read_evolution(
     compare_to: Annotated[
         str | None, Query(description="id of another run (e.g. the same text on another model) to show side by side")
     ] = None,
-) -> EvolutionResult:
+) -> EvolutionPublic:
     if compare_to is None:
-        return EvolutionResult(run_id=run.id, profile=_profile(run.model, evolution(run.capture.maps)))
+        return EvolutionPublic(run_id=run.id, profile=_profile(run.model, evolution(run.capture.maps)))
     other = service.store.get(compare_to)
     if other is None:
         raise HTTPException(
@@ -140,7 +141,7 @@ def read_evolution(
         )
     cmp = compare(run.capture.maps, other.capture.maps)
     tolist = lambda a: None if a is None else a.tolist()  # noqa: E731
-    return EvolutionResult(
+    return EvolutionPublic(
         run_id=run.id,
         profile=_profile(run.model, cmp.a),
         compare=_profile(other.model, cmp.b),
@@ -162,13 +163,11 @@ def _row(row: str, n: int) -> int | None:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, f"row={row!r}: use 'cls', 'mean' or a position 0..{n - 1}"
         ) from None
-    if not 0 <= value < n:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"row={value} is out of range: use 0..{n - 1}")
-    return value
+    return check_index("row", value, n, "this run", "positions")
 
 
-def _importance(run, imp, method: str, maps, cap: int | None = None) -> ImportanceResult:
-    return ImportanceResult(
+def _importance(run, imp, method: str, maps, cap: int | None = None) -> ImportancePublic:
+    return ImportancePublic(
         run_id=run.id,
         method=method,
         row=imp.row,
@@ -190,30 +189,26 @@ def _through(maps, layer: int | None):
     """The maps of layers 0..layer (all of them when ``layer`` is None), or a 422."""
     if layer is None:
         return maps
-    if not 0 <= layer < maps.n_layers:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"layer={layer} is out of range: this run has {maps.n_layers} layers, use 0..{maps.n_layers - 1}",
-        )
+    check_index("layer", layer, maps.n_layers, "this run")
     return maps.select(layers=range(layer + 1))
 
 
 @router.get(
-    "/{run_id}/rollout", response_model=ImportanceResult, summary="Attention rollout as token (and pixel) importance"
+    "/{run_id}/rollout", response_model=ImportancePublic, summary="Attention rollout as token (and pixel) importance"
 )
 @heavy
-def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
+def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportancePublic:
     maps = _through(run.capture.maps, layer)
     return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens)), "rollout", maps)
 
 
 @router.get(
     "/{run_id}/flow",
-    response_model=ImportanceResult,
+    response_model=ImportancePublic,
     summary=f"Attention flow (max-flow; inputs up to {MAX_FLOW_TOKENS} tokens)",
 )
 @heavy
-def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceResult:
+def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportancePublic:
     maps = _through(run.capture.maps, layer)
     if maps.n_tokens > MAX_FLOW_TOKENS:
         raise HTTPException(

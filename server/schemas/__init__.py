@@ -1,23 +1,43 @@
 """Request and response schemas of the REST API: pure pydantic (the dashboard imports them too),
-one module per resource, all re-exported here."""
+one module per resource, all re-exported here.
+
+Naming rule (every class here follows it; the JSON field names and the URL paths are the contract,
+the class names only say which family a model belongs to):
+
+- ``*Create``: the JSON body of a request (``RunCreate`` for ``POST /runs``, ``FaithfulnessCreate``,
+  ``JobCreate``, and ``GenerateCreate``, the ``generate`` part of a run's body).
+- ``*Params``: the ``params`` of one job kind in ``POST /jobs`` (``CensusParams``, ``ProbeParams``,
+  ``FaithfulnessParams``); ``JOB_PARAMS`` maps each kind's name to its model.
+- ``*Public``: what one route answers (``RunPublic``, ``ShiftPublic``, ``JobPublic``, ...), or one item
+  of a route that answers a JSON array (``ExplainerPublic``, ``JobKindPublic``).
+- ``*List``: a page of a collection with its counts (``ModelList``, ``SampleList``).
+- a plain noun: a part nested inside one of the above (``Prediction``, ``GenerationStep``,
+  ``HeadScores``, ``ShiftHead``, ``ExplainerScores``, ``BlockBound``, ...).
+- ``ErrorBody``: the one error answer of every route (4xx and 5xx).
+
+Every field is typed down to its leaves (nested models, ``list[list[float]]``, ...): no bare ``list``,
+``dict`` or ``Any`` in a response, so a client can validate what it gets (``tests/server/test_schemas.py``).
+"""
 
 from attnscope.server.schemas.core import (  # noqa: F401
     MAX_NEW_TOKENS,
+    MAX_TEMPERATURE,
     MAX_TEXT_CHARS,
-    AttentionRows,
-    AttentionSlice,
-    ConvAttentionPair,
+    AttentionRowsPublic,
+    AttentionSlicePublic,
+    ConvAttentionPublic,
     DatasetSample,
     ErrorBody,
     GenerateCreate,
     Generation,
+    GenerationOptions,
     GenerationStep,
     HeadGeometry,
-    Health,
+    HealthPublic,
     ImageSource,
     ModelList,
     ModelPublic,
-    ModelStructure,
+    ModelStructurePublic,
     NextToken,
     Prediction,
     RunCreate,
@@ -27,20 +47,24 @@ from attnscope.server.schemas.core import (  # noqa: F401
 )
 from attnscope.server.schemas.faithfulness import (  # noqa: F401
     FAITHFULNESS_CONVENTIONS,
-    ExplainerInfo,
-    ExplainerResult,
+    ExplainerPublic,
+    ExplainerScores,
     FaithfulnessCreate,
     FaithfulnessPublic,
 )
 from attnscope.server.schemas.jobs import (  # noqa: F401
+    JOB_PARAMS,
+    CensusParams,
+    FaithfulnessParams,
     JobCreate,
     JobKindPublic,
     JobPublic,
+    ProbeParams,
 )
 from attnscope.server.schemas.measure import (  # noqa: F401
     BLOCK_BOUND_STATUS,
     BOUND_STATUS,
-    BlockBoundPublic,
+    BlockBound,
     FixedPointPublic,
     LipschitzPublic,
     MeasurePublic,
@@ -48,8 +72,11 @@ from attnscope.server.schemas.measure import (  # noqa: F401
 )
 from attnscope.server.schemas.structure import (  # noqa: F401
     EvolutionProfile,
-    EvolutionResult,
-    HeadsResult,
-    ImportanceResult,
-    ShiftResult,
+    EvolutionPublic,
+    HeadScores,
+    HeadsPublic,
+    ImportancePublic,
+    Offset,
+    ShiftHead,
+    ShiftPublic,
 )

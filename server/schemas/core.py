@@ -11,7 +11,7 @@ MAX_NEW_TOKENS = 256  # = attnscope.models.backends.generation.MAX_NEW_TOKENS (t
 MAX_TEMPERATURE = 10.0
 
 
-class Health(BaseModel):
+class HealthPublic(BaseModel):
     status: Literal["ok"] = "ok"
     version: str
     device: str
@@ -156,11 +156,20 @@ class GenerationStep(BaseModel):
     prob: float | None = Field(None, description="the model's probability of this token (temperature 1)")
 
 
+class GenerationOptions(BaseModel):
+    """How a generation was decoded (the request's options after defaults)."""
+
+    max_new_tokens: int
+    temperature: float | None = None
+    seed: int = 0
+    greedy: bool
+
+
 class Generation(BaseModel):
     text: str
     token_ids: list[int]
     stopped: Literal["eos", "max_new_tokens"]
-    options: dict
+    options: GenerationOptions
     steps: list[GenerationStep]
 
 
@@ -195,7 +204,7 @@ class RunPublic(BaseModel):
     generation: Generation | None = None
 
 
-class AttentionRows(BaseModel):
+class AttentionRowsPublic(BaseModel):
     """Every layer's and head's attention row of one query position, ``[layer, head, key]`` (causal
     maps: keys ``0..query``, the prompt and the tokens generated before)."""
 
@@ -204,7 +213,7 @@ class AttentionRows(BaseModel):
     token: str
     shape: list[int]
     tokens: list[str]
-    weights: list
+    weights: list[list[list[float]]] = Field(..., description="[layer][head][key]")
 
 
 class DatasetSample(BaseModel):
@@ -224,7 +233,7 @@ class HeadGeometry(BaseModel):
     cov: list[list[float]] = Field(..., description="2x2 covariance (grid units squared)")
 
 
-class ModelStructure(BaseModel):
+class ModelStructurePublic(BaseModel):
     """Learned per-head geometry of a model (Gaussian heads: centre and spread), ``layers[layer][head]``."""
 
     model: str
@@ -233,7 +242,7 @@ class ModelStructure(BaseModel):
     layers: list[list[HeadGeometry]]
 
 
-class AttentionSlice(BaseModel):
+class AttentionSlicePublic(BaseModel):
     """One head ``[query, key]`` or one layer ``[head, query, key]`` as nested lists."""
 
     run_id: str
@@ -241,7 +250,9 @@ class AttentionSlice(BaseModel):
     head: int | None = None
     shape: list[int]
     tokens: list[str]
-    weights: list
+    weights: list[list[float]] | list[list[list[float]]] = Field(
+        ..., description="[query][key] (one head) or [head][query][key] (one layer)"
+    )
 
 
 class ErrorBody(BaseModel):
@@ -258,7 +269,7 @@ class ErrorBody(BaseModel):
     )
 
 
-class ConvAttentionPair(BaseModel):
+class ConvAttentionPublic(BaseModel):
     """One output channel of a conv-as-attention run's first layer, computed both ways ``[row, col]``."""
 
     run_id: str

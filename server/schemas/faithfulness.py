@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, JsonValue
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
+DEFAULT_EXPLAINERS = ("attention", "rollout", "attn_grad", "integrated_gradients", "random")
+DEFAULT_METRICS = (
+    "comprehensiveness",
+    "sufficiency",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "token_f1",
+    "iou_f1",
+    "auprc",
+)
 COUNT_DESCRIPTION = (
     "override the convention's counting rule for k% of the tokens: eraser-code (remove n - int((1-k) n), keep "
     "int(k n), as ERASER's code; the eraser conventions' default), ceil (both ceil(k n)), ferret (both int(k n), "
@@ -18,22 +28,11 @@ class FaithfulnessCreate(BaseModel):
     """Body of ``POST /runs/{id}/faithfulness``: which explainers, which metrics, which convention."""
 
     explainers: list[str] = Field(
-        default_factory=lambda: ["attention", "rollout", "attn_grad", "integrated_gradients", "random"],
+        default_factory=lambda: list(DEFAULT_EXPLAINERS),
         min_length=1,
         description="explainer names (GET /faithfulness/explainers)",
     )
-    metrics: list[str] = Field(
-        default_factory=lambda: [
-            "comprehensiveness",
-            "sufficiency",
-            "aopc_comprehensiveness",
-            "aopc_sufficiency",
-            "token_f1",
-            "iou_f1",
-            "auprc",
-        ],
-        min_length=1,
-    )
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
     count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
@@ -58,12 +57,12 @@ class FaithfulnessCreate(BaseModel):
         description="human rationale as [start, end) character spans of the run's text "
         "(alternative to human_rationale; a token is marked when it overlaps a span)",
     )
-    options: dict[str, dict] = Field(
+    options: dict[str, dict[str, JsonValue]] = Field(
         default_factory=dict, description='per-explainer options, e.g. {"attention": {"layer": 5, "row": "mean"}}'
     )
 
 
-class ExplainerResult(BaseModel):
+class ExplainerScores(BaseModel):
     name: str
     scores: list[float]
     seconds: float
@@ -101,9 +100,9 @@ class FaithfulnessPublic(BaseModel):
     bins: list[float]
     metrics: list[str]
     human_rationale: list[int] | None = None
-    explainers: list[ExplainerResult]
+    explainers: list[ExplainerScores]
 
 
-class ExplainerInfo(BaseModel):
+class ExplainerPublic(BaseModel):
     name: str
     description: str

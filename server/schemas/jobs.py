@@ -1,17 +1,91 @@
-"""Schemas of dataset-level jobs."""
+"""Schemas of dataset-level jobs: ``POST /jobs`` and each job kind's ``params``.
+
+The ``*Params`` models hold the shape and the bounds of every parameter (a 422 before a job is
+queued); what needs the server's registries (is ``model`` a text model, is ``split`` a split of that
+data set, are the explainer and metric names known) is checked by the kind itself
+(``attnscope.server.job_kinds``), so this module stays pure pydantic for the dashboard.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, JsonValue, ValidationInfo, field_validator
+
+from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION, DEFAULT_EXPLAINERS
+
+
+class CensusParams(BaseModel):
+    """Parameters of the ``census`` job: per-head statistics over a seeded sample of a data set."""
+
+    model: str = Field("minilm", description="registry name of a text model")
+    dataset: Literal["sst2", "movies"] = "sst2"
+    n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
+    split: str | None = Field(
+        None,
+        description="data set split: sst2 dev|train, movies rationales|fold10 (default: sst2 dev, movies rationales)",
+    )
+    seed: int = Field(0, ge=0, description="seed of the example sample (and of the CNN probe)")
+
+
+class ProbeParams(CensusParams):
+    """Parameters of the ``probe`` job: the label predicted from each layer's maps alone."""
+
+    n: int = Field(200, ge=10, le=5000)
+    size: int = Field(32, ge=4, le=128, description="maps are cropped/padded to size x size")
+    folds: int = Field(5, ge=2, le=10)
+    classifier: Literal["logistic", "cnn"] = Field(
+        "logistic",
+        description="logistic regression on the flattened maps, or a 2-layer CNN with one "
+        "input channel per head (the attention-map probe of the heads guide)",
+    )
+
+
+class FaithfulnessParams(BaseModel):
+    """Parameters of the ``faithfulness`` job: the explainer x metric table over a data set."""
+
+    model: str = Field("minilm-sst2", description="registry name of a text classifier")
+    dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
+    split: str | None = Field(
+        None, description="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation"
+    )
+    explainers: list[str] = Field(default_factory=lambda: list(DEFAULT_EXPLAINERS), min_length=1)
+    metrics: list[str] | None = Field(
+        None, min_length=1, description="metric names (default: every metric, GET /faithfulness/explainers)"
+    )
+    n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
+    start: int = Field(0, ge=0, le=100_000, description="index of the first example")
+    convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
+    removal: Literal["delete", "mask"] | None = None
+    count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
+    k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
+    max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
+    allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
+    options: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
+
+    @field_validator("allow_offensive")
+    @classmethod
+    def _opt_in(cls, v: bool, info: ValidationInfo) -> bool:
+        if info.data.get("dataset") == "hatexplain" and not v:
+            raise ValueError("hatexplain holds hate speech and slurs; set allow_offensive: true to opt in")
+        return v
+
+
+JOB_PARAMS: dict[str, type[BaseModel]] = {
+    "census": CensusParams,
+    "probe": ProbeParams,
+    "faithfulness": FaithfulnessParams,
+}
+"""The ``params`` model of each job kind the API offers, by kind name."""
 
 
 class JobCreate(BaseModel):
     """Body of ``POST /jobs``: a registered job kind and its parameters."""
 
     kind: str = Field(..., description="job kind, e.g. census or faithfulness (see GET /jobs/kinds)")
-    params: dict = Field(default_factory=dict, description="parameters of that kind")
+    params: dict[str, JsonValue] = Field(
+        default_factory=dict, description="parameters of that kind (its *Params model, GET /jobs/kinds)"
+    )
 
 
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -22,7 +96,7 @@ class JobPublic(BaseModel):
 
     id: str
     kind: str
-    params: dict
+    params: dict[str, JsonValue] = Field(..., description="the parameters after defaults (its *Params model)")
     status: JobStatus = Field(
         ...,
         description="queued, running, done, failed, cancelled, or interrupted (the API stopped while it ran: "
@@ -45,4 +119,4 @@ class JobPublic(BaseModel):
 class JobKindPublic(BaseModel):
     name: str
     description: str
-    params_schema: dict
+    params_schema: dict[str, JsonValue] = Field(..., description="JSON Schema of the kind's *Params model")

@@ -63,7 +63,7 @@ class ParticlesPublic(BaseModel):
     tokens: list[str]
     dims: int
     depth_labels: list[str] = Field(..., description="[layer + 1]: 'embeddings', 'after layer 0', ...")
-    coords: list = Field(..., description="[layer + 1][token][dims]")
+    coords: list[list[list[float]]] = Field(..., description="[layer + 1][token][dims]")
     explained_variance: list[float]
     w1_successive: list[float]
 
@@ -78,7 +78,7 @@ BLOCK_BOUND_STATUS = (
 )
 
 
-class BlockBoundPublic(BaseModel):
+class BlockBound(BaseModel):
     """The DERIVED fixed-key bound of a shared (HA) block and the contraction condition L < 1."""
 
     metric: str = "d_inf(X, Y) = max_i ||x_i - y_i||_2 (dominates W1)"
@@ -147,6 +147,6 @@ class FixedPointPublic(BaseModel):
     normalised_order: float | None = Field(
         None, description="p in w1_normalised_steps[t] ~ t^-p, fitted on the second half"
     )
-    block_bound: BlockBoundPublic | None = Field(
+    block_bound: BlockBound | None = Field(
         None, description="the DERIVED fixed-key bound and contraction condition of a shared (HA) block"
     )

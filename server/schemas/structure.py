@@ -4,35 +4,83 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+Offset = int | list[int]
+"""A key - query offset: an int (1D inputs) or ``[drow, dcol]`` (2D grid inputs)."""
+
+Grid2 = list[list[float]]
+"""``[layer][head]`` of floats."""
 
 
-class ShiftResult(BaseModel):
+class ShiftHead(BaseModel):
+    """One head's scan result (a row of the shift-heads table)."""
+
+    label: str = Field(..., description="L{layer}H{head}")
+    layer: int
+    head: int
+    offset: Offset
+    mass: float
+    runner_up: Offset
+    runner_up_mass: float
+    shift_score: float
+    is_shift: bool
+
+
+class ShiftPublic(BaseModel):
     """Shift scan and implied convolution of every head. Arrays are ``[layer][head]...``."""
 
     run_id: str
-    offsets: list = Field(..., description="offsets key - query: ints (1D) or [drow, dcol] (2D)")
+    offsets: list[Offset] = Field(..., description="offsets key - query: ints (1D) or [drow, dcol] (2D)")
     kernel_shape: list[int]
     threshold: float
-    mass: list = Field(..., description="[layer][head][offset] mean mass at each offset")
-    best_offset: list = Field(..., description="[layer][head] best offset")
-    best_mass: list
-    runner_up_offset: list
-    runner_up_mass: list
-    shift_score: list = Field(..., description="[layer][head] best_mass - runner_up_mass")
-    is_shift: list
-    kernel: list = Field(..., description="[layer][head][*kernel_shape] implied convolution kernel")
-    r2: list = Field(..., description="[layer][head] share of the map explained by the shift basis")
-    shift_heads: list[dict]
-
-
-class HeadsResult(BaseModel):
-    run_id: str
-    heads: list[dict] = Field(
-        ...,
-        description="one record per head: label, labels, scores (causal LMs add 'sink'), distance, and "
-        "kv_head (the key/value head it reads)",
+    mass: list[list[list[float]]] = Field(..., description="[layer][head][offset] mean mass at each offset")
+    best_offset: list[list[Offset]] = Field(..., description="[layer][head] best offset")
+    best_mass: Grid2
+    runner_up_offset: list[list[Offset]]
+    runner_up_mass: Grid2
+    shift_score: Grid2 = Field(..., description="[layer][head] best_mass - runner_up_mass")
+    is_shift: list[list[bool]]
+    kernel: list[list[list[float]]] | list[list[list[list[float]]]] = Field(
+        ..., description="[layer][head][*kernel_shape] implied convolution kernel (1D or 2D)"
     )
+    r2: Grid2 = Field(..., description="[layer][head] share of the map explained by the shift basis")
+    shift_heads: list[ShiftHead]
+
+
+class HeadScores(BaseModel):
+    """One head's types and the scores behind them, each in [0, 1]. Scores a model or input does not
+    have are left out of the JSON: ``previous``/``next`` on grid inputs, ``sink`` outside causal LMs, ``duplicate``/
+    ``induction`` without the repeated-token probe, ``kv_head`` without grouped-query attention."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    head: str = Field(..., description="L{layer}H{head}")
+    labels: list[str] = Field(..., description="the types this head passes the threshold of")
+    layer: int
+    head_index: int
+    distance: float = Field(..., description="mean attention distance (see distance_unit)")
+    kv_head: int | None = Field(None, description="the key/value head it reads")
+    self_: float = Field(..., alias="self", description="mass on the query's own position")
+    previous: float | None = None
+    next: float | None = None
+    shift: float
+    cls_sink: float
+    sep_sink: float
+    sink: float | None = None
+    broad: float
+    local: float
+    duplicate: float | None = None
+    induction: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler):
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class HeadsPublic(BaseModel):
+    run_id: str
+    heads: list[HeadScores] = Field(..., description="one record per head")
     distance_per_layer: list[float]
     distance_unit: str
     probe: str | None = Field(None, description="how duplicate/induction scores were measured, if they were")
@@ -43,16 +91,16 @@ class EvolutionProfile(BaseModel):
     layer_entropy: list[float]
     layer_norm_entropy: list[float]
     layer_top1: list[float]
-    head_entropy: list
-    head_norm_entropy: list
-    head_effective_keys: list
-    head_top1: list
+    head_entropy: Grid2 = Field(..., description="[layer][head] mean row entropy (nats)")
+    head_norm_entropy: Grid2
+    head_effective_keys: Grid2
+    head_top1: Grid2
     slope: float
     js_next: list[float] = Field(..., description="[layer - 1] JS divergence of consecutive layers")
     cosine_next: list[float]
 
 
-class EvolutionResult(BaseModel):
+class EvolutionPublic(BaseModel):
     run_id: str
     profile: EvolutionProfile
     compare: EvolutionProfile | None = None
@@ -62,12 +110,12 @@ class EvolutionResult(BaseModel):
     cosine_between: list[float] | None = None
 
 
-class ImportanceResult(BaseModel):
+class ImportancePublic(BaseModel):
     run_id: str
     method: Literal["rollout", "flow"]
     row: int | None = Field(None, description="output position explained (None: mean over rows)")
     tokens: list[str]
     values: list[float]
-    grid: list | None = None
+    grid: list[list[float]] | None = Field(None, description="[row][col] importance over an image grid")
     max_tokens: int | None = None
     through_layer: int | None = Field(None, description="the last layer included (0-based)")

@@ -83,7 +83,7 @@ def test_every_validation_error_says_what_is_wrong(kwargs, message):
 
 def test_out_of_range_slices_name_the_valid_range():
     m = AttentionMaps(uniform(), toks(4))
-    with pytest.raises(IndexError, match=r"0\.\.1"):
+    with pytest.raises(IndexError, match=r"layer=2 is out of range: this map has 2 layers, use -2\.\.1"):
         m.layer(2)
     with pytest.raises(IndexError, match="head"):
         m.head(0, 3)

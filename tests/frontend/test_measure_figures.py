@@ -12,7 +12,7 @@ from attnscope.frontend.measure_figures import (
     token_colors,
     w1_profile_figure,
 )
-from attnscope.server.schemas import BlockBoundPublic, FixedPointPublic
+from attnscope.server.schemas import BlockBound, FixedPointPublic
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
 LABELS = ["embeddings", "after layer 0", "after layer 1"]
@@ -119,7 +119,7 @@ def test_fixed_point_summary_states_behaviour_and_contraction_condition():
         w1_normalised_steps=[1, 0.5, 0.2, 0.1],
         normalised_order=1.7,
     )
-    bound = BlockBoundPublic(
+    bound = BlockBound(
         log10_global_bound=7.6,
         ln1_factor=367.0,
         attention_factor=55.0,

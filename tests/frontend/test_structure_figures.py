@@ -11,6 +11,7 @@ from attnscope.frontend.structure_figures import (
     kernel_figure,
     shift_grid_figure,
 )
+from attnscope.server.schemas import EvolutionProfile
 
 
 def test_shift_grid_writes_each_heads_best_offset():
@@ -32,8 +33,21 @@ def test_kernel_figure_is_bars_in_1d_and_a_patch_in_2d():
 
 
 def test_evolution_overlays_two_models():
-    prof = {"model": "a", "layer_norm_entropy": [0.9, 0.5], "layer_top1": [0.2, 0.6], "slope": -0.4}
-    other = {**prof, "model": "b", "layer_norm_entropy": [0.8, 0.7, 0.3], "layer_top1": [0.1, 0.2, 0.7]}
+    heads = [[0.5], [0.5]]
+    prof = EvolutionProfile(
+        model="a",
+        layer_entropy=[0.9, 0.5],
+        layer_norm_entropy=[0.9, 0.5],
+        layer_top1=[0.2, 0.6],
+        head_entropy=heads,
+        head_norm_entropy=heads,
+        head_effective_keys=heads,
+        head_top1=heads,
+        slope=-0.4,
+        js_next=[0.1],
+        cosine_next=[0.9],
+    )
+    other = prof.model_copy(update={"model": "b", "layer_norm_entropy": [0.8, 0.7, 0.3], "layer_top1": [0.1, 0.2, 0.7]})
     fig = evolution_figure([prof, other])
     assert len(fig.data) == 4 and list(fig.data[2].x) == [0.0, 0.5, 1.0]
     assert "a: -0.400" in fig.layout.title.text

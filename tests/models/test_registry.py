@@ -99,3 +99,11 @@ def test_model_cache_loads_once(minilm):
     a = cache.get("minilm")
     b = cache.get("minilm")
     assert a is b and cache.loaded_names() == ["minilm"]
+
+
+def test_model_cache_keeps_at_most_max_models(minilm):
+    cache = ModelCache(device="cpu", max_models=1)
+    first = cache.get("minilm")
+    cache.get("minilm-sst2")
+    assert cache.loaded_names() == ["minilm-sst2"]  # the least recently used one went
+    assert cache.get("minilm") is not first and cache.loaded_names() == ["minilm"]

@@ -85,7 +85,7 @@ def test_raw_attention_options_and_errors(clf, example):
     assert not np.allclose(last, first)
     with pytest.raises(ValueError, match="out of range: this model has 6 layers"):
         make_explainer("attention", clf, layer=9).explain(example)
-    with pytest.raises(ValueError, match="heads \\[12\\]"):
+    with pytest.raises(ValueError, match="head=12 is out of range: this model has 12 heads"):
         make_explainer("attention", clf, heads=[12]).explain(example)
 
 

@@ -114,10 +114,11 @@ def test_probe_runs_whole_on_one_actor_and_equals_in_process(on_ray, in_process)
 
 
 def test_progress_streams_from_inside_a_shard_and_cancel_stops_the_actors(on_ray):
+    run_job(on_ray, "sumsq-test", {"n": 20})  # both actors up (their start-up is no part of this test)
     r = on_ray.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": {"n": 40, "sleep": 0.2}})
     job_id = r.json()["id"]
     seen = set()
-    deadline = time.time() + 120
+    deadline = time.time() + 300
     while time.time() < deadline and not seen:
         job = on_ray.get(f"{API}/jobs/{job_id}").json()
         if job["status"] == "running" and job["shards_done"] == 0 and 0 < job["done"]:

@@ -1,0 +1,228 @@
+"""Callbacks of the explore page's output panels (``llm_layout``): the prediction panel, and for causal
+LMs the Generate button and the step slider. Data from the API over HTTP only."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, callback, html, no_update
+
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.llm_figures import (
+    actual_next,
+    class_figure,
+    generation_segments,
+    generation_step_figure,
+    next_token_figure,
+    position_options,
+    step_marks,
+)
+from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.run_state import run_record
+from attnscope.server.schemas import MAX_NEW_TOKENS, MAX_TEMPERATURE
+
+HIDDEN = "llm-hidden"
+
+
+def _with(base: str, hidden: bool) -> str:
+    return f"{base} {HIDDEN}" if hidden else base
+
+
+def _model_task(model: str | None) -> str | None:
+    if not model:
+        return None
+    try:
+        return next((m.task for m in client().models().models if m.name == model), None)
+    except ApiError:
+        return None
+
+
+@callback(Output("generate-section", "className"), Input("model-dropdown", "value"))
+def show_generate(model):
+    """The Generate panel is there for causal LMs only."""
+    return _with("panel half", _model_task(model) != "causal-lm")
+
+
+def generate_options(max_new, mode, temperature, seed) -> tuple[dict | None, str]:
+    """``(the run's "generate" body, "")``, or ``(None, what to change)`` for a field left empty or not a
+    number (the API checks the bounds and says them)."""
+    if max_new is None:
+        return None, f"max new tokens: type a whole number from 1 to {MAX_NEW_TOKENS}."
+    body: dict = {"max_new_tokens": max_new, "seed": 0 if seed is None else seed}
+    if mode == "sample":
+        if temperature is None:
+            return None, f"temperature: type a number above 0 and at most {MAX_TEMPERATURE:g} (or choose greedy)."
+        body["temperature"] = temperature
+    else:
+        body["greedy"] = True
+    return body, ""
+
+
+@callback(
+    Output("run-store", "data", allow_duplicate=True),
+    Output("generate-error", "children"),
+    Input("generate-button", "n_clicks"),
+    State("model-dropdown", "value"),
+    State("text-input", "value"),
+    State("gen-max-new", "value"),
+    State("gen-mode", "value"),
+    State("gen-temperature", "value"),
+    State("gen-seed", "value"),
+    prevent_initial_call=True,
+)
+def generate(n_clicks, model, text, max_new, mode, temperature, seed):
+    if not n_clicks:
+        return no_update, no_update
+    if not model:
+        return no_update, "Pick a model first."
+    body, problem = generate_options(max_new, mode, temperature, seed)
+    if body is None:
+        return no_update, problem
+    try:
+        run = client().create_run(model, text or "", generate=body)
+    except ApiError as exc:
+        return no_update, str(exc)
+    return run_record(run), ""
+
+
+@callback(
+    Output("prediction-store", "data"),
+    Output("prediction-position", "options"),
+    Output("prediction-position", "value"),
+    Output("prediction-position-box", "className"),
+    Output("gen-step", "max"),
+    Output("gen-step-marks", "children"),
+    Output("gen-step", "value"),
+    Output("gen-step-box", "className"),
+    Output("gen-layer", "options"),
+    Output("gen-layer", "value"),
+    Input("run-store", "data"),
+    State("selected-head", "data"),
+)
+def load_prediction(run, selected):
+    """The run's prediction (``GET /runs/{id}``: the session keeps runs without it), the positions to
+    choose from, and the generation's steps."""
+    nothing = (None, [], None, _with("inline", True), 1, [], 1, HIDDEN, [], None)
+    if not run:
+        return nothing
+    try:
+        pred = client().run(run["id"]).prediction.model_dump()
+    except ApiError as exc:
+        return ({"error": str(exc)},) + nothing[1:]
+    tokens = run["tokens"]
+    causal = pred["kind"] == "next-token"
+    n_prompt = pred.get("prompt_tokens") or len(tokens)
+    steps = (run.get("generation") or {}).get("steps") or []
+    n_layers = run["shape"][0]
+    layer = (selected or {}).get("layer", 0)
+    return (
+        pred,
+        position_options(tokens, n_prompt) if causal else [],
+        n_prompt - 1 if causal else None,
+        _with("inline", not causal),
+        max(1, len(steps)),
+        [html.Option(value=k, label=v) for k, v in step_marks(len(steps)).items()] if steps else [],
+        1,
+        "" if steps else HIDDEN,
+        [{"label": f"layer {l}", "value": l} for l in range(n_layers)],
+        layer if 0 <= layer < n_layers else 0,
+    )
+
+
+@callback(
+    Output("prediction-figure", "figure"),
+    Input("prediction-position", "value"),
+    Input("prediction-store", "data"),
+    State("run-store", "data"),
+)
+def render_prediction(position, pred, run):
+    if not run or not pred:
+        return empty_figure("Run a text: the model's prediction shows here.")
+    if "error" in pred:
+        return empty_figure(f"The prediction could not be loaded: {pred['error']}")
+    if pred["kind"] == "classification":
+        return class_figure(pred["labels"], pred["probs"], pred["predicted"])
+    if pred["kind"] != "next-token":
+        return empty_figure(
+            f"{run['model']} outputs an embedding ({pred.get('dim')} dimensions): no class or token to predict.",
+            height=120,
+        )
+    tokens = run["tokens"]
+    if position is None or not 0 <= position < len(tokens):
+        position = (pred.get("prompt_tokens") or len(tokens)) - 1
+    loss = (pred.get("loss") or [None] * len(tokens))[position]
+    actual = actual_next(run.get("token_ids"), tokens, position)
+    return next_token_figure(pred["top_k"][position], position, tokens[position], actual, loss)
+
+
+@callback(
+    Output("prediction-position", "value", allow_duplicate=True),
+    Input("gen-step", "value"),
+    State("run-store", "data"),
+    prevent_initial_call=True,
+)
+def step_to_position(step, run):
+    """Stepping through a generation shows, in the prediction panel, the distribution each token was
+    chosen from (the position before it)."""
+    steps = ((run or {}).get("generation") or {}).get("steps") or []
+    step = _step_number(step)
+    if step is None or not 1 <= step <= len(steps):
+        return no_update
+    return steps[step - 1]["query"]
+
+
+def _step_number(value) -> int | None:
+    """The range input's value (a number, or its text) as a step number."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@callback(
+    Output("gen-layer", "value", allow_duplicate=True),
+    Input("selected-head", "data"),
+    State("gen-layer", "options"),
+    prevent_initial_call=True,
+)
+def follow_selected_layer(selected, options):
+    """A head clicked in the model view shows its layer in the generation view too."""
+    if not selected or not options or not 0 <= selected["layer"] < len(options):
+        return no_update
+    return selected["layer"]
+
+
+def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
+    return [
+        html.Span(token, className=f"gen-token gen-{kind}", title=f"position {i} ({kind})")
+        for i, (token, kind) in enumerate(generation_segments(tokens, n_prompt, position))
+    ]
+
+
+@callback(
+    Output("gen-step-figure", "figure"),
+    Output("gen-text", "children"),
+    Output("gen-step-label", "children"),
+    Input("gen-step", "value"),
+    Input("gen-layer", "value"),
+    Input("run-store", "data"),
+)
+def render_step(step, layer, run):
+    generation = (run or {}).get("generation")
+    if not run or not generation or not generation.get("steps"):
+        return empty_figure("Press Generate: each generated token's attention shows here."), [], "step"
+    steps = generation["steps"]
+    step = min(max(_step_number(step) or 1, 1), len(steps))
+    layer = 0 if layer is None else int(layer)
+    current = steps[step - 1]
+    n_prompt = steps[0]["position"]
+    text = _text_view(run["tokens"], n_prompt, current["position"])
+    label = f"step {step} of {len(steps)}"
+    try:
+        rows = client().rows(run["id"], current["query"])  # [layer, head, key]
+    except ApiError as exc:
+        return empty_figure(f"The attention rows could not be loaded: {exc.detail}"), text, label
+    if not 0 <= layer < rows.shape[0]:
+        layer = 0
+    fig = generation_step_figure(
+        rows[layer], run["tokens"], n_prompt, current, step, len(steps), layer, run.get("kv_head_of")
+    )
+    return fig, text, label
