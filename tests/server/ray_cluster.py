@@ -80,7 +80,7 @@ class LocalRayCluster:
         )
         self.procs.append(proc)
 
-    def start(self, timeout: float = 180, attempts: int = 3) -> LocalRayCluster:
+    def start(self, timeout: float = 360, attempts: int = 3) -> LocalRayCluster:
         """The head, then the worker node. A node that gives up during start-up (Ray waits a fixed
         30 s for its raylet to register, too short on a loaded machine) is started again."""
         head = [
@@ -123,7 +123,7 @@ class LocalRayCluster:
                 capture_output=True,
                 text=True,
                 env=self._env(),
-                timeout=60,
+                timeout=150,
             )
             if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
                 return
