@@ -61,9 +61,12 @@ RUN set -- ; \
 
 # Third-party dependencies: pyproject.toml's list plus the pins of requirements/base.txt, and the
 # project's build backend (so that building the project's wheel needs no network).
+#   EXTRAS  optional extras of pyproject.toml, comma-separated (e.g. "ray" for the compose `ray`
+#           profile, "postgresql"); empty (default) = none
 COPY pyproject.toml /src/
 WORKDIR /src
-RUN /opt/attnscope/bin/python -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); print("\n".join(t["project"]["dependencies"] + t["build-system"]["requires"]))' \
+ARG EXTRAS=""
+RUN EXTRAS="${EXTRAS}" /opt/attnscope/bin/python -c 'import os, tomllib; t = tomllib.load(open("pyproject.toml", "rb")); x = [r for e in os.environ["EXTRAS"].split(",") if e.strip() for r in t["project"]["optional-dependencies"][e.strip()]]; print("\n".join(t["project"]["dependencies"] + x + t["build-system"]["requires"]))' \
         > /src/project-deps.txt; \
     grep -v -i -E '^[[:space:]]*torch([^a-z0-9_.-]|$)' requirements/base.txt > /src/base-pins.txt || true; \
     /opt/attnscope/bin/pip install -c /src/torch-constraint.txt -r /src/base-pins.txt -r /src/project-deps.txt

@@ -24,7 +24,7 @@ DOCS_PORT ?= 8100
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: axe decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
+.PHONY: axe postgresql decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ chromium:  ## Debian's Chromium for the real-browser tests (Playwright drives it
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 
+postgresql:  ## Debian's PostgreSQL server for the database tests (they start and stop their own server: initdb + pg_ctl)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi; }
+
 $(AXE_JS):
 	npm install --silent --no-audit --no-fund --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
 
@@ -71,7 +76,7 @@ docs: install-test  ## the documentation site on http://127.0.0.1:$(DOCS_PORT)/,
 docs-build: install-test  ## the documentation site into build/site; --strict: a broken link, anchor or formula fails
 	$(MKDOCS) build --strict
 
-test: install-test chromium axe lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
+test: install-test chromium postgresql axe lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 contract: install-test  ## the OpenAPI contract alone: schemathesis --checks all, >= 2,000 cases, against a live API (make test runs it too)

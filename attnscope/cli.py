@@ -137,6 +137,61 @@ def _serve(args: argparse.Namespace) -> int:
             api.kill()
 
 
+def _add_executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor",
+        default="in-process",
+        choices=["in-process", "ray"],
+        help="ray: shards run as Ray tasks on actors that hold the model (pip install 'attnscope[ray]')",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=_env("ATTNSCOPE_RAY_ADDRESS", ""),
+        help="Ray cluster (host:6379) for --executor ray; empty: a local Ray on this machine (ATTNSCOPE_RAY_ADDRESS)",
+    )
+    p.add_argument(
+        "--ray-workers",
+        type=int,
+        default=int(_env("ATTNSCOPE_RAY_WORKERS", "2")),
+        help="Ray actors, each holding the model (ATTNSCOPE_RAY_WORKERS)",
+    )
+    p.add_argument(
+        "--ray-threads",
+        type=int,
+        default=int(_env("ATTNSCOPE_RAY_THREADS", "0")),
+        help="torch threads per actor; 0: as many as this process uses (ATTNSCOPE_RAY_THREADS)",
+    )
+
+
+def _on_ray(kind_name: str, params: dict, args: argparse.Namespace, progress) -> dict | None:
+    """The job kind's result computed on Ray: the same shards and merge as the API's job with these
+    params (so the same result). None (after logging why) when the params or the cluster are wrong."""
+    from pydantic import ValidationError
+
+    from attnscope.server.executors import run_kind
+    from attnscope.server.job_kinds import register_job_kinds
+    from attnscope.server.jobs import JOB_KINDS
+    from attnscope.server.ray_executor import RayExecutor, RayUnavailableError
+
+    register_job_kinds()
+    kind = JOB_KINDS[kind_name]
+    try:
+        checked = kind.validate(params)
+        executor = RayExecutor(
+            args.ray_address or None,
+            workers=args.ray_workers,
+            device=getattr(args, "device", None),
+            threads=args.ray_threads or None,
+        )
+    except (ValidationError, RayUnavailableError, ValueError) as exc:
+        log.error("%s", exc)
+        return None
+    try:
+        return run_kind(kind, checked, executor, progress)
+    finally:
+        executor.close()
+
+
 def _dataset_job(args: argparse.Namespace) -> int:
     """``census`` / ``probe`` from the command line, with a progress bar; JSON and CSV out."""
     import json
@@ -148,18 +203,32 @@ def _dataset_job(args: argparse.Namespace) -> int:
     from attnscope.pipelines.dataset_runs import run_census, run_probe
     from attnscope.server.jobs import rows_to_csv
 
-    loaded = load_model(args.model, args.device)
     with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        if args.command == "census":
-            result = run_census(loaded, args.dataset, args.n, args.split, args.seed, progress)
+        params = {"model": args.model, "dataset": args.dataset, "n": args.n, "split": args.split, "seed": args.seed}
+        if args.executor == "ray":
+            if args.command == "probe":
+                params["classifier"] = args.classifier
+            result = _on_ray(args.command, params, args, progress)
+            if result is None:
+                return 2
+        elif args.command == "census":
+            result = run_census(
+                load_model(args.model, args.device), args.dataset, args.n, args.split, args.seed, progress
+            )
         else:
             result = run_probe(
-                loaded, args.dataset, args.n, args.split, args.seed, progress=progress, classifier=args.classifier
+                load_model(args.model, args.device),
+                args.dataset,
+                args.n,
+                args.split,
+                args.seed,
+                progress=progress,
+                classifier=args.classifier,
             )
     out = Path(args.out)
     out.write_text(json.dumps(result, indent=1))
@@ -192,12 +261,11 @@ def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ig-steps", type=int, default=None, help="integrated gradients steps (default 32)")
     p.add_argument("--allow-offensive", action="store_true", help="opt in to HateXplain (offensive text)")
     p.add_argument("--out", required=True, help="output path without extension: writes OUT.json and OUT.csv")
+    _add_executor_args(p)
 
 
 def run_faithfulness(args: argparse.Namespace) -> int:
     """Dataset-level faithfulness table, with a progress bar; writes JSON and CSV."""
-    import json
-    from pathlib import Path
 
     from tqdm import tqdm
 
@@ -205,9 +273,7 @@ def run_faithfulness(args: argparse.Namespace) -> int:
     from attnscope.pipelines.explainers import DEFAULT_EXPLAINERS
     from attnscope.pipelines.faithfulness_eval import METRICS
     from attnscope.pipelines.faithfulness_shards import evaluate_dataset
-    from attnscope.server.jobs import rows_to_csv
 
-    loaded = load_model(args.model)
     options = {"integrated_gradients": {"n_steps": args.ig_steps}} if args.ig_steps else {}
     bar = tqdm(total=args.n, desc=f"faithfulness {args.dataset}", unit="example")
 
@@ -215,9 +281,33 @@ def run_faithfulness(args: argparse.Namespace) -> int:
         bar.total = total
         bar.update(done - bar.n)
 
+    if args.executor == "ray":
+        params = {
+            "model": args.model,
+            "dataset": args.dataset,
+            "split": args.split,
+            "explainers": args.explainers or list(DEFAULT_EXPLAINERS),
+            "metrics": args.metrics or list(METRICS),
+            "n": args.n,
+            "start": args.start,
+            "convention": args.convention,
+            "removal": args.removal,
+            "count": args.count,
+            "k": args.k,
+            "max_tokens": args.max_tokens,
+            "allow_offensive": args.allow_offensive,
+            "options": options,
+        }
+        try:
+            result = _on_ray("faithfulness", params, args, progress)
+        finally:
+            bar.close()
+        if result is None:
+            return 2
+        return _write_faithfulness(args, result)
     try:
         result = evaluate_dataset(
-            loaded,
+            load_model(args.model),
             args.dataset,
             args.explainers or list(DEFAULT_EXPLAINERS),
             n=args.n,
@@ -235,6 +325,15 @@ def run_faithfulness(args: argparse.Namespace) -> int:
         )
     finally:
         bar.close()
+    return _write_faithfulness(args, result)
+
+
+def _write_faithfulness(args: argparse.Namespace, result: dict) -> int:
+    import json
+    from pathlib import Path
+
+    from attnscope.server.jobs import rows_to_csv
+
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
@@ -345,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--device", default=None)
         p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
+        _add_executor_args(p)
         if name == "probe":
             p.add_argument(
                 "--classifier",

@@ -288,5 +288,13 @@ class ApiClient:
         """``POST /runs/{id}/head-effects``: the per-head effect grid beside attention importance."""
         return self._request("POST", f"/runs/{run_id}/head-effects", json=body or {}).json()
 
+    def jobs(self, kind: str | None = None, limit: int = 50) -> list[JobPublic]:
+        """The newest jobs (from the API's database), oldest first; only ``kind`` when given."""
+        params = {"limit": limit} | ({"kind": kind} if kind else {})
+        return [JobPublic.model_validate(j) for j in self._request("GET", "/jobs", params=params).json()]
+
+    def resume_job(self, job_id: str) -> JobPublic:
+        return JobPublic.model_validate(self._request("POST", f"/jobs/{job_id}/resume").json())
+
     def close(self) -> None:
         self._http.close()

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     ATTNSCOPE_MAX_QUEUED_JOBS jobs waiting in the queue before POST /jobs answers 429, default 16
     ATTNSCOPE_RAY_ADDRESS     a Ray cluster (e.g. ray://head:10001 or head:6379): data-set jobs run there
     ATTNSCOPE_RAY_WORKERS     Ray actors (each holds the job's model), default 2
+    ATTNSCOPE_RAY_THREADS     torch threads per Ray actor, default 0: as many as the API uses (the same numbers)
+    ATTNSCOPE_RAY_JOIN        1: start a Ray node without CPUs here first (an API in its own container; a driver
+                              must run on a node of the cluster), default 0
 
     ``Settings()`` reads these variables; keyword arguments win over them (``Settings(preload=[])``).
     A malformed value (``ATTNSCOPE_MAX_RUNS=lots``) stops start-up with the variable's name.
@@ -76,6 +79,8 @@ class Settings(BaseSettings):
     max_queued_jobs: int = Field(16, ge=0)
     ray_address: str | None = None
     ray_workers: int = Field(2, ge=1)
+    ray_threads: int = Field(0, ge=0)
+    ray_join: bool = False
 
     @field_validator("allowed_origins", "preload", "allowed_hosts", mode="before")
     @classmethod
@@ -92,6 +97,8 @@ class Settings(BaseSettings):
         "compute_budget",
         "max_queued_jobs",
         "ray_workers",
+        "ray_threads",
+        "ray_join",
         "device",
         "default_model",
         mode="before",

@@ -84,13 +84,15 @@ def _job_metrics(params: FaithfulnessParams) -> list[str]:
 def _job_examples(params: FaithfulnessParams) -> list:
     from attnscope.pipelines.datasets import load_dataset
 
-    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[: params.n]
+    return load_dataset(params.dataset, params.split, allow_offensive=params.allow_offensive)[
+        params.start : params.start + params.n
+    ]
 
 
 def faithfulness_size(params: FaithfulnessParams) -> int:
     n = len(_job_examples(params))
     if n == 0:
-        raise ValueError(f"no examples in {params.dataset!r}")
+        raise ValueError(f"no examples in {params.dataset!r} from index {params.start}")
     return n
 
 
@@ -127,7 +129,7 @@ def faithfulness_merge(params: FaithfulnessParams, partials: list[dict]) -> dict
         partials,
         model=get_spec(params.model).name,
         dataset=params.dataset,
-        start=0,
+        start=params.start,
         explainers=params.explainers,
         metrics=_job_metrics(params),
         convention=params.convention,

@@ -61,7 +61,13 @@ def make_executor(settings: Settings, service: RunService):
         return InProcessExecutor(service)
     from attnscope.server.ray_executor import RayExecutor
 
-    return RayExecutor(settings.ray_address, workers=settings.ray_workers, device=settings.device)
+    return RayExecutor(
+        settings.ray_address,
+        workers=settings.ray_workers,
+        device=settings.device,
+        threads=settings.ray_threads or None,
+        join=settings.ray_join,
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

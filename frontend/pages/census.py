@@ -9,6 +9,7 @@ from dash import dash_table, dcc, html
 from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.census_callbacks import MAX_N, PARAMS
+from attnscope.frontend.past_jobs import past_jobs_panel
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
@@ -128,5 +129,6 @@ def layout(**query):
                     ),
                 ],
             ),
+            past_jobs_panel("census"),
         ]
     )

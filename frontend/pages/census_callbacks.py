@@ -8,6 +8,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
+from attnscope.frontend.past_jobs import register_past_jobs
 from attnscope.frontend.structure_figures import census_figure
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -23,6 +24,8 @@ PARAMS = {
 }
 FINISHED = ("done", "failed", "cancelled", "interrupted")
 register_url_sync("census")
+
+register_past_jobs("census", ("census", "probe"), job_store="census-job", poll="census-poll")
 
 
 @callback(

@@ -9,6 +9,7 @@ from dash import dash_table, dcc, html
 
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
+from attnscope.frontend.past_jobs import past_jobs_panel
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
@@ -211,5 +212,6 @@ def layout(**query):
             _controls(state),
             *_example_panels(),
             _dataset_panel(state),
+            past_jobs_panel("faith"),
         ]
     )

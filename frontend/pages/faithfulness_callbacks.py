@@ -9,6 +9,7 @@ from flask import current_app
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.past_jobs import register_past_jobs
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.server.schemas import FaithfulnessPublic
 from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS, DEFAULT_METRICS
@@ -46,6 +47,9 @@ def _empty(message: str) -> go.Figure:
         annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
     )
     return fig
+
+
+register_past_jobs("faith", ("faithfulness",), job_store="faith-job", poll="faith-poll")
 
 
 @callback(

@@ -57,6 +57,7 @@ class ShardCheckpoint:
     start: int
     stop: int
     partial: dict
+    worker: str | None = None  # where it ran (as read back; saving takes the worker separately)
 
 
 def _job(rec: JobRecord, shards_done: int) -> Job:
@@ -199,7 +200,7 @@ class JobRecords:
     def shards(self, job_id: str) -> list[ShardCheckpoint]:
         with self.db.session() as s:
             recs = s.scalars(select(ShardRecord).where(ShardRecord.job_id == job_id).order_by(ShardRecord.index))
-            return [ShardCheckpoint(r.index, r.start, r.stop, json.loads(r.partial)) for r in recs]
+            return [ShardCheckpoint(r.index, r.start, r.stop, json.loads(r.partial), r.worker) for r in recs]
 
     def finish(self, job_id: str, status: str, *, result: Any = None, error: str | None = None, message: str = ""):
         values = {"status": status, "finished": time.time(), "error": error, "message": message}
@@ -236,18 +237,23 @@ class JobRecords:
         """At start-up: every ``running`` job (its process died) becomes ``interrupted``, with the reason."""
         ids = self.ids("running")
         for job_id in ids:
-            with self.db.session() as s:
-                done = self._shards_done(s, job_id)
-                total = s.scalar(select(JobRecord.shards_total).where(JobRecord.id == job_id)) or 0
-            self._update(
-                job_id,
-                JobRecord.status == "running",
-                status="interrupted",
-                finished=time.time(),
-                message=f"the API process stopped while this job ran; {done} of {total} shards were saved. "
-                "POST /api/v1/jobs/{id}/resume continues from the next shard".replace("{id}", job_id),
-            )
+            self.interrupt(job_id)
         return ids
+
+    def interrupt(self, job_id: str) -> bool:
+        """running -> interrupted, saying how many shards were saved and how to resume."""
+        with self.db.session() as s:
+            done = self._shards_done(s, job_id)
+            total = s.scalar(select(JobRecord.shards_total).where(JobRecord.id == job_id)) or 0
+        n = self._update(
+            job_id,
+            JobRecord.status == "running",
+            status="interrupted",
+            finished=time.time(),
+            message=f"the API process stopped while this job ran; {done} of {total} shards were saved. "
+            f"POST /api/v1/jobs/{job_id}/resume continues from the next shard",
+        )
+        return n == 1
 
     def delete_shards(self, job_id: str) -> None:
         with self.db.session() as s, s.begin():

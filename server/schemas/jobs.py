@@ -58,6 +58,7 @@ class FaithfulnessParams(BaseModel):
         None, min_length=1, description="metric names (default: every metric, GET /faithfulness/explainers)"
     )
     n: int = Field(50, ge=1, le=2000, description="first n examples (movies: balanced pos/neg)")
+    start: int = Field(0, ge=0, le=100_000, description="index of the first example")
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = None
     count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)

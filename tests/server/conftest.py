@@ -36,3 +36,25 @@ def _wait_job(client, job_id, timeout=120):
 def wait_job():
     """``wait_job(client, job_id)``: the job's JSON once it has finished."""
     return _wait_job
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server for this session (``tests/server/postgres.py``)."""
+    from tests.server.postgres import LocalPostgres, missing_reason
+
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    server = LocalPostgres().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """``Settings`` keywords of a fresh database: an SQLite file in ``tmp_path``, or a new database on
+    the session's PostgreSQL server. Two apps made with the same keywords share the database."""
+    if request.param == "sqlite":
+        return {"state_dir": str(tmp_path)}
+    return {"database_url": request.getfixturevalue("postgres_server").new_database()}

@@ -17,6 +17,7 @@ class SumParams(BaseModel):
     gate: str | None = None  # shards with index >= gate_shard wait until this file exists
     gate_shard: int = 1
     fail_shard: int | None = None
+    sleep: float = Field(0.0, ge=0, le=1, description="seconds per example (progress inside a shard)")
 
 
 def size(params: SumParams) -> int:
@@ -31,6 +32,7 @@ def run_shard(params: SumParams, models, start: int, stop: int, progress) -> dic
     if params.fail_shard is not None and start // 10 == params.fail_shard:
         raise ValueError(f"planted failure in shard {params.fail_shard}")
     for i in range(start, stop):
+        time.sleep(params.sleep)
         progress(i - start + 1, stop - start)
     return {"examples": list(range(start, stop)), "sum": sum(i * i for i in range(start, stop)), "pid": os.getpid()}
 

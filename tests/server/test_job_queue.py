@@ -1,4 +1,5 @@
-"""The job queue on its database: sharded jobs, checkpoints, admission (429), cancel, resume, bad ids."""
+"""The job queue on its database (SQLite and PostgreSQL): sharded jobs, checkpoints, admission (429), cancel,
+resume, bad ids."""
 
 import time
 
@@ -31,12 +32,12 @@ def wait_for(client, job_id, *states, timeout=30):
     raise AssertionError(f"job {job_id} never reached {states}: {job}")
 
 
-def app(tmp_path, **kw):
-    return TestClient(create_app(Settings(preload=[], state_dir=str(tmp_path), **kw)))
+def app(database: dict, **kw):
+    return TestClient(create_app(Settings(preload=[], **database, **kw)))
 
 
-def test_sharded_job_checkpoints_every_shard_and_merges_in_order(tmp_path):
-    with app(tmp_path) as c:
+def test_sharded_job_checkpoints_every_shard_and_merges_in_order(database, tmp_path):
+    with app(database) as c:
         job_id = c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": {"n": 35}}).json()["id"]
         job = wait_for(c, job_id, "done")
         assert job["done"] == job["total"] == 35 and job["shards_done"] == job["shards_total"] == 4
@@ -47,25 +48,25 @@ def test_sharded_job_checkpoints_every_shard_and_merges_in_order(tmp_path):
         assert [(s.start, s.stop) for s in records.shards(job_id)] == [(0, 10), (10, 20), (20, 30), (30, 35)]
 
 
-def test_jobs_and_results_survive_a_restart(tmp_path):
-    with app(tmp_path) as c:
+def test_jobs_and_results_survive_a_restart(database, tmp_path):
+    with app(database) as c:
         job_id = c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": {"n": 12}}).json()["id"]
         wait_for(c, job_id, "done")
-    with app(tmp_path) as c:
+    with app(database) as c:
         assert [j["id"] for j in c.get(f"{API}/jobs").json()] == [job_id]
         assert c.get(f"{API}/jobs/{job_id}/result").json()["n"] == 12
         assert c.get(f"{API}/jobs/{job_id}/result", params={"format": "csv"}).text.splitlines() == ["n", "1"]
 
 
-def test_shutdown_mid_job_interrupts_it_and_resume_counts_every_example_once(tmp_path):
+def test_shutdown_mid_job_interrupts_it_and_resume_counts_every_example_once(database, tmp_path):
     gate = tmp_path / "gate"
-    with app(tmp_path) as c:
+    with app(database) as c:
         params = {"n": 40, "gate": str(gate), "gate_shard": 2}
         job_id = c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": params}).json()["id"]
         deadline = time.time() + 20
         while c.get(f"{API}/jobs/{job_id}").json()["shards_done"] < 2 and time.time() < deadline:
             time.sleep(0.02)
-    with app(tmp_path) as c:  # the first shut down with the job waiting at its third shard
+    with app(database) as c:  # the first shut down with the job waiting at its third shard
         job = c.get(f"{API}/jobs/{job_id}").json()
         assert job["status"] == "interrupted" and "resume" in job["message"], job
         assert job["shards_done"] == 2 and job["done"] == 20
@@ -81,9 +82,9 @@ def test_shutdown_mid_job_interrupts_it_and_resume_counts_every_example_once(tmp
         assert r.status_code == 409 and "only an interrupted job can be resumed" in r.json()["detail"]
 
 
-def test_queue_limit_answers_429_with_retry_after_and_cancel_of_a_queued_job(tmp_path):
+def test_queue_limit_answers_429_with_retry_after_and_cancel_of_a_queued_job(database, tmp_path):
     gate = tmp_path / "gate"
-    with app(tmp_path, max_queued_jobs=2) as c:
+    with app(database, max_queued_jobs=2) as c:
         params = {"n": 20, "gate": str(gate), "gate_shard": 0}
         running = c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": params}).json()["id"]
         wait_for(c, running, "running")
@@ -103,22 +104,22 @@ def test_queue_limit_answers_429_with_retry_after_and_cancel_of_a_queued_job(tmp
         assert wait_for(c, queued[1].json()["id"], "done")["status"] == "done"
 
 
-def test_failed_shard_fails_the_job_with_its_reason(tmp_path):
-    with app(tmp_path) as c:
+def test_failed_shard_fails_the_job_with_its_reason(database, tmp_path):
+    with app(database) as c:
         params = {"n": 30, "fail_shard": 1}
         job = wait_for(c, c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": params}).json()["id"], "failed")
         assert "planted failure in shard 1" in job["error"] and job["shards_done"] == 1
 
 
 @pytest.mark.parametrize("method, path", [("get", ""), ("get", "/result"), ("delete", ""), ("post", "/resume")])
-def test_unknown_job_id_answers_404(tmp_path, method, path):
-    with app(tmp_path) as c:
+def test_unknown_job_id_answers_404(database, tmp_path, method, path):
+    with app(database) as c:
         r = getattr(c, method)(f"{API}/jobs/nosuchjob{path}")
         assert r.status_code == 404 and "GET /api/v1/jobs" in r.json()["detail"]
 
 
-def test_list_filters_by_kind_and_status(tmp_path):
-    with app(tmp_path) as c:
+def test_list_filters_by_kind_and_status(database, tmp_path):
+    with app(database) as c:
         job_id = c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": {"n": 3}}).json()["id"]
         wait_for(c, job_id, "done")
         assert [j["id"] for j in c.get(f"{API}/jobs", params={"kind": "sumsq-test", "status": "done"}).json()] == [

@@ -1,4 +1,5 @@
-"""The run store bounded in bytes (cachetools LRU), evictions explained, and the optional API token."""
+"""The run store bounded in bytes (cachetools LRU), evictions explained, runs kept in the database (SQLite
+and PostgreSQL), and the optional API token."""
 
 import os
 
@@ -82,8 +83,8 @@ def test_store_needs_room():
         RunStore(0)
 
 
-def test_evicted_run_is_recomputed_from_the_database_and_an_unknown_one_answers_404():
-    with TestClient(create_app(Settings(preload=[], max_runs=1))) as c:
+def test_evicted_run_is_recomputed_from_the_database_and_an_unknown_one_answers_404(database):
+    with TestClient(create_app(Settings(preload=[], max_runs=1, **database))) as c:
         made = c.post("/api/v1/runs", json={"text": "first text"}).json()
         c.post("/api/v1/runs", json={"text": "second text"})  # evicts the first from memory
         again = c.get(f"/api/v1/runs/{made['id']}")
@@ -117,6 +118,16 @@ def test_health_reports_bytes_and_an_evicted_run_answers_404_until_posted_again(
         again = c.post("/api/v1/runs", json={"text": "first text " * 20})
         assert again.status_code == 201 and again.json()["id"] == first["id"]
         assert c.get(f"/api/v1/runs/{first['id']}").status_code == 200
+
+
+def test_a_run_survives_a_restart_of_the_api(database):
+    with TestClient(create_app(Settings(preload=[], **database))) as c:
+        made = c.post("/api/v1/runs", json={"text": "kept across restarts"}).json()
+    with TestClient(create_app(Settings(preload=[], **database))) as c:  # a new process: memory is empty
+        again = c.get(f"/api/v1/runs/{made['id']}")
+        assert again.status_code == 200 and again.json()["tokens"] == made["tokens"]
+        layer = c.get(f"/api/v1/runs/{made['id']}/attention", params={"layer": 0})
+        assert layer.status_code == 200
 
 
 def test_api_token_guards_everything_but_health():

@@ -1,0 +1,158 @@
+"""Past jobs of a page's kinds, read from the API's database (``GET /jobs``): status, progress and
+worker, a Show button (the result into the page), CSV/JSON downloads of finished ones, and Resume
+for jobs the API left ``interrupted``. The list is rebuilt from the API on every load and every few
+seconds, so it survives a reload of the page and a restart of the API.
+
+A page adds ``past_jobs_panel(prefix)`` to its layout and calls ``register_past_jobs(prefix, kinds,
+job_store, poll)`` once: Show and Resume write ``{"id", "kind"}`` into the page's ``job_store`` and
+enable its ``poll`` interval, as the page's own Start button does.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.page_common import client
+from attnscope.server.schemas import JobPublic
+
+REFRESH_MS = 3000
+
+
+def past_jobs_panel(prefix: str) -> html.Section:
+    return html.Section(
+        className="panel",
+        children=[
+            html.H2("Past jobs", id=f"{prefix}-past-title"),
+            html.P(
+                "Jobs kept by the API (they survive restarts). An interrupted job (the API stopped while it ran) "
+                "resumes from its last saved shard.",
+                className="hint",
+            ),
+            html.Div(id=f"{prefix}-past", **{"aria-live": "polite", "aria-labelledby": f"{prefix}-past-title"}),
+            html.Div(id=f"{prefix}-past-error", className="error", role="alert"),
+            dcc.Interval(id=f"{prefix}-past-poll", interval=REFRESH_MS),
+            dcc.Download(id=f"{prefix}-past-download"),
+        ],
+    )
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) if t else ""
+
+
+def _button(prefix: str, action: str, job: JobPublic, label: str, what: str) -> html.Button:
+    return html.Button(
+        label,
+        id={"type": f"{prefix}-past-{action}", "job": job.id, "kind": job.kind},
+        n_clicks=0,
+        className="small-button",
+        **{"aria-label": f"{what} job {job.id}"},
+    )
+
+
+def _actions(prefix: str, job: JobPublic) -> list:
+    buttons = []
+    if job.status in ("done", "queued", "running"):
+        buttons.append(_button(prefix, "show", job, "Show", "show"))
+    if job.status == "interrupted":
+        buttons.append(_button(prefix, "resume", job, "Resume", "resume"))
+    for fmt in job.result_formats:
+        buttons.append(_button(prefix, f"dl-{fmt}", job, fmt.upper(), f"download {fmt.upper()} of"))
+    return buttons
+
+
+def jobs_table(prefix: str, jobs: list[JobPublic]) -> html.Table | html.P:
+    """The newest job first: id, kind, status (with its message as a tooltip), progress, worker, times."""
+    if not jobs:
+        return html.P("No jobs yet.", className="hint")
+    head = ["job", "kind", "status", "progress", "worker", "created (UTC)", "finished (UTC)", "actions"]
+    rows = []
+    for job in sorted(jobs, key=lambda j: j.created, reverse=True):
+        note = job.error or job.message or ""
+        rows.append(
+            html.Tr(
+                className=f"job-{job.status}",
+                children=[
+                    html.Td(html.Code(job.id)),
+                    html.Td(job.kind),
+                    html.Td(html.Span(job.status, title=note, className="job-status")),
+                    html.Td(f"{job.done}/{job.total or '?'}"),
+                    html.Td(job.worker or ""),
+                    html.Td(_when(job.created)),
+                    html.Td(_when(job.finished)),
+                    html.Td(_actions(prefix, job)),
+                ],
+            )
+        )
+    return html.Table(
+        className="jobs-table",
+        children=[html.Thead(html.Tr([html.Th(h, scope="col") for h in head])), html.Tbody(rows)],
+    )
+
+
+def _clicked() -> dict | None:
+    """The pattern id of the button that fired, when it was really clicked (not just rendered)."""
+    trigger = ctx.triggered_id
+    if not isinstance(trigger, dict) or not any(t.get("value") for t in ctx.triggered):
+        return None
+    return trigger
+
+
+def register_past_jobs(prefix: str, kinds: tuple[str, ...], job_store: str, poll: str) -> None:
+    """The panel's callbacks (see the module docstring)."""
+
+    @callback(
+        Output(f"{prefix}-past", "children"),
+        Input(f"{prefix}-past-poll", "n_intervals"),
+        Input(job_store, "data"),
+    )
+    def list_jobs(_tick, _job):
+        try:
+            jobs = [j for kind in kinds for j in client().jobs(kind)]
+        except ApiError as exc:
+            return html.P(f"cannot list jobs: {exc}", className="error")
+        return jobs_table(prefix, jobs)
+
+    @callback(
+        Output(job_store, "data", allow_duplicate=True),
+        Output(poll, "disabled", allow_duplicate=True),
+        Output(f"{prefix}-past-error", "children"),
+        Input({"type": f"{prefix}-past-show", "job": ALL, "kind": ALL}, "n_clicks"),
+        Input({"type": f"{prefix}-past-resume", "job": ALL, "kind": ALL}, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def show_or_resume(_show, _resume):
+        trigger = _clicked()
+        if trigger is None:
+            return no_update, no_update, no_update
+        if trigger["type"].endswith("-resume"):
+            try:
+                client().resume_job(trigger["job"])
+            except ApiError as exc:
+                return no_update, no_update, str(exc)
+        return {"id": trigger["job"], "kind": trigger["kind"]}, False, ""
+
+    @callback(
+        Output(f"{prefix}-past-download", "data"),
+        Input({"type": f"{prefix}-past-dl-csv", "job": ALL, "kind": ALL}, "n_clicks"),
+        Input({"type": f"{prefix}-past-dl-json", "job": ALL, "kind": ALL}, "n_clicks"),
+        State(f"{prefix}-past-error", "children"),
+        prevent_initial_call=True,
+    )
+    def download(_csv, _json, _error):
+        trigger = _clicked()
+        if trigger is None:
+            return no_update
+        fmt = trigger["type"].rsplit("-", 1)[-1]
+        try:
+            api = client()
+            if fmt == "csv":
+                content = api.job_result_csv(trigger["job"])
+            else:
+                content = api.job_result(trigger["job"]).model_dump_json(indent=1, exclude_unset=True)
+        except ApiError:
+            return no_update
+        return {"content": content, "filename": f"attnscope-{trigger['kind']}-{trigger['job']}.{fmt}"}

@@ -1,0 +1,146 @@
+"""A real local Ray cluster for the tests: a head node and a second worker node on this machine.
+
+Both are ``ray start --block`` processes in their own process group, on free ports (every port Ray
+would otherwise take by default), with a small object store and no dashboard; ``stop()`` ends those
+two process groups (never ``ray stop``, which would end every Ray process on the machine).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+RAY = str(Path(sys.executable).parent / "ray")
+OBJECT_STORE = 100 * 2**20
+
+
+def _ports() -> list[str]:
+    flags = (
+        "--node-manager-port",
+        "--object-manager-port",
+        "--dashboard-agent-listen-port",
+        "--dashboard-agent-grpc-port",
+        "--runtime-env-agent-port",
+        "--metrics-export-port",
+    )
+    low = free_port()
+    return [arg for f in flags for arg in (f, str(free_port()))] + [
+        "--min-worker-port",
+        str(low),
+        "--max-worker-port",
+        str(low + 40) if low + 40 < 65535 else str(low),
+    ]
+
+
+class _NodeExited(RuntimeError):
+    pass
+
+
+class LocalRayCluster:
+    def __init__(self, temp_dir: Path, cpus_per_node: int = 1):
+        self.temp_dir = Path(temp_dir)
+        self.cpus = cpus_per_node
+        self.procs: list[subprocess.Popen] = []
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+
+    def _env(self) -> dict:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        env.update(RAY_USAGE_STATS_ENABLED="0", HF_HUB_OFFLINE="1", RAY_DISABLE_IMPORT_WARNING="1")
+        return env
+
+    def _start(self, args: list[str], log_name: str) -> None:
+        log = open(self.temp_dir / log_name, "wb")  # noqa: SIM115  (closed with the process)
+        common = [
+            "--num-cpus",
+            str(self.cpus),
+            "--num-gpus",
+            "0",
+            "--object-store-memory",
+            str(OBJECT_STORE),
+            "--disable-usage-stats",
+            "--block",
+            *_ports(),
+        ]
+        proc = subprocess.Popen(
+            [RAY, "start", *args, *common],
+            env=self._env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+        self.procs.append(proc)
+
+    def start(self, timeout: float = 360, attempts: int = 3) -> LocalRayCluster:
+        """The head, then the worker node. A node that gives up during start-up (Ray waits a fixed
+        30 s for its raylet to register, too short on a loaded machine) is started again."""
+        head = [
+            "--head",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--include-dashboard=false",
+            "--dashboard-port",
+            str(free_port()),
+            "--temp-dir",
+            str(self.temp_dir / "ray"),
+        ]
+        worker = ["--address", self.address, "--node-ip-address", "127.0.0.1"]
+        for nodes, (args, log_name) in enumerate(((head, "head.log"), (worker, "worker.log")), start=1):
+            for attempt in range(1, attempts + 1):
+                self._start(args, f"{attempt}-{log_name}")
+                try:
+                    self._wait_nodes(nodes, timeout)
+                    break
+                except _NodeExited:
+                    self.procs.pop().wait()
+                    if attempt == attempts:
+                        raise
+        return self
+
+    def _wait_nodes(self, n: int, timeout: float) -> None:
+        deadline = time.time() + timeout
+        script = (
+            "import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
+            "print(sum(1 for x in ray.nodes() if x['Alive']))"
+        )
+        while time.time() < deadline:
+            for p in self.procs:
+                if p.poll() is not None:
+                    raise _NodeExited(f"ray start exited with {p.returncode}; see {self.temp_dir}")
+            out = subprocess.run(
+                [sys.executable, "-c", script, self.address],
+                capture_output=True,
+                text=True,
+                env=self._env(),
+                timeout=150,
+            )
+            if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"the Ray cluster did not reach {n} nodes in {timeout} s; see {self.temp_dir}")
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):  # the worker node first, then the head
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # whatever of this node's process group is left
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+        self.procs = []
