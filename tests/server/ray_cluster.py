@@ -3,11 +3,18 @@
 Both are ``ray start --block`` processes in their own process group, on free ports (every port Ray
 would otherwise take by default), with a small object store and no dashboard; ``stop()`` ends those
 two process groups (never ``ray stop``, which would end every Ray process on the machine).
+
+Token authentication is on, with a token of the cluster's own: Ray turns it on by itself for a node
+started where ``~/.ray/auth_token`` exists (any earlier local ``ray.init()`` writes that file), and a
+driver that did not read the same token was then refused ("Authentication token is missing or
+incorrect"). The nodes, the drivers this test process starts and its subprocesses all get
+``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` while the cluster runs, so the file no longer matters.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -50,12 +57,36 @@ class LocalRayCluster:
         self.procs: list[subprocess.Popen] = []
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        self._saved_env: dict[str, str | None] = {}
 
     def _env(self) -> dict:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         env.update(RAY_USAGE_STATS_ENABLED="0", HF_HUB_OFFLINE="1", RAY_DISABLE_IMPORT_WARNING="1")
+        env.pop("RAY_AUTH_TOKEN_PATH", None)
+        env.update(self.auth)
         return env
+
+    def _use_token_here(self) -> None:
+        """This process (the API's Ray driver in the tests) and its children use the cluster's token."""
+        for key in (*self.auth, "RAY_AUTH_TOKEN_PATH"):
+            self._saved_env[key] = os.environ.get(key)
+        os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+        os.environ.update(self.auth)
+        if "ray" in sys.modules:  # a loader that read the token sources already reads them again
+            from ray._raylet import AuthenticationTokenLoader, Config
+
+            Config.initialize("")
+            AuthenticationTokenLoader.instance().reset_cache()
+
+    def _restore_env(self) -> None:
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env = {}
 
     def _start(self, args: list[str], log_name: str) -> None:
         log = open(self.temp_dir / log_name, "wb")  # noqa: SIM115  (closed with the process)
@@ -96,6 +127,7 @@ class LocalRayCluster:
             str(self.temp_dir / "ray"),
         ]
         worker = ["--address", self.address, "--node-ip-address", "127.0.0.1"]
+        self._use_token_here()
         for nodes, (args, log_name) in enumerate(((head, "head.log"), (worker, "worker.log")), start=1):
             for attempt in range(1, attempts + 1):
                 self._start(args, f"{attempt}-{log_name}")
@@ -131,6 +163,7 @@ class LocalRayCluster:
         raise RuntimeError(f"the Ray cluster did not reach {n} nodes in {timeout} s; see {self.temp_dir}")
 
     def stop(self) -> None:
+        self._restore_env()
         for p in reversed(self.procs):  # the worker node first, then the head
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
