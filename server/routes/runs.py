@@ -118,7 +118,13 @@ def create_image_run(
 )
 def read_run_image(run: RunDep) -> Response:
     if run.image is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run.id} is a text run and has no image")
+        # the run exists, so not a 404: the request does not fit it (a 404 here told clients, and
+        # schemathesis' stateful check, that a run just created was gone)
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"run {run.id} is a text run and has no image; GET /api/v1/runs/{{run_id}}/image is for runs made "
+            "with POST /api/v1/runs/image or a vision model",
+        )
     return Response(encode_png(run.image), media_type="image/png")
 
 

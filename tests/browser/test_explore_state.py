@@ -61,7 +61,8 @@ def test_run_survives_reload_navigation_and_a_pasted_link(open_dash, dashboard_u
     page.wait_for_function("location.search.includes('run=')", timeout=10_000)
     assert page.locator("#text-input").input_value() == TEXT
     # a pasted link in a fresh browser context (no session storage) reopens the same view
-    fresh = page.context.browser.new_page()
+    # (its own context, with the suite's bypass_csp: the string predicates below are evaluated in the page)
+    fresh = page.context.browser.new_page(bypass_csp=True, viewport={"width": 1400, "height": 1000})
     fresh.goto(link)
     fresh.wait_for_function(N_HEADS, timeout=60_000)
     fresh.wait_for_selector("#head-detail .gtitle:has-text('L3H4')", timeout=30_000)

@@ -26,10 +26,10 @@ from attnscope.server.config import Settings
 TOKEN = "contract-test-token"
 MODEL_DEPENDENT = [  # (method, path regex) whose acceptance depends on the named run/model/kind
     ("GET", "^/api/v1/models/[^/]+/lipschitz$"),
-    ("GET", "^/api/v1/runs/[^/]+/(attention|rows/[^/]+|fixed-point|flow|rollout|conv-vs-attention|shift|heads)$"),
+    ("GET", "^/api/v1/runs/[^/]+/(attention|rows/[^/]+|fixed-point|flow|rollout|conv-vs-attention|shift|heads|image)$"),
     ("GET", "^/api/v1/runs/[^/]+/(evolution|measure|particles)$"),
     ("POST", "^/api/v1/runs$"),
-    ("POST", "^/api/v1/runs/[^/]+/faithfulness$"),
+    ("POST", "^/api/v1/runs/[^/]+/(faithfulness|interventions|head-effects)$"),
     ("POST", "^/api/v1/jobs$"),
 ]
 HEAVY = "^/api/v1/(models/[^/]+/lipschitz|runs/[^/]+/(fixed-point|heads|measure|evolution|particles))$"

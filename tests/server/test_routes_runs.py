@@ -129,3 +129,9 @@ def test_openapi_documents_every_route(client):
         f"{API}/runs/{{run_id}}/attention",
     } <= paths
     assert client.get("/docs").status_code == 200
+
+
+def test_the_image_of_a_text_run_is_a_422_that_says_why(client, run):
+    r = client.get(f"{API}/runs/{run['id']}/image")
+    assert r.status_code == 422 and "text run and has no image" in r.json()["detail"], r.text
+    assert client.get(f"{API}/runs/{run['id']}").status_code == 200  # the run itself is there
