@@ -12,8 +12,10 @@ from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.compare_figures import diff_map_figure, diff_thumbnail_src, js_grid_figure
 from attnscope.frontend.figures import head_detail_figure
 from attnscope.frontend.page_common import client, describe_error, empty_figure
+from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_record import RunRecord
 from attnscope.frontend.run_state import run_record
+from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 EXAMPLE_A = "The cat sat on the mat because it was tired."
@@ -26,9 +28,12 @@ PARAMS = {
     "a": Param(str, max_len=64),
     "b": Param(str, max_len=64),
     "head": Param(str, max_len=12),
+    "scaling": Param(str, default="global", choices=SCALINGS),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 register_url_sync("compare")
+for _side in ("a", "b"):
+    register_token_counter(f"compare-{_side}", f"compare-text-{_side}", f"compare-model-{_side}")
 
 
 class ComparePair(BaseModel):
@@ -217,9 +222,10 @@ def select_head(clicks, click):
     Output("compare-detail-diff", "figure"),
     Output("compare-head-title", "children"),
     Input("compare-head", "data"),
+    Input("compare-scaling", "value"),
     State("compare-pair", "data"),
 )
-def render_heads(selected, data):
+def render_heads(selected, scaling, data):
     pair = ComparePair.from_store(data)
     if not pair or not selected:
         blank = empty_figure("Compare two runs, then click a head.")
@@ -234,9 +240,10 @@ def render_heads(selected, data):
         blank = empty_figure(describe_error(exc, f"The maps of {label} could not be loaded"))
         return blank, blank, empty_figure(""), label
     js = pair.js[layer][head]
+    scaling = scaling if scaling in SCALINGS else "global"
     return (
-        head_detail_figure(wa, a.tokens, f"A · {label} · {a.model}"),
-        head_detail_figure(wb, b.tokens, f"B · {label} · {b.model}"),
+        head_detail_figure(wa, a.tokens, f"A · {label} · {a.model}", scaling=scaling),
+        head_detail_figure(wb, b.tokens, f"B · {label} · {b.model}", scaling=scaling),
         diff_map_figure(wa - wb, a.tokens, f"A − B · {label}"),
         f"{label}: A and B side by side (JS {js:.4f} bits)",
     )
@@ -246,9 +253,10 @@ def render_heads(selected, data):
     Output("compare-url", "data"),
     Input("compare-pair", "data"),
     Input("compare-head", "data"),
+    Input("compare-scaling", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected):
+def to_address(data, selected, scaling):
     pair = ComparePair.from_store(data)
     if not pair:
         return no_update
@@ -261,5 +269,6 @@ def to_address(data, selected):
         "a": a.id,
         "b": b.id,
         "head": f"L{selected['layer']}H{selected['head']}" if selected else None,
+        "scaling": scaling,
     }
     return query_string(values, PARAMS)

@@ -24,20 +24,24 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, describe_error, empty_figure
+from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query, run_record
+from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 PARAMS = {
     **RUN_PARAMS,
     "layer": Param(int, lo=0, hi=1000),
     "head": Param(str, max_len=12),
+    "scaling": Param(str, default="global", choices=SCALINGS),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
 THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 register_url_sync("explore")
+register_token_counter("explore", "text-input", "model-dropdown")
 
 
 def _empty(message: str):
@@ -281,9 +285,10 @@ def zoom_detail(relayout, _selected, window, data):
     Output("head-detail", "figure"),
     Input("selected-head", "data"),
     Input("detail-window", "data"),
+    Input("head-scaling", "value"),
     State("run-store", "data"),
 )
-def render_detail(selected, window, data):
+def render_detail(selected, window, scaling, data):
     run = stored_run(data)
     if not run or not selected:
         return _empty("Run a text, then click a head in the model view.")
@@ -301,7 +306,8 @@ def render_detail(selected, window, data):
     )
     pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
     title = f"L{layer}H{head} · {run.model}{zoom}{pooled}"
-    return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride)
+    scaling = scaling if scaling in SCALINGS else "global"
+    return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
 
 
 # the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
@@ -339,10 +345,11 @@ def render_head_view(layer, heads, data):
     Input("explore-run-data", "data"),
     Input("selected-head", "data"),
     Input("layer-dropdown", "value"),
+    Input("head-scaling", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer):
+def to_address(data, selected, layer, scaling):
     run = stored_run(data)
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
-    values = {**run_query(run), "head": head, "layer": layer if run else None}
+    values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling}
     return query_string(values, PARAMS)

@@ -20,12 +20,14 @@ from attnscope.frontend.page_common import describe_error
 from attnscope.frontend.pages.explore_callbacks import client, pick_model, run_text
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 SHARED = "shared"
 DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU
 PARAMS = {**RUN_PARAMS, "dims": Param(int, default=2, choices=(2, 3))}
 register_url_sync("measure")
+register_token_counter("measure", "measure-text", "measure-model")
 
 
 @callback(
