@@ -8,6 +8,7 @@ from dash import html
 from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.plot_config import message_figure
 
 
 def client() -> ApiClient:
@@ -16,28 +17,9 @@ def client() -> ApiClient:
 
 
 def empty_figure(message: str, height: int = 320) -> go.Figure:
-    """A blank figure whose only content is ``message`` (wrapped: never cut off at the sides)."""
-    wrapped = "<br>".join(_wrap(message, 70))
-    fig = go.Figure()
-    fig.update_layout(
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        height=height,
-        plot_bgcolor="white",
-        annotations=[{"text": wrapped, "showarrow": False, "font": {"size": 14, "color": "#555"}}],
-    )
-    return fig
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + ([line] if line else [])
+    """A blank figure whose only content is ``message`` (wrapped at 70 characters: never cut off at
+    the sides), ``height`` px tall."""
+    return message_figure(message, width=70, height=height)
 
 
 def error_box(page_id: str) -> html.Div:

@@ -6,18 +6,11 @@ import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
-from attnscope.frontend.measure_figures import (
-    fixed_point_figure,
-    fixed_point_summary,
-    lipschitz_figure,
-    particle_figure,
-    w1_profile_figure,
-)
-from attnscope.frontend.measure_figures import (
-    message_figure as _empty,
-)
-from attnscope.frontend.page_common import describe_error
-from attnscope.frontend.pages.explore_callbacks import client, pick_model, run_text
+from attnscope.frontend.lipschitz_figures import fixed_point_figure, fixed_point_summary, lipschitz_figure
+from attnscope.frontend.page_common import client, describe_error
+from attnscope.frontend.pages.explore_callbacks import pick_model, run_text
+from attnscope.frontend.particle_figures import particle_figure, w1_profile_figure
+from attnscope.frontend.plot_config import message_figure as _empty
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
 from attnscope.frontend.token_counter import register_token_counter
