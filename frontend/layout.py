@@ -6,7 +6,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
-from attnscope.frontend.page_common import error_box
+from attnscope.frontend.page_common import control, error_box, model_picker
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import problems_message, url_sync
@@ -18,25 +18,17 @@ def controls(text: str | None = None) -> html.Div:
     return html.Div(
         className="controls",
         children=[
-            html.Div(
-                className="control",
-                children=[
-                    html.Label("Model", htmlFor="model-dropdown"),
-                    dcc.Dropdown(id="model-dropdown", clearable=False, placeholder="loading models…"),
-                ],
-            ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Text", htmlFor="text-input"),
-                    dcc.Textarea(
-                        id="text-input",
-                        value=text or EXAMPLE,
-                        rows=3,
-                        className="text-input",
-                        placeholder="Type a sentence to see its attention",
-                    ),
-                ],
+            model_picker("model-dropdown"),
+            control(
+                "Text",
+                dcc.Textarea(
+                    id="text-input",
+                    value=text or EXAMPLE,
+                    rows=3,
+                    className="text-input",
+                    placeholder="Type a sentence to see its attention",
+                ),
+                size="grow",
             ),
             html.Button("Run", id="run-button", n_clicks=0, className="run-button"),
             token_counter("explore"),

@@ -1,10 +1,11 @@
-"""What every page's callbacks share: the API client of the running app, an empty figure that
-carries a message, and an error box with a Retry button."""
+"""What every page shares: the API client of the running app, an empty figure that carries a
+message, an error box with a Retry button, and the labelled controls of a page's controls row
+(``control``, ``model_picker``)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from dash import html
+from dash import dcc, html
 from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
@@ -20,6 +21,21 @@ def empty_figure(message: str, height: int = 320) -> go.Figure:
     """A blank figure whose only content is ``message`` (wrapped at 70 characters: never cut off at
     the sides), ``height`` px tall."""
     return message_figure(message, width=70, height=height)
+
+
+def control(label: str, field, *after, size: str = "") -> html.Div:
+    """One control of a page's controls row: ``label`` (for ``field.id``), ``field`` (a dropdown,
+    a text area, an input), then ``after`` (e.g. a token counter). ``size``: ``""``, ``"grow"``
+    (takes the row's free width) or ``"small"``."""
+    return html.Div(
+        className=f"control {size}" if size else "control",
+        children=[html.Label(label, htmlFor=field.id), field, *after],
+    )
+
+
+def model_picker(control_id: str, label: str = "Model", placeholder: str = "loading models…") -> html.Div:
+    """The model dropdown ``control_id`` (its options come from the page's callbacks)."""
+    return control(label, dcc.Dropdown(id=control_id, clearable=False, placeholder=placeholder))
 
 
 def error_box(page_id: str) -> html.Div:

@@ -71,6 +71,14 @@ def graph(graph_id: str, export: bool = True, loading: bool = True, **graph_kw) 
     return html.Div([body, export_bar(graph_id)] if export else [body], className="figure-box")
 
 
+def bare_graph(graph_id: str, loading: bool = True) -> dcc.Graph | dcc.Loading:
+    """A ``dcc.Graph`` with Plotly's own toolbar (only its logo hidden) and no export bar, in
+    ``dcc.Loading`` unless ``loading`` is False: the measure, vision, census and faithfulness
+    figures (``graph()`` is the shared policy)."""
+    g = dcc.Graph(id=graph_id, config={"displaylogo": False})
+    return dcc.Loading(g, type="dot") if loading else g
+
+
 def register_export(app) -> None:
     """The one clientside callback behind every ``export_bar`` (pattern-matching ids)."""
     from dash import ALL, MATCH

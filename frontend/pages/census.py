@@ -6,10 +6,11 @@ job: its progress while it runs, its result once done)."""
 import dash
 from dash import dash_table, dcc, html
 
-from attnscope.frontend.page_common import error_box
+from attnscope.frontend.page_common import control, error_box
 from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.census_callbacks import MAX_N, PARAMS
 from attnscope.frontend.past_jobs import past_jobs_panel
+from attnscope.frontend.plot_config import bare_graph
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
@@ -40,50 +41,36 @@ def layout(**query):
                     html.Div(
                         className="controls",
                         children=[
-                            html.Div(
-                                className="control",
-                                children=[
-                                    html.Label("Job", htmlFor="census-kind"),
-                                    dcc.Dropdown(
-                                        id="census-kind",
-                                        value=state["kind"],
-                                        clearable=False,
-                                        options=[
-                                            {"label": "census", "value": "census"},
-                                            {"label": "probe (logistic regression)", "value": "probe"},
-                                            {"label": "probe (2-layer CNN)", "value": "probe-cnn"},
-                                        ],
-                                    ),
-                                ],
+                            control(
+                                "Job",
+                                dcc.Dropdown(
+                                    id="census-kind",
+                                    value=state["kind"],
+                                    clearable=False,
+                                    options=[
+                                        {"label": "census", "value": "census"},
+                                        {"label": "probe (logistic regression)", "value": "probe"},
+                                        {"label": "probe (2-layer CNN)", "value": "probe-cnn"},
+                                    ],
+                                ),
                             ),
-                            html.Div(
-                                className="control",
-                                children=[
-                                    html.Label("Model", htmlFor="census-model"),
-                                    dcc.Dropdown(id="census-model", clearable=False),
-                                ],
+                            control("Model", dcc.Dropdown(id="census-model", clearable=False)),
+                            control(
+                                "Data set",
+                                dcc.Dropdown(
+                                    id="census-dataset",
+                                    options=[
+                                        {"label": "SST-2 dev", "value": "sst2"},
+                                        {"label": "movie reviews (Zaidan)", "value": "movies"},
+                                    ],
+                                    value=state["dataset"],
+                                    clearable=False,
+                                ),
                             ),
-                            html.Div(
-                                className="control",
-                                children=[
-                                    html.Label("Data set", htmlFor="census-dataset"),
-                                    dcc.Dropdown(
-                                        id="census-dataset",
-                                        options=[
-                                            {"label": "SST-2 dev", "value": "sst2"},
-                                            {"label": "movie reviews (Zaidan)", "value": "movies"},
-                                        ],
-                                        value=state["dataset"],
-                                        clearable=False,
-                                    ),
-                                ],
-                            ),
-                            html.Div(
-                                className="control small",
-                                children=[
-                                    html.Label("N", htmlFor="census-n"),
-                                    dcc.Input(id="census-n", type="number", min=1, max=MAX_N, step=1, value=state["n"]),
-                                ],
+                            control(
+                                "N",
+                                dcc.Input(id="census-n", type="number", min=1, max=MAX_N, step=1, value=state["n"]),
+                                size="small",
                             ),
                             html.Button("Start", id="census-start", n_clicks=0, className="run-button"),
                             html.Button(
@@ -118,7 +105,7 @@ def layout(**query):
                             ),
                         ],
                     ),
-                    dcc.Loading(dcc.Graph(id="census-figure", config={"displaylogo": False}), type="dot"),
+                    bare_graph("census-figure"),
                     dash_table.DataTable(
                         id="census-table",
                         page_size=12,

@@ -7,9 +7,11 @@ Address: ``/faithfulness?model=M&text=T&convention=eraser&k=0.2&explainers=atten
 import dash
 from dash import dash_table, dcc, html
 
+from attnscope.frontend.page_common import control, model_picker
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
 from attnscope.frontend.past_jobs import past_jobs_panel
+from attnscope.frontend.plot_config import bare_graph
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
@@ -27,19 +29,11 @@ def _controls(state: dict) -> html.Div:
     return html.Div(
         className="controls",
         children=[
-            html.Div(
-                className="control",
-                children=[
-                    html.Label("Classifier", htmlFor="faith-model"),
-                    dcc.Dropdown(id="faith-model", clearable=False, placeholder="loading models…"),
-                ],
-            ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Text (mark the human rationale with [[double brackets]])", htmlFor="faith-text"),
-                    dcc.Textarea(id="faith-text", value=state["text"] or EXAMPLE, rows=3, className="text-input"),
-                ],
+            model_picker("faith-model", "Classifier"),
+            control(
+                "Text (mark the human rationale with [[double brackets]])",
+                dcc.Textarea(id="faith-text", value=state["text"] or EXAMPLE, rows=3, className="text-input"),
+                size="grow",
             ),
             html.Div(
                 className="control",
@@ -55,18 +49,16 @@ def _controls(state: dict) -> html.Div:
                     dcc.Input(id="faith-k", type="number", min=0.01, max=1, step=0.01, value=state["k"]),
                 ],
             ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Explainers", htmlFor="faith-explainers"),
-                    dcc.Checklist(
-                        id="faith-explainers",
-                        value=explainer_list(state["explainers"]) or list(DEFAULT_EXPLAINERS),
-                        inline=True,
-                        className="head-checklist",
-                        options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],
-                    ),
-                ],
+            control(
+                "Explainers",
+                dcc.Checklist(
+                    id="faith-explainers",
+                    value=explainer_list(state["explainers"]) or list(DEFAULT_EXPLAINERS),
+                    inline=True,
+                    className="head-checklist",
+                    options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],
+                ),
+                size="grow",
             ),
             html.Div(
                 className="control grow",
@@ -127,7 +119,7 @@ def _example_panels() -> list:
                     className="panel half",
                     children=[
                         html.H2("Comprehensiveness and sufficiency over the bins"),
-                        dcc.Graph(id="faith-curves", config={"displaylogo": False}),
+                        bare_graph("faith-curves", loading=False),
                     ],
                 ),
                 html.Section(

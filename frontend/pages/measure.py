@@ -5,9 +5,10 @@ import dash
 from dash import dcc, html
 
 from attnscope.frontend.layout import EXAMPLE
-from attnscope.frontend.page_common import error_box
+from attnscope.frontend.page_common import control, error_box, model_picker
 from attnscope.frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.measure_callbacks import PARAMS
+from attnscope.frontend.plot_config import bare_graph
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
@@ -27,20 +28,12 @@ def _controls(state: dict) -> html.Div:
         className="controls",
         children=[
             dcc.Store(id="measure-init", data=0),
-            html.Div(
-                className="control",
-                children=[
-                    html.Label("Model", htmlFor="measure-model"),
-                    dcc.Dropdown(id="measure-model", clearable=False, placeholder="loading models…"),
-                ],
-            ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Text", htmlFor="measure-text"),
-                    dcc.Textarea(id="measure-text", value=state["text"] or EXAMPLE, rows=2, className="text-input"),
-                    token_counter("measure"),
-                ],
+            model_picker("measure-model"),
+            control(
+                "Text",
+                dcc.Textarea(id="measure-text", value=state["text"] or EXAMPLE, rows=2, className="text-input"),
+                token_counter("measure"),
+                size="grow",
             ),
             html.Button("Run", id="measure-run-button", n_clicks=0, className="run-button"),
             html.Div(id="measure-error", className="error", role="alert"),
@@ -71,7 +64,7 @@ def _particles(state: dict) -> html.Div:
                         value=state["dims"],
                         inline=True,
                     ),
-                    dcc.Loading(dcc.Graph(id="particle-view", config={"displaylogo": False}), type="dot"),
+                    bare_graph("particle-view"),
                 ],
             ),
             html.Section(
@@ -82,7 +75,7 @@ def _particles(state: dict) -> html.Div:
                         "How far each layer moves the token measure: W1(μ_l, μ_l+1), exact (assignment).",
                         className="hint",
                     ),
-                    dcc.Loading(dcc.Graph(id="w1-profile", config={"displaylogo": False}), type="dot"),
+                    bare_graph("w1-profile"),
                     html.Div(id="maxent-summary", className="hint"),
                 ],
             ),
@@ -110,7 +103,7 @@ def _lipschitz_and_fixed_point() -> html.Div:
                             html.Span(id="lipschitz-status", className="hint", **{"aria-live": "polite"}),
                         ],
                     ),
-                    dcc.Loading(dcc.Graph(id="lipschitz-panel", config={"displaylogo": False}), type="dot"),
+                    bare_graph("lipschitz-panel"),
                 ],
             ),
             html.Section(
@@ -138,7 +131,7 @@ def _lipschitz_and_fixed_point() -> html.Div:
                             html.Button("Iterate", id="fixed-point-button", n_clicks=0, className="run-button"),
                         ],
                     ),
-                    dcc.Loading(dcc.Graph(id="fixed-point-view", config={"displaylogo": False}), type="dot"),
+                    bare_graph("fixed-point-view"),
                     html.Div(id="fixed-point-summary", className="hint"),
                 ],
             ),

@@ -3,8 +3,10 @@
 import dash
 from dash import dcc, html
 
+from attnscope.frontend.page_common import control, model_picker
 from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.vision_callbacks import PARAMS
+from attnscope.frontend.plot_config import bare_graph
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attnscope · vision")
@@ -23,19 +25,10 @@ def layout(**query) -> html.Div:
             html.Div(
                 className="controls",
                 children=[
-                    html.Div(
-                        className="control",
-                        children=[
-                            html.Label("Vision model", htmlFor="vision-model"),
-                            dcc.Dropdown(id="vision-model", clearable=False, placeholder="loading models…"),
-                        ],
-                    ),
-                    html.Div(
-                        className="control",
-                        children=[
-                            html.Label("Sample (held-out MNIST digit, or a photo for DINOv2)", htmlFor="vision-sample"),
-                            dcc.Dropdown(id="vision-sample", clearable=False, placeholder="loading samples…"),
-                        ],
+                    model_picker("vision-model", "Vision model"),
+                    control(
+                        "Sample (held-out MNIST digit, or a photo for DINOv2)",
+                        dcc.Dropdown(id="vision-sample", clearable=False, placeholder="loading samples…"),
                     ),
                     html.Button("Run", id="vision-run-button", n_clicks=0, className="run-button"),
                     html.Div(
@@ -59,7 +52,7 @@ def layout(**query) -> html.Div:
                         children=[
                             html.H2("Image"),
                             html.P("Click a pixel: it becomes the query.", className="hint"),
-                            dcc.Loading(dcc.Graph(id="vision-image", config={"displaylogo": False}), type="dot"),
+                            bare_graph("vision-image"),
                             html.Div(id="vision-prediction", className="prediction"),
                             html.Div(
                                 className="inline",
@@ -79,7 +72,7 @@ def layout(**query) -> html.Div:
                                 "Gaussian heads also show their learned centre (x) and 1σ/2σ spread.",
                                 className="hint",
                             ),
-                            dcc.Loading(dcc.Graph(id="query-pixel-view", config={"displaylogo": False}), type="dot"),
+                            bare_graph("query-pixel-view"),
                         ],
                     ),
                 ],
@@ -120,7 +113,7 @@ def layout(**query) -> html.Div:
                             ),
                         ],
                     ),
-                    dcc.Graph(id="conv-vs-attention", config={"displaylogo": False}),
+                    bare_graph("conv-vs-attention", loading=False),
                 ],
             ),
             html.Section(
@@ -133,7 +126,7 @@ def layout(**query) -> html.Div:
                         "over the image. The Structure page analyses this run too.",
                         className="hint",
                     ),
-                    dcc.Loading(dcc.Graph(id="vision-rollout", config={"displaylogo": False}), type="dot"),
+                    bare_graph("vision-rollout"),
                 ],
             ),
         ]
