@@ -9,7 +9,7 @@ from attnscope.frontend.llm_layout import llm_panels
 from attnscope.frontend.page_common import control, error_box, model_picker
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.token_counter import token_counter
-from attnscope.frontend.url_state import problems_message, url_sync
+from attnscope.frontend.url_state import address_parts
 
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
@@ -122,11 +122,9 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
     return html.Div(
         children=[
             dcc.Store(id="selected-head"),
-            dcc.Store(id="explore-query", data=state),
             dcc.Store(id="explore-run-data"),
             dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
-            url_sync("explore"),
-            problems_message(problems or [], "explore"),
+            *address_parts("explore", state, problems or []),
             controls(state.get("text")),
             error_box("explore"),
             llm_panels(),

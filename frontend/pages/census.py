@@ -11,7 +11,7 @@ from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers 
 from attnscope.frontend.pages.census_callbacks import MAX_N, PARAMS
 from attnscope.frontend.past_jobs import past_jobs_panel
 from attnscope.frontend.plot_config import bare_graph
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/census", name="Census", order=3, title="attnscope · census")
 
@@ -21,11 +21,9 @@ def layout(**query):
     return html.Div(
         children=[
             dcc.Store(id="census-job"),
-            dcc.Store(id="census-query", data=state),
             dcc.Interval(id="census-poll", interval=800, disabled=True),
             dcc.Download(id="census-download"),
-            url_sync("census"),
-            problems_message(problems, "census"),
+            *address_parts("census", state, problems),
             html.Section(
                 className="panel",
                 children=[

@@ -14,7 +14,7 @@ from attnscope.frontend.pages import compare_callbacks  # noqa: F401  (registers
 from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PARAMS
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.token_counter import token_counter
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/compare", name="Compare", order=1.5, title="attnscope · compare")
 
@@ -37,11 +37,9 @@ def layout(**query):
     state, problems = parse_query(query, PARAMS)
     return html.Div(
         children=[
-            dcc.Store(id="compare-query", data=state),
             dcc.Store(id="compare-pair"),
             dcc.Store(id="compare-head"),
-            url_sync("compare"),
-            problems_message(problems, "compare"),
+            *address_parts("compare", state, problems),
             html.Div(
                 className="controls",
                 children=[

@@ -12,7 +12,7 @@ from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (regi
 from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
 from attnscope.frontend.past_jobs import past_jobs_panel
 from attnscope.frontend.plot_config import bare_graph
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
@@ -196,10 +196,8 @@ def layout(**query):
         children=[
             dcc.Store(id="faith-result"),
             dcc.Store(id="faith-job"),
-            dcc.Store(id="faith-query", data=state),
             dcc.Interval(id="faith-poll", interval=1000, disabled=True),
-            url_sync("faith"),
-            problems_message(problems, "faith"),
+            *address_parts("faith", state, problems),
             html.Div(id="faith-notes", className="notice empty", role="status"),
             _controls(state),
             *_example_panels(),

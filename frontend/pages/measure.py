@@ -10,7 +10,7 @@ from attnscope.frontend.pages import measure_callbacks  # noqa: F401  (registers
 from attnscope.frontend.pages.measure_callbacks import PARAMS
 from attnscope.frontend.plot_config import bare_graph
 from attnscope.frontend.token_counter import token_counter
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/measure", name="Measure", order=5, title="attnscope · measure")
 
@@ -143,10 +143,8 @@ def layout(**query) -> html.Div:
     state, problems = parse_query(query, PARAMS)
     return html.Div(
         children=[
-            dcc.Store(id="measure-query", data=state),
             dcc.Store(id="measure-run-data"),
-            url_sync("measure"),
-            problems_message(problems, "measure"),
+            *address_parts("measure", state, problems),
             _controls(state),
             _particles(state),
             _lipschitz_and_fixed_point(),

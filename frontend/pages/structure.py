@@ -11,7 +11,7 @@ from attnscope.frontend.pages.structure_callbacks import PARAMS
 from attnscope.frontend.pages.structure_effects import effects_panel
 from attnscope.frontend.pages.structure_heads import head_types_panel
 from attnscope.frontend.plot_config import graph
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/structure", name="Structure", order=2, title="attnscope · structure")
 
@@ -21,11 +21,9 @@ def layout(**query):
     return html.Div(
         children=[
             dcc.Store(id="shift-data"),
-            dcc.Store(id="structure-query", data=state),
             dcc.Store(id="structure-run-data"),
             dcc.Store(id="structure-head"),
-            url_sync("structure"),
-            problems_message(problems, "structure"),
+            *address_parts("structure", state, problems),
             html.Div(id="structure-run", className="panel hint"),
             error_box("structure"),
             html.Div(

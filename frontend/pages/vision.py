@@ -7,7 +7,7 @@ from attnscope.frontend.page_common import control, model_picker
 from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.vision_callbacks import PARAMS
 from attnscope.frontend.plot_config import bare_graph
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attnscope · vision")
 
@@ -18,10 +18,8 @@ def layout(**query) -> html.Div:
     return html.Div(
         children=[
             dcc.Store(id="vision-run"),
-            dcc.Store(id="vision-query", data=state),
             dcc.Store(id="vision-cell", data=cell or {"row": 7, "col": 7}),
-            url_sync("vision"),
-            problems_message(problems, "vision"),
+            *address_parts("vision", state, problems),
             html.Div(
                 className="controls",
                 children=[
