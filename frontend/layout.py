@@ -6,7 +6,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
-from attnscope.frontend.page_common import control, error_box, model_picker
+from attnscope.frontend.page_common import control, error_box, model_picker, panel
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
@@ -39,18 +39,14 @@ def controls(text: str | None = None) -> html.Div:
 
 
 def model_view() -> html.Section:
-    return html.Section(
-        className="panel",
-        children=[
-            html.H2("Model view"),
-            html.P(
-                "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its "
-                "detail; with a head focused, the arrow keys move through the grid.",
-                className="hint",
-            ),
-            html.Div(id="explore-run", className="hint"),
-            dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
-        ],
+    return panel(
+        "Model view",
+        (
+            "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its "
+            "detail; with a head focused, the arrow keys move through the grid."
+        ),
+        html.Div(id="explore-run", className="hint"),
+        dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
     )
 
 
@@ -79,37 +75,33 @@ def detail_views(scaling: str = "global") -> html.Div:
     return html.Div(
         className="row",
         children=[
-            html.Section(
-                className="panel half",
-                children=[
-                    html.H2("Head detail"),
-                    html.P(
-                        "Long inputs open as a pooled overview (each cell the maximum of a block); "
-                        "drag a box to zoom into a token window at full resolution, double-click to reset.",
-                        className="hint",
-                    ),
-                    scaling_control("head-scaling", scaling),
-                    dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
-                    html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
-                    export_bar("head-detail"),
-                ],
+            panel(
+                "Head detail",
+                (
+                    "Long inputs open as a pooled overview (each cell the maximum of a block); "
+                    "drag a box to zoom into a token window at full resolution, double-click to reset."
+                ),
+                scaling_control("head-scaling", scaling),
+                dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
+                html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
+                export_bar("head-detail"),
+                half=True,
             ),
-            html.Section(
-                className="panel half",
-                children=[
-                    html.H2("Head view"),
-                    html.Div(
-                        className="inline",
-                        children=[
-                            html.Label("Layer", htmlFor="layer-dropdown"),
-                            dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
-                        ],
-                    ),
-                    html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
-                    dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
-                    dcc.Loading(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")), type="dot"),
-                    export_bar("head-view", ("svg", "png", "json")),
-                ],
+            panel(
+                "Head view",
+                None,
+                html.Div(
+                    className="inline",
+                    children=[
+                        html.Label("Layer", htmlFor="layer-dropdown"),
+                        dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
+                    ],
+                ),
+                html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
+                dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
+                dcc.Loading(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")), type="dot"),
+                export_bar("head-view", ("svg", "png", "json")),
+                half=True,
             ),
         ],
     )

@@ -1,6 +1,6 @@
 """What every page shares: the API client of the running app, an empty figure that carries a
-message, an error box with a Retry button, and the labelled controls of a page's controls row
-(``control``, ``model_picker``)."""
+message, an error box with a Retry button, a panel with its heading and hint (``panel``), and the
+labelled controls of a page's controls row (``control``, ``model_picker``)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def empty_figure(message: str, height: int = 320) -> go.Figure:
     """A blank figure whose only content is ``message`` (wrapped at 70 characters: never cut off at
     the sides), ``height`` px tall."""
     return message_figure(message, width=70, height=height)
+
+
+def panel(title: str, hint, *children, half: bool = False) -> html.Section:
+    """A page's panel: the heading ``title``, a hint paragraph (``hint``; None: none), then
+    ``children``; ``half`` puts two panels side by side in a row."""
+    head = [html.H2(title)] + ([html.P(hint, className="hint")] if hint is not None else [])
+    return html.Section(className="panel half" if half else "panel", children=[*head, *children])
 
 
 def control(label: str, field, *after, size: str = "") -> html.Div:

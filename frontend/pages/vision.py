@@ -3,7 +3,7 @@
 import dash
 from dash import dcc, html
 
-from attnscope.frontend.page_common import control, model_picker
+from attnscope.frontend.page_common import control, model_picker, panel
 from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.vision_callbacks import PARAMS
 from attnscope.frontend.plot_config import bare_graph
@@ -45,21 +45,18 @@ def layout(**query) -> html.Div:
             html.Div(
                 className="row",
                 children=[
-                    html.Section(
-                        className="panel",
-                        children=[
-                            html.H2("Image"),
-                            html.P("Click a pixel: it becomes the query.", className="hint"),
-                            bare_graph("vision-image"),
-                            html.Div(id="vision-prediction", className="prediction"),
-                            html.Div(
-                                className="inline",
-                                children=[
-                                    html.Label("Layer", htmlFor="vision-layer"),
-                                    dcc.Dropdown(id="vision-layer", clearable=False, className="small-dropdown"),
-                                ],
-                            ),
-                        ],
+                    panel(
+                        "Image",
+                        "Click a pixel: it becomes the query.",
+                        bare_graph("vision-image"),
+                        html.Div(id="vision-prediction", className="prediction"),
+                        html.Div(
+                            className="inline",
+                            children=[
+                                html.Label("Layer", htmlFor="vision-layer"),
+                                dcc.Dropdown(id="vision-layer", clearable=False, className="small-dropdown"),
+                            ],
+                        ),
                     ),
                     html.Section(
                         className="panel grow",
@@ -75,17 +72,13 @@ def layout(**query) -> html.Div:
                     ),
                 ],
             ),
-            html.Section(
-                className="panel",
-                children=[
-                    html.H2("Model view"),
-                    html.P(
-                        "Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
-                        "scaled to its own maximum. Click one to show its layer above.",
-                        className="hint",
-                    ),
-                    dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
-                ],
+            panel(
+                "Model view",
+                (
+                    "Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
+                    "scaled to its own maximum. Click one to show its layer above."
+                ),
+                dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
             ),
             html.Section(
                 id="conv-panel",
@@ -114,18 +107,14 @@ def layout(**query) -> html.Div:
                     bare_graph("conv-vs-attention", loading=False),
                 ],
             ),
-            html.Section(
-                className="panel",
-                children=[
-                    html.H2("Rollout over the image"),
-                    html.P(
-                        "Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
-                        "layers) from the CLS token, or averaged over every position for models without one, drawn "
-                        "over the image. The Structure page analyses this run too.",
-                        className="hint",
-                    ),
-                    bare_graph("vision-rollout"),
-                ],
+            panel(
+                "Rollout over the image",
+                (
+                    "Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
+                    "layers) from the CLS token, or averaged over every position for models without one, drawn "
+                    "over the image. The Structure page analyses this run too."
+                ),
+                bare_graph("vision-rollout"),
             ),
         ]
     )
