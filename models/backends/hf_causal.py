@@ -214,13 +214,34 @@ class HFCausalLMBackend(HFBackend):
     def generate(self, inp: ModelInput, options: GenerateOptions, hidden_states: bool = True) -> Capture:
         """Generate after the input; the maps cover prompt + generated tokens, and the output holds
         ``generation``: the text, and per step the token, its probability and the query position
-        whose attention row chose it (``query = position - 1``, keys = prompt + generated prefix)."""
+        whose attention row chose it (``query = position - 1``, keys = prompt + generated prefix).
+
+        Lazy capture decodes with the fused attention and nothing recorded, then records queries
+        and keys in one forward over prompt + generated tokens: causal attention makes its row
+        ``p`` what step ``p`` computed through the cache (equal to float rounding), for the cost of
+        one more forward instead of materialising every step's probabilities."""
         self.check_modality("text")
         self.check_length(len(inp) + options.max_new_tokens, f"the prompt ({len(inp)} tokens) plus max_new_tokens")
+        lazy = self.capture == "lazy"
         dec: Decoded = decode(
-            self.model, inp.ids_tensor(self.device), options, self.eos_ids, record=True, hidden_states=hidden_states
+            self.model,
+            inp.ids_tensor(self.device),
+            options,
+            self.eos_ids,
+            record=not lazy,
+            hidden_states=hidden_states and not lazy,
         )
-        maps, full = self._maps(dec.ids, dec.weights)
+        hidden, recompute = dec.hidden, None
+        if lazy:  # one recorded forward over prompt + generated tokens: its rows are the steps' rows
+            full = self.make_input(dec.ids)
+            with torch.inference_mode(), lazy_capture() as recorder:
+                self.model.base_model(input_ids=full.ids_tensor(self.device), use_cache=False)
+            maps = self.lazy_maps(recorder.ordered(), 0, len(full), full)
+            if hidden_states:
+                token_ids = tuple(dec.ids)
+                recompute = lambda: self.hidden_states_of(token_ids)  # noqa: E731
+        else:
+            maps, full = self._maps(dec.ids, dec.weights)
         output = self._prediction(dec.ids, torch.cat(dec.logits), dec.n_prompt)
         n = dec.n_prompt
         steps = []
@@ -243,4 +264,6 @@ class HFCausalLMBackend(HFBackend):
             "options": options.as_dict(),
             "steps": steps,
         }
-        return Capture(maps, output, dec.hidden, token_ids=tuple(dec.ids), attention=self.attention)
+        return Capture(
+            maps, output, hidden, token_ids=tuple(dec.ids), attention=self.attention, recompute_hidden=recompute
+        )

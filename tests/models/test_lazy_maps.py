@@ -222,3 +222,22 @@ def test_a_lazy_smollm2_run_keeps_no_hidden_states_and_recomputes_them_exactly(s
     assert hidden.dtype == np.float32 and hidden.shape == (31, len(inp), 576)
     np.testing.assert_allclose(hidden, own, rtol=0, atol=1e-6)
     assert smollm2.run(inp, hidden_states=False).hidden() is None
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral"])
+def test_generation_records_queries_and_keys_lazily(arch, tiny_causal_lms, monkeypatch):
+    """A lazy generation's maps (one recorded forward after decoding) equal the eager step-by-step
+    rows through the cache; its hidden states are recomputed, not kept."""
+    from attnscope.models.backends.generation import GenerateOptions
+
+    root, _ = tiny_causal_lms
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))
+    lazy = load_model(f"local:{arch}", device="cpu")
+    eager = load_model(f"local:{arch}", device="cpu", capture="eager")
+    a = lazy.generate(lazy.encode_text(TEXT), GenerateOptions(5))
+    b = eager.generate(eager.encode_text(TEXT), GenerateOptions(5))
+    assert a.output["generation"]["token_ids"] == b.output["generation"]["token_ids"]
+    assert a.maps.n_tokens == b.maps.n_tokens == len(a.token_ids)
+    assert _same(a.maps, b.maps) <= 2 * ATOL  # the cache's step rows against one forward: float rounding
+    assert a.hidden_states is None and b.hidden_states is not None
+    np.testing.assert_allclose(a.hidden(), b.hidden_states, atol=1e-4)
