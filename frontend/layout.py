@@ -6,10 +6,10 @@ from __future__ import annotations
 from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
-from attnscope.frontend.page_common import error_box
+from attnscope.frontend.page_common import control, error_box, model_picker, panel
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.token_counter import token_counter
-from attnscope.frontend.url_state import problems_message, url_sync
+from attnscope.frontend.url_state import address_parts
 
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
@@ -18,25 +18,17 @@ def controls(text: str | None = None) -> html.Div:
     return html.Div(
         className="controls",
         children=[
-            html.Div(
-                className="control",
-                children=[
-                    html.Label("Model", htmlFor="model-dropdown"),
-                    dcc.Dropdown(id="model-dropdown", clearable=False, placeholder="loading models…"),
-                ],
-            ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Text", htmlFor="text-input"),
-                    dcc.Textarea(
-                        id="text-input",
-                        value=text or EXAMPLE,
-                        rows=3,
-                        className="text-input",
-                        placeholder="Type a sentence to see its attention",
-                    ),
-                ],
+            model_picker("model-dropdown"),
+            control(
+                "Text",
+                dcc.Textarea(
+                    id="text-input",
+                    value=text or EXAMPLE,
+                    rows=3,
+                    className="text-input",
+                    placeholder="Type a sentence to see its attention",
+                ),
+                size="grow",
             ),
             html.Button("Run", id="run-button", n_clicks=0, className="run-button"),
             token_counter("explore"),
@@ -47,18 +39,14 @@ def controls(text: str | None = None) -> html.Div:
 
 
 def model_view() -> html.Section:
-    return html.Section(
-        className="panel",
-        children=[
-            html.H2("Model view"),
-            html.P(
-                "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its "
-                "detail; with a head focused, the arrow keys move through the grid.",
-                className="hint",
-            ),
-            html.Div(id="explore-run", className="hint"),
-            dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
-        ],
+    return panel(
+        "Model view",
+        (
+            "Every layer × head of the run, each thumbnail scaled to its own maximum. Click a head for its "
+            "detail; with a head focused, the arrow keys move through the grid."
+        ),
+        html.Div(id="explore-run", className="hint"),
+        dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
     )
 
 
@@ -87,37 +75,33 @@ def detail_views(scaling: str = "global") -> html.Div:
     return html.Div(
         className="row",
         children=[
-            html.Section(
-                className="panel half",
-                children=[
-                    html.H2("Head detail"),
-                    html.P(
-                        "Long inputs open as a pooled overview (each cell the maximum of a block); "
-                        "drag a box to zoom into a token window at full resolution, double-click to reset.",
-                        className="hint",
-                    ),
-                    scaling_control("head-scaling", scaling),
-                    dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
-                    html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
-                    export_bar("head-detail"),
-                ],
+            panel(
+                "Head detail",
+                (
+                    "Long inputs open as a pooled overview (each cell the maximum of a block); "
+                    "drag a box to zoom into a token window at full resolution, double-click to reset."
+                ),
+                scaling_control("head-scaling", scaling),
+                dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
+                html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
+                export_bar("head-detail"),
+                half=True,
             ),
-            html.Section(
-                className="panel half",
-                children=[
-                    html.H2("Head view"),
-                    html.Div(
-                        className="inline",
-                        children=[
-                            html.Label("Layer", htmlFor="layer-dropdown"),
-                            dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
-                        ],
-                    ),
-                    html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
-                    dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
-                    dcc.Loading(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")), type="dot"),
-                    export_bar("head-view", ("svg", "png", "json")),
-                ],
+            panel(
+                "Head view",
+                None,
+                html.Div(
+                    className="inline",
+                    children=[
+                        html.Label("Layer", htmlFor="layer-dropdown"),
+                        dcc.Dropdown(id="layer-dropdown", clearable=False, className="small-dropdown"),
+                    ],
+                ),
+                html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
+                dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
+                dcc.Loading(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")), type="dot"),
+                export_bar("head-view", ("svg", "png", "json")),
+                half=True,
             ),
         ],
     )
@@ -130,11 +114,9 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
     return html.Div(
         children=[
             dcc.Store(id="selected-head"),
-            dcc.Store(id="explore-query", data=state),
             dcc.Store(id="explore-run-data"),
             dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
-            url_sync("explore"),
-            problems_message(problems or [], "explore"),
+            *address_parts("explore", state, problems or []),
             controls(state.get("text")),
             error_box("explore"),
             llm_panels(),

@@ -1,13 +1,15 @@
-"""What every page's callbacks share: the API client of the running app, an empty figure that
-carries a message, and an error box with a Retry button."""
+"""What every page shares: the API client of the running app, an empty figure that carries a
+message, an error box with a Retry button, a panel with its heading and hint (``panel``), and the
+labelled controls of a page's controls row (``control``, ``model_picker``)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
-from dash import html
+from dash import dcc, html
 from flask import current_app
 
 from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.plot_config import message_figure
 
 
 def client() -> ApiClient:
@@ -16,28 +18,31 @@ def client() -> ApiClient:
 
 
 def empty_figure(message: str, height: int = 320) -> go.Figure:
-    """A blank figure whose only content is ``message`` (wrapped: never cut off at the sides)."""
-    wrapped = "<br>".join(_wrap(message, 70))
-    fig = go.Figure()
-    fig.update_layout(
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        height=height,
-        plot_bgcolor="white",
-        annotations=[{"text": wrapped, "showarrow": False, "font": {"size": 14, "color": "#555"}}],
+    """A blank figure whose only content is ``message`` (wrapped at 70 characters: never cut off at
+    the sides), ``height`` px tall."""
+    return message_figure(message, width=70, height=height)
+
+
+def panel(title: str, hint, *children, half: bool = False) -> html.Section:
+    """A page's panel: the heading ``title``, a hint paragraph (``hint``; None: none), then
+    ``children``; ``half`` puts two panels side by side in a row."""
+    head = [html.H2(title)] + ([html.P(hint, className="hint")] if hint is not None else [])
+    return html.Section(className="panel half" if half else "panel", children=[*head, *children])
+
+
+def control(label: str, field, *after, size: str = "") -> html.Div:
+    """One control of a page's controls row: ``label`` (for ``field.id``), ``field`` (a dropdown,
+    a text area, an input), then ``after`` (e.g. a token counter). ``size``: ``""``, ``"grow"``
+    (takes the row's free width) or ``"small"``."""
+    return html.Div(
+        className=f"control {size}" if size else "control",
+        children=[html.Label(label, htmlFor=field.id), field, *after],
     )
-    return fig
 
 
-def _wrap(text: str, width: int) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + ([line] if line else [])
+def model_picker(control_id: str, label: str = "Model", placeholder: str = "loading models…") -> html.Div:
+    """The model dropdown ``control_id`` (its options come from the page's callbacks)."""
+    return control(label, dcc.Dropdown(id=control_id, clearable=False, placeholder=placeholder))
 
 
 def error_box(page_id: str) -> html.Div:

@@ -8,11 +8,14 @@
   around 0: ``diverging_range``). Maps are drawn with one of ``SCALINGS``: ``global`` (the map's
   own 0..max), ``row`` (each query row divided by its maximum) or ``log`` (log10 of the weight,
   floored at ``LOG_FLOOR``).
+- ``message_figure``: an empty figure whose only content is a message (what to do next, or what
+  went wrong), wrapped so that a long one is never cut off at the sides.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 from dash import ClientsideFunction, Input, Output, dcc, html
 
 SEQUENTIAL = "Blues"  # attention weights, probabilities, scores in [0, max]
@@ -68,6 +71,14 @@ def graph(graph_id: str, export: bool = True, loading: bool = True, **graph_kw) 
     return html.Div([body, export_bar(graph_id)] if export else [body], className="figure-box")
 
 
+def bare_graph(graph_id: str, loading: bool = True) -> dcc.Graph | dcc.Loading:
+    """A ``dcc.Graph`` with Plotly's own toolbar (only its logo hidden) and no export bar, in
+    ``dcc.Loading`` unless ``loading`` is False: the measure, vision, census and faithfulness
+    figures (``graph()`` is the shared policy)."""
+    g = dcc.Graph(id=graph_id, config={"displaylogo": False})
+    return dcc.Loading(g, type="dot") if loading else g
+
+
 def register_export(app) -> None:
     """The one clientside callback behind every ``export_bar`` (pattern-matching ids)."""
     from dash import ALL, MATCH
@@ -111,3 +122,32 @@ def diverging_range(values) -> dict:
     m = float(np.nanmax(np.abs(arr))) if arr.size and np.isfinite(arr).any() else 0.0
     m = m if m > 0 else 1e-12
     return {"colorscale": DIVERGING, "zmin": -m, "zmax": m}
+
+
+def wrap_words(text: str, width: int) -> list[str]:
+    """``text`` as lines of at most ``width`` characters, broken between words (a longer word
+    stands on its own line)."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return lines + ([line] if line else [])
+
+
+def message_figure(message: str, width: int = 60, height: int | None = None) -> go.Figure:
+    """An empty figure that says what to do next (or what went wrong), wrapped at ``width``
+    characters: a long API message (a 422) was one line cut off on both sides. ``height``: fixed,
+    or (None) at least 320 px and taller for a message of many lines."""
+    lines = wrap_words(message, width)
+    fig = go.Figure()
+    fig.update_layout(
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        height=height if height is not None else max(320, 38 + 22 * len(lines)),
+        plot_bgcolor="white",
+        annotations=[{"text": "<br>".join(lines), "showarrow": False, "font": {"size": 14, "color": "#555"}}],
+    )
+    return fig

@@ -136,6 +136,13 @@ def url_sync(page_id: str) -> html.Div:
     return html.Div([dcc.Store(id=f"{page_id}-url"), dcc.Store(id=f"{page_id}-url-applied")], hidden=True)
 
 
+def address_parts(page_id: str, state: dict[str, Any], problems: list[str]) -> list:
+    """What every page's layout holds about its address: the parsed values (``{page_id}-query``,
+    the page's callbacks read them), the store that writes the address (``url_sync``) and the
+    message about what in it was not usable (``problems_message``)."""
+    return [dcc.Store(id=f"{page_id}-query", data=state), url_sync(page_id), problems_message(problems, page_id)]
+
+
 def register_url_sync(page_id: str) -> None:
     """Register the clientside callback that copies ``{page_id}-url`` into the address bar (call once
     per page, at import time, beside the page's callbacks)."""

@@ -9,12 +9,12 @@ import dash
 from dash import dcc, html
 
 from attnscope.frontend.layout import scaling_control
-from attnscope.frontend.page_common import error_box
+from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import compare_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PARAMS
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.token_counter import token_counter
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/compare", name="Compare", order=1.5, title="attnscope · compare")
 
@@ -37,11 +37,9 @@ def layout(**query):
     state, problems = parse_query(query, PARAMS)
     return html.Div(
         children=[
-            dcc.Store(id="compare-query", data=state),
             dcc.Store(id="compare-pair"),
             dcc.Store(id="compare-head"),
-            url_sync("compare"),
-            problems_message(problems, "compare"),
+            *address_parts("compare", state, problems),
             html.Div(
                 className="controls",
                 children=[
@@ -56,30 +54,24 @@ def layout(**query):
             html.Div(
                 className="row compare-grids",
                 children=[
-                    html.Section(
-                        className="panel half",
-                        children=[
-                            html.H2("A − B per head"),
-                            html.P(
-                                "Each thumbnail: the head's map of A minus its map of B, red where A attends "
-                                "more, blue where B does; one symmetric scale for the whole grid. Click a head.",
-                                className="hint",
-                            ),
-                            html.Div(id="compare-scale", className="hint"),
-                            dcc.Loading(html.Div(id="compare-grid", className="model-grid"), type="dot"),
-                        ],
+                    panel(
+                        "A − B per head",
+                        (
+                            "Each thumbnail: the head's map of A minus its map of B, red where A attends "
+                            "more, blue where B does; one symmetric scale for the whole grid. Click a head."
+                        ),
+                        html.Div(id="compare-scale", className="hint"),
+                        dcc.Loading(html.Div(id="compare-grid", className="model-grid"), type="dot"),
+                        half=True,
                     ),
-                    html.Section(
-                        className="panel half",
-                        children=[
-                            html.H2("Jensen-Shannon divergence per head"),
-                            html.P(
-                                "Mean over query rows of JS(A row, B row), in bits: 0 = the same attention, "
-                                "1 = disjoint. Click a cell for its head.",
-                                className="hint",
-                            ),
-                            graph("compare-js"),
-                        ],
+                    panel(
+                        "Jensen-Shannon divergence per head",
+                        (
+                            "Mean over query rows of JS(A row, B row), in bits: 0 = the same attention, "
+                            "1 = disjoint. Click a cell for its head."
+                        ),
+                        graph("compare-js"),
+                        half=True,
                     ),
                 ],
             ),

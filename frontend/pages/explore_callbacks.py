@@ -23,10 +23,11 @@ from attnscope.frontend.llm_figures import (
     head_order,
     model_options,
 )
-from attnscope.frontend.page_common import client, describe_error, empty_figure
+from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.plot_config import SCALINGS
+from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
-from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query, run_record
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
 from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -51,19 +52,6 @@ def _empty(message: str):
     return empty_figure(message)
 
 
-def pick_model(names: list[str], wanted: str | None, stored: str | None, default: str | None) -> tuple[str | None, str]:
-    """``(model, message)``: the address's model when the API serves it, else the session's run's,
-    else the API's default; ``message`` says when the address named a model the API does not serve."""
-    if wanted and wanted in names:
-        return wanted, ""
-    fallback = stored if stored in names else (default if default in names else (names[0] if names else None))
-    if wanted:
-        return fallback, (
-            f"Model '{wanted}' is not served by this API; showing {fallback}. Models: {', '.join(names)}."
-        )
-    return fallback, ""
-
-
 @callback(
     Output("model-dropdown", "options"),
     Output("model-dropdown", "value"),
@@ -74,15 +62,8 @@ def pick_model(names: list[str], wanted: str | None, stored: str | None, default
     State("run-store", "data"),
 )
 def load_models(query, _retry, stored):
-    try:
-        listing = client().models()
-    except ApiError as exc:
-        return [], None, f"API unavailable: {exc}", "notice"
-    options = model_options(listing.models, "text")  # grouped by task; vision models are on Vision
-    names = [m.name for m in listing.models if m.modality == "text"]
-    kept = stored_run(stored)
-    model, note = pick_model(names, (query or {}).get("model"), kept.model if kept else None, listing.default)
-    return options, model, note or f"API {client().base_url}", "notice" if note else "api-status"
+    # grouped by task; vision models are on Vision
+    return model_dropdown(query, stored, lambda models: model_options(models, "text"), lambda m: m.modality == "text")
 
 
 @callback(
@@ -136,20 +117,6 @@ def follow_session_run(stored, shown):
 def create_run(n_clicks, text, model):
     store, error = run_text(n_clicks, model, text)
     return store, store, error
-
-
-def run_text(n_clicks, model, text) -> tuple:
-    """``(run-store data, error message)`` for a Run button: the run as the session's current run,
-    or the API's message. Shared by every page that runs a text."""
-    if not n_clicks:  # Dash Pages can fire a button's callback once when the page's layout is inserted
-        return no_update, no_update
-    if not model:
-        return no_update, "Pick a model first."
-    try:
-        run = client().create_run(model, text or "")
-    except ApiError as exc:
-        return no_update, describe_error(exc, f"Running the text on {model} failed")
-    return run_record(run).to_store(), ""
 
 
 BADGES = {

@@ -7,10 +7,12 @@ Address: ``/faithfulness?model=M&text=T&convention=eraser&k=0.2&explainers=atten
 import dash
 from dash import dash_table, dcc, html
 
+from attnscope.frontend.page_common import control, model_picker, panel
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
 from attnscope.frontend.past_jobs import past_jobs_panel
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.plot_config import bare_graph
+from attnscope.frontend.url_state import address_parts, parse_query
 from attnscope.server.schemas.faithfulness import DEFAULT_EXPLAINERS
 
 dash.register_page(__name__, path="/faithfulness", name="Faithfulness", order=4, title="attnscope · faithfulness")
@@ -27,19 +29,11 @@ def _controls(state: dict) -> html.Div:
     return html.Div(
         className="controls",
         children=[
-            html.Div(
-                className="control",
-                children=[
-                    html.Label("Classifier", htmlFor="faith-model"),
-                    dcc.Dropdown(id="faith-model", clearable=False, placeholder="loading models…"),
-                ],
-            ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Text (mark the human rationale with [[double brackets]])", htmlFor="faith-text"),
-                    dcc.Textarea(id="faith-text", value=state["text"] or EXAMPLE, rows=3, className="text-input"),
-                ],
+            model_picker("faith-model", "Classifier"),
+            control(
+                "Text (mark the human rationale with [[double brackets]])",
+                dcc.Textarea(id="faith-text", value=state["text"] or EXAMPLE, rows=3, className="text-input"),
+                size="grow",
             ),
             html.Div(
                 className="control",
@@ -55,18 +49,16 @@ def _controls(state: dict) -> html.Div:
                     dcc.Input(id="faith-k", type="number", min=0.01, max=1, step=0.01, value=state["k"]),
                 ],
             ),
-            html.Div(
-                className="control grow",
-                children=[
-                    html.Label("Explainers", htmlFor="faith-explainers"),
-                    dcc.Checklist(
-                        id="faith-explainers",
-                        value=explainer_list(state["explainers"]) or list(DEFAULT_EXPLAINERS),
-                        inline=True,
-                        className="head-checklist",
-                        options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],
-                    ),
-                ],
+            control(
+                "Explainers",
+                dcc.Checklist(
+                    id="faith-explainers",
+                    value=explainer_list(state["explainers"]) or list(DEFAULT_EXPLAINERS),
+                    inline=True,
+                    className="head-checklist",
+                    options=[{"label": e, "value": e} for e in DEFAULT_EXPLAINERS],
+                ),
+                size="grow",
             ),
             html.Div(
                 className="control grow",
@@ -108,35 +100,29 @@ def _controls(state: dict) -> html.Div:
 
 def _example_panels() -> list:
     return [
-        html.Section(
-            className="panel",
-            children=[
-                html.H2("Token scores"),
-                html.P(
-                    "Red: evidence for the explained class, blue: against; each row scaled to its own maximum. "
-                    "Underlined: the human rationale. Outlined: the top-k hard rationale.",
-                    className="hint",
-                ),
-                dcc.Loading(html.Div(id="faith-highlights", className="faith-highlights"), type="dot"),
-            ],
+        panel(
+            "Token scores",
+            (
+                "Red: evidence for the explained class, blue: against; each row scaled to its own maximum. "
+                "Underlined: the human rationale. Outlined: the top-k hard rationale."
+            ),
+            dcc.Loading(html.Div(id="faith-highlights", className="faith-highlights"), type="dot"),
         ),
         html.Div(
             className="row",
             children=[
-                html.Section(
-                    className="panel half",
-                    children=[
-                        html.H2("Comprehensiveness and sufficiency over the bins"),
-                        dcc.Graph(id="faith-curves", config={"displaylogo": False}),
-                    ],
+                panel(
+                    "Comprehensiveness and sufficiency over the bins",
+                    None,
+                    bare_graph("faith-curves", loading=False),
+                    half=True,
                 ),
-                html.Section(
-                    className="panel half",
-                    children=[
-                        html.H2("Metrics"),
-                        html.Div(id="faith-summary", className="hint"),
-                        dash_table.DataTable(id="faith-table", **TABLE_STYLE),
-                    ],
+                panel(
+                    "Metrics",
+                    None,
+                    html.Div(id="faith-summary", className="hint"),
+                    dash_table.DataTable(id="faith-table", **TABLE_STYLE),
+                    half=True,
                 ),
             ],
         ),
@@ -144,57 +130,53 @@ def _example_panels() -> list:
 
 
 def _dataset_panel(state: dict) -> html.Section:
-    return html.Section(
-        className="panel",
-        children=[
-            html.H2("Data set: explainer x metric"),
-            html.P(
-                "Runs as a background job on the API (POST /jobs, kind faithfulness), with progress. Movie "
-                "reviews (Zaidan) carry human rationales; they are truncated to the model's 512 tokens. "
-                "HateXplain (3 classes, annotator rationales) needs the opt-in below.",
-                className="hint",
-            ),
-            html.Div(
-                className="inline",
-                children=[
-                    html.Label("Data set", htmlFor="faith-dataset"),
-                    dcc.Dropdown(
-                        id="faith-dataset",
-                        value=state["dataset"],
-                        clearable=False,
-                        className="small-dropdown",
-                        options=[
-                            {"label": "SST-2 dev", "value": "sst2"},
-                            {"label": "movie reviews", "value": "movies"},
-                            {"label": "HateXplain test", "value": "hatexplain"},
-                        ],
-                    ),
-                    html.Label("n", htmlFor="faith-n"),
-                    dcc.Input(id="faith-n", type="number", min=1, max=2000, value=state["n"], style={"width": "80px"}),
-                    html.Button("Start", id="faith-job-start", n_clicks=0, className="run-button"),
-                    html.Progress(id="faith-progress", value="0", max="1", style={"width": "220px"}),
-                    html.Span(id="faith-job-status", className="hint"),
-                ],
-            ),
-            html.Label("HateXplain opt-in", htmlFor="faith-allow-offensive", className="sr-only"),
-            dcc.Checklist(
-                id="faith-allow-offensive",
-                value=[],
-                className="hint",
-                options=[
-                    {
-                        "label": " HateXplain holds hate speech: I opt in (the table shows metrics only, "
-                        "never the posts; use the minilm-hatexplain classifier)",
-                        "value": "yes",
-                    }
-                ],
-            ),
-            html.Div(id="faith-job-error", className="error", role="alert"),
-            html.Div(id="faith-dataset-summary", className="hint"),
-            dash_table.DataTable(id="faith-dataset-table", **TABLE_STYLE),
-            html.Button("Export CSV", id="faith-export", n_clicks=0, disabled=True),
-            dcc.Download(id="faith-download"),
-        ],
+    return panel(
+        "Data set: explainer x metric",
+        (
+            "Runs as a background job on the API (POST /jobs, kind faithfulness), with progress. Movie "
+            "reviews (Zaidan) carry human rationales; they are truncated to the model's 512 tokens. "
+            "HateXplain (3 classes, annotator rationales) needs the opt-in below."
+        ),
+        html.Div(
+            className="inline",
+            children=[
+                html.Label("Data set", htmlFor="faith-dataset"),
+                dcc.Dropdown(
+                    id="faith-dataset",
+                    value=state["dataset"],
+                    clearable=False,
+                    className="small-dropdown",
+                    options=[
+                        {"label": "SST-2 dev", "value": "sst2"},
+                        {"label": "movie reviews", "value": "movies"},
+                        {"label": "HateXplain test", "value": "hatexplain"},
+                    ],
+                ),
+                html.Label("n", htmlFor="faith-n"),
+                dcc.Input(id="faith-n", type="number", min=1, max=2000, value=state["n"], style={"width": "80px"}),
+                html.Button("Start", id="faith-job-start", n_clicks=0, className="run-button"),
+                html.Progress(id="faith-progress", value="0", max="1", style={"width": "220px"}),
+                html.Span(id="faith-job-status", className="hint"),
+            ],
+        ),
+        html.Label("HateXplain opt-in", htmlFor="faith-allow-offensive", className="sr-only"),
+        dcc.Checklist(
+            id="faith-allow-offensive",
+            value=[],
+            className="hint",
+            options=[
+                {
+                    "label": " HateXplain holds hate speech: I opt in (the table shows metrics only, "
+                    "never the posts; use the minilm-hatexplain classifier)",
+                    "value": "yes",
+                }
+            ],
+        ),
+        html.Div(id="faith-job-error", className="error", role="alert"),
+        html.Div(id="faith-dataset-summary", className="hint"),
+        dash_table.DataTable(id="faith-dataset-table", **TABLE_STYLE),
+        html.Button("Export CSV", id="faith-export", n_clicks=0, disabled=True),
+        dcc.Download(id="faith-download"),
     )
 
 
@@ -204,10 +186,8 @@ def layout(**query):
         children=[
             dcc.Store(id="faith-result"),
             dcc.Store(id="faith-job"),
-            dcc.Store(id="faith-query", data=state),
             dcc.Interval(id="faith-poll", interval=1000, disabled=True),
-            url_sync("faith"),
-            problems_message(problems, "faith"),
+            *address_parts("faith", state, problems),
             html.Div(id="faith-notes", className="notice empty", role="status"),
             _controls(state),
             *_example_panels(),

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
-from flask import current_app
 
-from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
-from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.past_jobs import register_past_jobs
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.server.schemas import FaithfulnessPublic
@@ -31,22 +29,6 @@ register_url_sync("faith")
 def explainer_list(value: str | None) -> list[str]:
     """``"attention,random"`` -> ``["attention", "random"]`` (blank -> ``[]``)."""
     return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
-def client() -> ApiClient:
-    return current_app.config["ATTNSCOPE_CLIENT"]
-
-
-def _empty(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        height=300,
-        plot_bgcolor="white",
-        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
-    )
-    return fig
 
 
 register_past_jobs("faith", ("faithfulness",), job_store="faith-job", poll="faith-poll")
@@ -179,7 +161,7 @@ def _highlight_row(name: str, tokens, scores, special, human, rationale) -> html
 )
 def render_example(result):
     if not result:
-        return [], _empty("Explain a text to see the curves."), [], [], ""
+        return [], empty_figure("Explain a text to see the curves.", height=300), [], [], ""
     result = FaithfulnessPublic.model_validate(result)  # the store holds the API's answer as JSON
     tokens, special, human = result.tokens, result.special, result.human_rationale
     rows = [_highlight_row(e.name, tokens, e.scores, special, human, set(e.rationale or [])) for e in result.explainers]

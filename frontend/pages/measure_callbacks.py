@@ -6,18 +6,11 @@ import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
-from attnscope.frontend.measure_figures import (
-    fixed_point_figure,
-    fixed_point_summary,
-    lipschitz_figure,
-    particle_figure,
-    w1_profile_figure,
-)
-from attnscope.frontend.measure_figures import (
-    message_figure as _empty,
-)
-from attnscope.frontend.page_common import describe_error
-from attnscope.frontend.pages.explore_callbacks import client, pick_model, run_text
+from attnscope.frontend.lipschitz_figures import fixed_point_figure, fixed_point_summary, lipschitz_figure
+from attnscope.frontend.page_common import client, describe_error
+from attnscope.frontend.particle_figures import particle_figure, w1_profile_figure
+from attnscope.frontend.plot_config import message_figure as _empty
+from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
 from attnscope.frontend.token_counter import register_token_counter
@@ -39,15 +32,9 @@ register_token_counter("measure", "measure-text", "measure-model")
     State("run-store", "data"),
 )
 def load_models(query, stored):
-    run = stored_run(stored)
-    try:
-        listing = client().models()
-    except ApiError as exc:
-        return [], None, f"API unavailable: {exc}", "notice"
-    options = [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in listing.models]
-    names = [m.name for m in listing.models]
-    value, note = pick_model(names, (query or {}).get("model"), run.model if run else None, listing.default)
-    return options, value, note or f"API {client().base_url}", "notice" if note else "api-status"
+    return model_dropdown(
+        query, stored, lambda models: [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in models]
+    )
 
 
 @callback(

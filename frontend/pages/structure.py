@@ -5,13 +5,13 @@ Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&compare=
 import dash
 from dash import dcc, html
 
-from attnscope.frontend.page_common import error_box
+from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.structure_callbacks import PARAMS
 from attnscope.frontend.pages.structure_effects import effects_panel
 from attnscope.frontend.pages.structure_heads import head_types_panel
 from attnscope.frontend.plot_config import graph
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/structure", name="Structure", order=2, title="attnscope · structure")
 
@@ -21,103 +21,97 @@ def layout(**query):
     return html.Div(
         children=[
             dcc.Store(id="shift-data"),
-            dcc.Store(id="structure-query", data=state),
             dcc.Store(id="structure-run-data"),
             dcc.Store(id="structure-head"),
-            url_sync("structure"),
-            problems_message(problems, "structure"),
+            *address_parts("structure", state, problems),
             html.Div(id="structure-run", className="panel hint"),
             error_box("structure"),
             html.Div(
                 className="row",
                 children=[
-                    html.Section(
-                        className="panel half",
-                        children=[
-                            html.H2("Shift heads"),
-                            html.P(
-                                "Each cell: the head's best offset (key − query) and, as colour, how much it beats the "
-                                "runner-up. [CLS]/[SEP] rows and columns are left out. Click a cell for its kernel.",
-                                className="hint",
-                            ),
-                            html.Div(
-                                className="inline",
-                                children=[
-                                    html.Label("offsets ±", htmlFor="shift-k"),
-                                    dcc.Input(
-                                        id="shift-k",
-                                        type="number",
-                                        min=1,
-                                        max=64,
-                                        step=1,
-                                        value=state["k"],
-                                        debounce=True,
-                                        className="small-input",
-                                    ),
-                                    html.Label("threshold", htmlFor="shift-threshold"),
-                                    dcc.Input(
-                                        id="shift-threshold",
-                                        type="number",
-                                        min=0,
-                                        max=1,
-                                        step=0.05,
-                                        value=state["threshold"],
-                                        debounce=True,
-                                        className="small-input",
-                                    ),
-                                ],
-                            ),
-                            graph("shift-grid"),
-                        ],
+                    panel(
+                        "Shift heads",
+                        (
+                            "Each cell: the head's best offset (key − query) and, as colour, how much it beats the "
+                            "runner-up. [CLS]/[SEP] rows and columns are left out. Click a cell for its kernel."
+                        ),
+                        html.Div(
+                            className="inline",
+                            children=[
+                                html.Label("offsets ±", htmlFor="shift-k"),
+                                dcc.Input(
+                                    id="shift-k",
+                                    type="number",
+                                    min=1,
+                                    max=64,
+                                    step=1,
+                                    value=state["k"],
+                                    debounce=True,
+                                    className="small-input",
+                                ),
+                                html.Label("threshold", htmlFor="shift-threshold"),
+                                dcc.Input(
+                                    id="shift-threshold",
+                                    type="number",
+                                    min=0,
+                                    max=1,
+                                    step=0.05,
+                                    value=state["threshold"],
+                                    debounce=True,
+                                    className="small-input",
+                                ),
+                            ],
+                        ),
+                        graph("shift-grid"),
+                        half=True,
                     ),
-                    html.Section(
-                        className="panel half",
-                        children=[html.H2("Implied convolution"), graph("kernel-figure"), graph("kernel-head-map")],
+                    panel(
+                        "Implied convolution",
+                        None,
+                        graph("kernel-figure"),
+                        graph("kernel-head-map"),
+                        half=True,
                     ),
                 ],
             ),
             head_types_panel(),
-            html.Section(
-                className="panel",
-                children=[
-                    html.H2("Evolution across layers"),
-                    html.Div(
-                        className="inline",
-                        children=[
-                            html.Label("compare with", htmlFor="compare-model"),
-                            dcc.Dropdown(
-                                id="compare-model",
-                                value=state["compare"],
-                                placeholder="another model on the same text",
-                                className="wide-dropdown",
-                            ),
-                        ],
-                    ),
-                    html.Div(id="evolution-error", className="error", role="alert"),
-                    html.Div(
-                        className="row",
-                        children=[
-                            html.Div(graph("evolution-figure"), className="half"),
-                            html.Div(graph("entropy-heatmap"), className="half"),
-                        ],
-                    ),
-                ],
+            panel(
+                "Evolution across layers",
+                None,
+                html.Div(
+                    className="inline",
+                    children=[
+                        html.Label("compare with", htmlFor="compare-model"),
+                        dcc.Dropdown(
+                            id="compare-model",
+                            value=state["compare"],
+                            placeholder="another model on the same text",
+                            className="wide-dropdown",
+                        ),
+                    ],
+                ),
+                html.Div(id="evolution-error", className="error", role="alert"),
+                html.Div(
+                    className="row",
+                    children=[
+                        html.Div(graph("evolution-figure"), className="half"),
+                        html.Div(graph("entropy-heatmap"), className="half"),
+                    ],
+                ),
             ),
-            html.Section(
-                className="panel",
-                children=[
-                    html.H2("Rollout and flow"),
-                    html.Div(
-                        className="inline",
-                        children=[
-                            html.Label("through layer", htmlFor="importance-layer"),
-                            dcc.Dropdown(id="importance-layer", clearable=False, className="small-dropdown"),
-                        ],
-                    ),
-                    html.Div(id="importance-note", className="hint"),
-                    graph("importance-figure"),
-                    html.Div(id="importance-grid"),
-                ],
+            panel(
+                "Rollout and flow",
+                None,
+                html.Div(
+                    className="inline",
+                    children=[
+                        html.Label("through layer", htmlFor="importance-layer"),
+                        dcc.Dropdown(id="importance-layer", clearable=False, className="small-dropdown"),
+                    ],
+                ),
+                html.Div(id="importance-note", className="hint"),
+                graph("importance-figure"),
+                html.Div(id="importance-grid"),
             ),
             effects_panel(),
         ]

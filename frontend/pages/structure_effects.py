@@ -8,55 +8,49 @@ from dash import Input, Output, State, callback, dash_table, dcc, html
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.intervention_figures import TYPE_SCORES, pick_type_score, type_effect_rows, type_effect_scatter
-from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.page_common import client, empty_figure, panel
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.run_record import stored_run
 
 
 def effects_panel() -> html.Section:
     """The panel (computed on request: one ablation per head is a few seconds to minutes)."""
-    return html.Section(
-        className="panel",
-        children=[
-            html.H2("Type and causal effect"),
-            html.P(
-                "Each head's type (from what it attends to) beside what zero-ablating it alone does to the "
-                "output (Δ of the run's metric: p(predicted class), cosine distance, or next-token loss).",
-                className="hint",
-            ),
-            html.Div(
-                className="inline",
-                children=[
-                    html.Button(
-                        "Measure the effects", id="structure-effects-button", n_clicks=0, className="small-button"
+    return panel(
+        "Type and causal effect",
+        (
+            "Each head's type (from what it attends to) beside what zero-ablating it alone does to the "
+            "output (Δ of the run's metric: p(predicted class), cosine distance, or next-token loss)."
+        ),
+        html.Div(
+            className="inline",
+            children=[
+                html.Button("Measure the effects", id="structure-effects-button", n_clicks=0, className="small-button"),
+                html.Label("type score", htmlFor="structure-effects-score"),
+                dcc.Dropdown(
+                    id="structure-effects-score",
+                    options=[{"label": s, "value": s} for s in TYPE_SCORES],
+                    placeholder="induction",
+                    className="small-dropdown",
+                ),
+            ],
+        ),
+        dcc.Store(id="structure-effects-data"),
+        html.Div(id="structure-effects-note", className="hint", role="status"),
+        html.Div(
+            className="row",
+            children=[
+                html.Div(graph("structure-effects-scatter"), className="half"),
+                html.Div(
+                    dash_table.DataTable(
+                        id="structure-effects-table",
+                        columns=[{"name": n, "id": n} for n in ("head", "type", "effect")],
+                        style_table={"overflowX": "auto"},
+                        style_cell={"textAlign": "left", "fontFamily": "inherit"},
                     ),
-                    html.Label("type score", htmlFor="structure-effects-score"),
-                    dcc.Dropdown(
-                        id="structure-effects-score",
-                        options=[{"label": s, "value": s} for s in TYPE_SCORES],
-                        placeholder="induction",
-                        className="small-dropdown",
-                    ),
-                ],
-            ),
-            dcc.Store(id="structure-effects-data"),
-            html.Div(id="structure-effects-note", className="hint", role="status"),
-            html.Div(
-                className="row",
-                children=[
-                    html.Div(graph("structure-effects-scatter"), className="half"),
-                    html.Div(
-                        dash_table.DataTable(
-                            id="structure-effects-table",
-                            columns=[{"name": n, "id": n} for n in ("head", "type", "effect")],
-                            style_table={"overflowX": "auto"},
-                            style_cell={"textAlign": "left", "fontFamily": "inherit"},
-                        ),
-                        className="half",
-                    ),
-                ],
-            ),
-        ],
+                    className="half",
+                ),
+            ],
+        ),
     )
 
 

@@ -3,9 +3,11 @@
 import dash
 from dash import dcc, html
 
+from attnscope.frontend.page_common import control, model_picker, panel
 from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.vision_callbacks import PARAMS
-from attnscope.frontend.url_state import parse_query, problems_message, url_sync
+from attnscope.frontend.plot_config import bare_graph
+from attnscope.frontend.url_state import address_parts, parse_query
 
 dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attnscope · vision")
 
@@ -16,26 +18,15 @@ def layout(**query) -> html.Div:
     return html.Div(
         children=[
             dcc.Store(id="vision-run"),
-            dcc.Store(id="vision-query", data=state),
             dcc.Store(id="vision-cell", data=cell or {"row": 7, "col": 7}),
-            url_sync("vision"),
-            problems_message(problems, "vision"),
+            *address_parts("vision", state, problems),
             html.Div(
                 className="controls",
                 children=[
-                    html.Div(
-                        className="control",
-                        children=[
-                            html.Label("Vision model", htmlFor="vision-model"),
-                            dcc.Dropdown(id="vision-model", clearable=False, placeholder="loading models…"),
-                        ],
-                    ),
-                    html.Div(
-                        className="control",
-                        children=[
-                            html.Label("Sample (held-out MNIST digit, or a photo for DINOv2)", htmlFor="vision-sample"),
-                            dcc.Dropdown(id="vision-sample", clearable=False, placeholder="loading samples…"),
-                        ],
+                    model_picker("vision-model", "Vision model"),
+                    control(
+                        "Sample (held-out MNIST digit, or a photo for DINOv2)",
+                        dcc.Dropdown(id="vision-sample", clearable=False, placeholder="loading samples…"),
                     ),
                     html.Button("Run", id="vision-run-button", n_clicks=0, className="run-button"),
                     html.Div(
@@ -54,21 +45,18 @@ def layout(**query) -> html.Div:
             html.Div(
                 className="row",
                 children=[
-                    html.Section(
-                        className="panel",
-                        children=[
-                            html.H2("Image"),
-                            html.P("Click a pixel: it becomes the query.", className="hint"),
-                            dcc.Loading(dcc.Graph(id="vision-image", config={"displaylogo": False}), type="dot"),
-                            html.Div(id="vision-prediction", className="prediction"),
-                            html.Div(
-                                className="inline",
-                                children=[
-                                    html.Label("Layer", htmlFor="vision-layer"),
-                                    dcc.Dropdown(id="vision-layer", clearable=False, className="small-dropdown"),
-                                ],
-                            ),
-                        ],
+                    panel(
+                        "Image",
+                        "Click a pixel: it becomes the query.",
+                        bare_graph("vision-image"),
+                        html.Div(id="vision-prediction", className="prediction"),
+                        html.Div(
+                            className="inline",
+                            children=[
+                                html.Label("Layer", htmlFor="vision-layer"),
+                                dcc.Dropdown(id="vision-layer", clearable=False, className="small-dropdown"),
+                            ],
+                        ),
                     ),
                     html.Section(
                         className="panel grow",
@@ -79,22 +67,18 @@ def layout(**query) -> html.Div:
                                 "Gaussian heads also show their learned centre (x) and 1σ/2σ spread.",
                                 className="hint",
                             ),
-                            dcc.Loading(dcc.Graph(id="query-pixel-view", config={"displaylogo": False}), type="dot"),
+                            bare_graph("query-pixel-view"),
                         ],
                     ),
                 ],
             ),
-            html.Section(
-                className="panel",
-                children=[
-                    html.H2("Model view"),
-                    html.P(
-                        "Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
-                        "scaled to its own maximum. Click one to show its layer above.",
-                        className="hint",
-                    ),
-                    dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
-                ],
+            panel(
+                "Model view",
+                (
+                    "Every layer x head of the run as a [query, key] map (positions in row-major grid order), each "
+                    "scaled to its own maximum. Click one to show its layer above."
+                ),
+                dcc.Loading(html.Div(id="vision-model-grid", className="model-grid"), type="dot"),
             ),
             html.Section(
                 id="conv-panel",
@@ -120,21 +104,17 @@ def layout(**query) -> html.Div:
                             ),
                         ],
                     ),
-                    dcc.Graph(id="conv-vs-attention", config={"displaylogo": False}),
+                    bare_graph("conv-vs-attention", loading=False),
                 ],
             ),
-            html.Section(
-                className="panel",
-                children=[
-                    html.H2("Rollout over the image"),
-                    html.P(
-                        "Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
-                        "layers) from the CLS token, or averaged over every position for models without one, drawn "
-                        "over the image. The Structure page analyses this run too.",
-                        className="hint",
-                    ),
-                    dcc.Loading(dcc.Graph(id="vision-rollout", config={"displaylogo": False}), type="dot"),
-                ],
+            panel(
+                "Rollout over the image",
+                (
+                    "Attention rollout (Abnar & Zuidema: heads averaged, residual added, multiplied down the "
+                    "layers) from the CLS token, or averaged over every position for models without one, drawn "
+                    "over the image. The Structure page analyses this run too."
+                ),
+                bare_graph("vision-rollout"),
             ),
         ]
     )

@@ -6,13 +6,12 @@ import base64
 import io
 
 import numpy as np
-import plotly.graph_objects as go
 from dash import ALL, Input, Output, State, callback, ctx, html, no_update
-from flask import current_app
 
-from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
-from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.page_common import client, describe_error
+from attnscope.frontend.page_common import empty_figure as _empty
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.frontend.vision_figures import (
@@ -46,22 +45,6 @@ def decode_upload(contents: str | None) -> bytes:
         return base64.b64decode(data, validate=True)
     except (ValueError, TypeError):
         raise ValueError("The upload is damaged (its data is not valid base64); choose the image again.") from None
-
-
-def client() -> ApiClient:
-    return current_app.config["ATTNSCOPE_CLIENT"]
-
-
-def _empty(message: str, height: int = 320) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        height=height,
-        plot_bgcolor="white",
-        annotations=[{"text": message, "showarrow": False, "font": {"size": 14, "color": "#666"}}],
-    )
-    return fig
 
 
 def _decode_png(blob: bytes) -> np.ndarray:

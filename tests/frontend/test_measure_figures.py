@@ -3,15 +3,9 @@
 import numpy as np
 import pytest
 
-from attnscope.frontend.measure_figures import (
-    fixed_point_figure,
-    fixed_point_summary,
-    lipschitz_figure,
-    message_figure,
-    particle_figure,
-    token_colors,
-    w1_profile_figure,
-)
+from attnscope.frontend.lipschitz_figures import fixed_point_figure, fixed_point_summary, lipschitz_figure
+from attnscope.frontend.particle_figures import particle_figure, token_colors, w1_profile_figure
+from attnscope.frontend.plot_config import message_figure
 from attnscope.server.schemas import BlockBound, FixedPointPublic
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]"]

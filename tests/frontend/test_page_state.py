@@ -10,8 +10,9 @@ from PIL import Image
 
 from attnscope.frontend.compare_figures import diff_map_figure, diff_thumbnail_src, js_grid_figure
 from attnscope.frontend.pages.census_callbacks import check_n
-from attnscope.frontend.pages.explore_callbacks import initial_head, pick_model
+from attnscope.frontend.pages.explore_callbacks import initial_head
 from attnscope.frontend.pages.vision_callbacks import decode_upload
+from attnscope.frontend.run_controls import pick_model
 
 NAMES = ["minilm", "minilm-sst2"]
 
