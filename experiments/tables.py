@@ -3,6 +3,8 @@ these rows verbatim (``tests/docs/test_claims_tables.py`` checks it)."""
 
 from __future__ import annotations
 
+import re
+
 from attnscope.experiments import seeds
 
 TWINS = {"text": ("text-vanilla", "text-ea", "text-ha"), "vision": ("vit", "ea-vit", "ha-vit")}
@@ -103,7 +105,25 @@ def markdown(claims: dict) -> str:
     return "\n".join(parts)
 
 
+DOCS = seeds.REPO / "docs" / "claims.md"
+START, END = "<!-- seed-tables:start -->", "<!-- seed-tables:end -->"
+
+
+def docs_block(claims: dict) -> str:
+    """The tables as docs/claims.md shows them (between its seed-tables markers, one heading level down)."""
+    body = markdown(claims).split("\n", 2)[2]  # without the "written by" comment line and its blank line
+    return re.sub(r"(?m)^### ", "#### ", body)
+
+
 def write_markdown(claims: dict) -> str:
+    """``results/experiments/tables.md``, and the same tables in docs/claims.md (so the page never drifts from
+    the results)."""
     text = markdown(claims)
     (seeds.RESULTS / "tables.md").write_text(text)
+    if DOCS.is_file():
+        page = DOCS.read_text()
+        if START in page and END in page:
+            head, rest = page.split(START, 1)
+            _, tail = rest.split(END, 1)
+            DOCS.write_text(f"{head}{START}\n{docs_block(claims).strip()}\n{END}{tail}")
     return text

@@ -30,3 +30,12 @@ def test_tables_are_those_of_the_committed_results():
     for row in claims["arms"]:
         record = RESULTS / "runs" / f"{row['arm']}-seed{row['seeds'].split()[0]}.json"
         assert record.is_file(), record
+
+
+def test_claims_page_block_is_written_from_the_committed_claims():
+    from attnscope.experiments.tables import END, START, docs_block
+
+    claims = json.loads((RESULTS / "claims.json").read_text())
+    page = (ROOT / "docs" / "claims.md").read_text()
+    block = page.split(START, 1)[1].split(END, 1)[0]
+    assert block.strip() == docs_block(claims).strip(), "rerun: python -m attnscope.experiments measure --no-measure"
