@@ -59,8 +59,8 @@ def measure_all(seed_list, arms, n_eval: int = measure.N_EVAL, probes=measure.PR
             if not seeds.trained(name, seed):
                 continue
             if path.is_file():
-                have = json.loads(path.read_text()).get("probe", {})
-                for classifier in probes:
+                have = json.loads(path.read_text()).get("probe")
+                for classifier in probes if have is not None else ():  # None: an arm without map probes (Gaussian)
                     if classifier not in have:
                         log.info("adding the %s probe to %s seed %d", classifier, name, seed)
                         add_probe(name, seed, classifier, n_eval)
