@@ -188,15 +188,14 @@ def test_causal_lm_zero_ablation_uniform_rows_and_residual_patch(smollm2):
 
 def test_causal_lm_grid_reuses_the_clean_prefix_and_equals_one_at_a_time(smollm2):
     """The causal LM's grid runs each layer's heads from the clean residual stream entering that
-    layer (blocks before it are skipped); output edits (zero) and logit edits (uniform) equal full
-    one-at-a-time passes, and a chunk smaller than a layer's heads splits it without changing a value."""
+    layer (blocks before it are skipped); logit edits (uniform) equal full one-at-a-time passes, and a
+    chunk smaller than a layer's heads splits it without changing a value (zero: the test below)."""
     inp = smollm2.encode_text("The cat sat on the mat.")
-    for method, chunk in (("zero", 4), ("uniform", 32)):
-        grid = head_effects(smollm2, inp, method, chunk=chunk)["effect"]
-        assert grid.shape == (30, 9) and np.abs(grid).max() > 1e-3
-        for layer, head in ((0, 0), (1, 8), (14, 4), (29, 8)):
-            single = intervene(smollm2, inp, one(HeadAblation(((layer, head),), method)), want_maps=False)
-            assert grid[layer, head] == pytest.approx(single["effects"]["loss"], abs=2e-5), (method, layer, head)
+    grid = head_effects(smollm2, inp, "uniform", chunk=4)["effect"]
+    assert grid.shape == (30, 9) and np.abs(grid).max() > 1e-3
+    for layer, head in ((0, 0), (1, 8), (14, 4), (29, 8)):
+        single = intervene(smollm2, inp, one(HeadAblation(((layer, head),), "uniform")), want_maps=False)
+        assert grid[layer, head] == pytest.approx(single["effects"]["loss"], abs=2e-5), (layer, head)
 
 
 def test_a_start_refuses_what_it_cannot_skip(sst2):
@@ -216,6 +215,9 @@ def test_causal_lm_answer_logit_difference(smollm2):
     metric = MetricSpec("answer_logit_diff", answers=(paris, london))
     grid = head_effects(smollm2, inp, "zero", metric=metric, chunk=64)["effect"]
     assert grid.shape == (30, 9) and np.abs(grid).max() > 0.05
+    for layer, head in ((0, 3), (17, 0), (29, 8)):  # output edits from the clean prefix: as full passes
+        single = intervene(smollm2, inp, one(HeadAblation(((layer, head),))), metric=metric, want_maps=False)
+        assert grid[layer, head] == pytest.approx(single["effects"]["answer_logit_diff"], abs=2e-5)
 
 
 def test_bad_interventions_are_refused_with_what_to_change(sst2, zoo_text):
