@@ -38,6 +38,7 @@ from attnscope.server.schemas import (
     RunPublic,
     SampleList,
     ShiftPublic,
+    TokenCountPublic,
 )
 
 _JOB_RESULT = TypeAdapter(JobResultPublic)
@@ -81,6 +82,11 @@ class ApiClient:
 
     def models(self) -> ModelList:
         return ModelList.model_validate(self._request("GET", "/models").json())
+
+    def count_tokens(self, model: str, text: str) -> TokenCountPublic:
+        """How many positions ``text`` takes in ``model``, against its limit (``over_limit``)."""
+        r = self._request("POST", f"/models/{model}/tokenize", json={"text": text})
+        return TokenCountPublic.model_validate(r.json())
 
     def create_run(self, model: str, text: str, generate: dict | None = None) -> RunPublic:
         """Run ``text``; causal LMs also take ``generate`` (``GenerateCreate`` fields: ``max_new_tokens``,

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-from attnscope.frontend.plot_config import SEQUENTIAL
+from attnscope.frontend.plot_config import SEQUENTIAL, scale_map, scaling_title
 
 COLORSCALE = SEQUENTIAL  # one colour-scale policy across pages (plot_config)
 _LUT = np.array(
@@ -72,19 +72,23 @@ def head_detail_figure(
     rows: tuple[int, int] | None = None,
     cols: tuple[int, int] | None = None,
     stride: int = 1,
+    scaling: str = "global",
 ) -> go.Figure:
     """Heatmap of one head's ``[query, key]`` window: ``weights`` ``[ceil(R / stride), ceil(C /
     stride)]`` covering query positions ``rows`` and key positions ``cols`` (default: all), each cell
     the pool of a ``stride x stride`` block. Axes are token positions (zooming selects a token
     window), labelled with the tokens. The weights travel as one binary array; the hover shows
     positions and weight, and the explore page names the tokens client-side
-    (``assets/attention_views.js``), so no per-cell text is sent."""
+    (``assets/attention_views.js``), so no per-cell text is sent. ``scaling``: ``global``, ``row``
+    or ``log`` colours (``plot_config.scale_map``); the hover and colour bar name the scaled value."""
     n = len(tokens)
     rows = (0, n) if rows is None else rows
     cols = (0, n) if cols is None else cols
-    z = np.asarray(weights, dtype=np.float32)
+    z, colors = scale_map(np.asarray(weights, dtype=np.float32), scaling)
+    z = z.astype(np.float32)
     half = (stride - 1) / 2
-    what = "max" if stride > 1 else ""
+    value = scaling_title(scaling)
+    what = f"max {value}" if stride > 1 else value
     fig = go.Figure(
         go.Heatmap(
             z=z,
@@ -92,12 +96,11 @@ def head_detail_figure(
             dx=stride,
             y0=rows[0] + half,
             dy=stride,
-            colorscale=COLORSCALE,
-            zmin=0,
-            colorbar={"title": {"text": f"{what} weight".strip()}},
-            hovertemplate="query %{y} · key %{x}<br>weight %{z:.5f}<extra></extra>"
+            **colors,
+            colorbar={"title": {"text": what}},
+            hovertemplate=f"query %{{y}} · key %{{x}}<br>{what} %{{z:.5f}}<extra></extra>"
             if stride == 1
-            else f"queries %{{y}} ± {half:g} · keys %{{x}} ± {half:g}<br>max weight %{{z:.5f}}<extra></extra>",
+            else f"queries %{{y}} ± {half:g} · keys %{{x}} ± {half:g}<br>{what} %{{z:.5f}}<extra></extra>",
         )
     )
     span = max(rows[1] - rows[0], cols[1] - cols[0])
@@ -126,7 +129,7 @@ def head_detail_figure(
             "scaleanchor": "x",
         },
         plot_bgcolor="white",
-        meta={"stride": stride, "rows": list(rows), "cols": list(cols)},
+        meta={"stride": stride, "rows": list(rows), "cols": list(cols), "value": value},
     )
     return fig
 

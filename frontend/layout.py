@@ -7,7 +7,8 @@ from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
 from attnscope.frontend.page_common import error_box
-from attnscope.frontend.plot_config import export_bar, graph_config
+from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
+from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import problems_message, url_sync
 
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
@@ -38,7 +39,7 @@ def controls(text: str | None = None) -> html.Div:
                 ],
             ),
             html.Button("Run", id="run-button", n_clicks=0, className="run-button"),
-            html.Div(id="token-count", className="hint token-count", **{"aria-live": "polite"}),
+            token_counter("explore"),
             html.Div(id="run-error", className="error", role="alert"),
             html.Div(id="api-status", className="api-status"),
         ],
@@ -61,7 +62,28 @@ def model_view() -> html.Section:
     )
 
 
-def detail_views() -> html.Div:
+SCALING_LABELS = {"global": "global (0..max)", "row": "per row", "log": "log"}
+
+
+def scaling_control(control_id: str, value: str = "global") -> html.Div:
+    """The colour scaling of a head map: global (the map's 0..max), per row (each query row to its
+    own maximum) or log (log10 of the weight)."""
+    return html.Div(
+        className="inline",
+        children=[
+            html.Label("Scaling", htmlFor=control_id),
+            dcc.RadioItems(
+                id=control_id,
+                value=value if value in SCALINGS else "global",
+                inline=True,
+                className="head-checklist",
+                options=[{"label": SCALING_LABELS[s], "value": s} for s in SCALINGS],
+            ),
+        ],
+    )
+
+
+def detail_views(scaling: str = "global") -> html.Div:
     return html.Div(
         className="row",
         children=[
@@ -74,6 +96,7 @@ def detail_views() -> html.Div:
                         "drag a box to zoom into a token window at full resolution, double-click to reset.",
                         className="hint",
                     ),
+                    scaling_control("head-scaling", scaling),
                     dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
                     html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                     export_bar("head-detail"),
@@ -116,6 +139,6 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             error_box("explore"),
             llm_panels(),
             model_view(),
-            detail_views(),
+            detail_views(state.get("scaling") or "global"),
         ]
     )

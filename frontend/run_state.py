@@ -4,26 +4,31 @@ link still opens after the API restarted and forgot the run: the run is made aga
 from __future__ import annotations
 
 from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.run_record import RunRecord, load_run
 from attnscope.frontend.url_state import Param
 
 RUN_PARAMS = {"run": Param(str, max_len=64), "model": Param(str, max_len=100), "text": Param(str)}
 NO_RUN = "No run yet: run a text on the Explore page (or open a link with ?run=…); this page analyses that run."
 
 
-def run_record(run) -> dict:
-    """The session's run record (what ``run-store`` holds): ``RunPublic`` fields without the prediction."""
-    return run.model_dump(exclude={"prediction"})
+def run_record(run) -> RunRecord:
+    """The session's run record (what ``run-store`` holds, as ``to_store()``) of the API's ``RunPublic``."""
+    return RunRecord.from_run(run)
 
 
-def resolve_run(api: ApiClient, run_id: str | None, model: str | None, text: str | None, stored: dict | None):
+def resolve_record(
+    api: ApiClient, run_id: str | None, model: str | None, text: str | None, stored
+) -> tuple[RunRecord | None, str]:
     """``(run record or None, message)`` for a page opened with ``run_id`` / ``model`` / ``text``
-    (from its address) and ``stored`` (the session's current run).
+    (from its address) and ``stored`` (the session's current run, as its store holds it).
 
     The address wins over the session. A run the API no longer has is made again from ``model`` and
-    ``text`` when the address has them; otherwise the message says what to do."""
+    ``text`` when the address has them; otherwise the message says what to do. A stored run this
+    dashboard cannot read counts as none (the message says so when nothing else is shown)."""
+    kept, stale = load_run(stored)
     if run_id:
-        if stored and stored.get("id") == run_id:
-            return stored, ""
+        if kept and kept.id == run_id:
+            return kept, ""
         try:
             return run_record(api.run(run_id)), ""
         except ApiError as exc:
@@ -34,22 +39,36 @@ def resolve_run(api: ApiClient, run_id: str | None, model: str | None, text: str
                 run = api.create_run(model, text)
             except ApiError as exc:
                 return None, f"Run {run_id} is gone (the API restarted?) and could not be made again: {exc.detail}"
-            return run_record(
-                run
-            ), f"Run {run_id} is gone (the API restarted?); made again from the text in the address."
+            remade = f"Run {run_id} is gone (the API restarted?); made again from the text in the address."
+            return run_record(run), remade
         return None, f"Run {run_id} is not known to the API (it keeps recent runs only). Run the text again on Explore."
     if model and text:
         try:
             return run_record(api.create_run(model, text)), ""
         except ApiError as exc:
             return None, f"Could not run the text of the address on {model}: {exc.detail}"
-    if stored:
-        return stored, ""
-    return None, NO_RUN
+    if kept:
+        return kept, ""
+    return None, stale or NO_RUN
 
 
-def run_query(run: dict | None) -> dict:
-    """The address values that reopen ``run``."""
+def resolve_run(api: ApiClient, run_id: str | None, model: str | None, text: str | None, stored):
+    """``resolve_record`` with the record as its store dict (``to_store()``), for a page that still
+    reads its run by key (Interventions)."""
+    run, message = resolve_record(api, run_id, model, text, stored)
+    return (run.to_store() if run else None), message
+
+
+def is_new(run: RunRecord, stored) -> bool:
+    """Whether ``run`` is another run than the one ``stored`` holds (then it becomes the session's)."""
+    kept, _ = load_run(stored)
+    return kept is None or kept.id != run.id
+
+
+def run_query(run: RunRecord | dict | None) -> dict:
+    """The address values that reopen ``run`` (a record, or its store dict)."""
+    if not isinstance(run, RunRecord):
+        run = load_run(run)[0]
     if not run:
         return {}
-    return {"run": run["id"], "model": run["model"], "text": run.get("text")}
+    return {"run": run.id, "model": run.model, "text": run.text or None}

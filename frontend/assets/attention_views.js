@@ -20,7 +20,7 @@
     var q0 = Math.max(0, Math.round(p.y - half)), q1 = Math.min(n - 1, Math.round(p.y + half));
     var k0 = Math.max(0, Math.round(p.x - half)), k1 = Math.min(n - 1, Math.round(p.x + half));
     var w = typeof p.z === "number" ? p.z.toFixed(5) : String(p.z);
-    var what = stride > 1 ? "max weight " : "weight ";
+    var what = (stride > 1 ? "max " : "") + (meta.value || "weight") + " ";  /* the scaling's value */
     return label(tokens, q0, q1) + " \u2192 " + label(tokens, k0, k1) + " \u00b7 " + what + w;
   }
 

@@ -2,6 +2,7 @@
 (function () {
   "use strict";
   var noUpdate = function () { return window.dash_clientside.no_update; };
+  var tokenTimers = {};
 
   function plotDiv(graphId) {
     var box = document.getElementById(graphId);
@@ -179,8 +180,14 @@
     var step = STEP[ev.key];
     if (!btn || !step) { return; }
     var grid = btn.closest(".model-grid") || document;
-    var layer = Number(btn.dataset.layer) + step[0], head = Number(btn.dataset.head) + step[1];
-    var next = grid.querySelector('.head-thumb[data-layer="' + layer + '"][data-head="' + head + '"]');
+    var next;
+    if (step[1]) {  /* left/right: the neighbour in the row as drawn (grouped-query grids: heads by kv group) */
+      var row = Array.prototype.slice.call((btn.closest(".grid-row") || grid).querySelectorAll(".head-thumb"));
+      next = row[row.indexOf(btn) + step[1]];
+    } else {  /* up/down: the same head one layer up or down */
+      var layer = Number(btn.dataset.layer) + step[0];
+      next = grid.querySelector('.head-thumb[data-layer="' + layer + '"][data-head="' + btn.dataset.head + '"]');
+    }
     ev.preventDefault();
     if (next) { next.focus(); next.click(); }
   });
@@ -284,6 +291,14 @@
         return id.fmt + " " + Date.now();
       },
       /* a step-by-step job ({next, n, error}): ask for step ``next`` by setting ``storeId``'s data */
+      /* the token counter: the text and model once typing has paused (token_counter.DEBOUNCE_MS) */
+      debounceTokens: function (text, model, storeId, delayMs) {
+        clearTimeout(tokenTimers[storeId]);
+        tokenTimers[storeId] = setTimeout(function () {
+          window.dash_clientside.set_props(storeId, { data: { text: text || "", model: model || null } });
+        }, delayMs || 400);
+        return noUpdate();
+      },
       nextStep: function (state, storeId) {
         if (!state || state.error || state.next >= state.n) { return noUpdate(); }
         setTimeout(function () { window.dash_clientside.set_props(storeId, { data: state.next }); }, 0);

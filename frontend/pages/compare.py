@@ -8,10 +8,12 @@ again from model + text when the API forgot them)."""
 import dash
 from dash import dcc, html
 
+from attnscope.frontend.layout import scaling_control
 from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import compare_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PARAMS
 from attnscope.frontend.plot_config import graph
+from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/compare", name="Compare", order=1.5, title="attnscope · compare")
@@ -26,6 +28,7 @@ def _side(side: str, text: str) -> html.Div:
             dcc.Dropdown(id=f"compare-model-{side}", clearable=False, placeholder="loading models…"),
             html.Label(f"Text {upper}", htmlFor=f"compare-text-{side}"),
             dcc.Textarea(id=f"compare-text-{side}", value=text, rows=2, className="text-input"),
+            token_counter(f"compare-{side}"),
         ],
     )
 
@@ -84,6 +87,7 @@ def layout(**query):
                 className="panel",
                 children=[
                     html.H2(id="compare-head-title", children="Head detail, A and B side by side"),
+                    scaling_control("compare-scaling", state["scaling"]),
                     html.Div(
                         className="row",
                         children=[

@@ -6,12 +6,16 @@ import re
 
 import numpy as np
 from dash import ALL, Input, Output, State, callback, ctx, html, no_update
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.compare_figures import diff_map_figure, diff_thumbnail_src, js_grid_figure
 from attnscope.frontend.figures import head_detail_figure
 from attnscope.frontend.page_common import client, describe_error, empty_figure
+from attnscope.frontend.plot_config import SCALINGS
+from attnscope.frontend.run_record import RunRecord
 from attnscope.frontend.run_state import run_record
+from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 EXAMPLE_A = "The cat sat on the mat because it was tired."
@@ -24,9 +28,35 @@ PARAMS = {
     "a": Param(str, max_len=64),
     "b": Param(str, max_len=64),
     "head": Param(str, max_len=12),
+    "scaling": Param(str, default="global", choices=SCALINGS),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 register_url_sync("compare")
+for _side in ("a", "b"):
+    register_token_counter(f"compare-{_side}", f"compare-text-{_side}", f"compare-model-{_side}")
+
+
+class ComparePair(BaseModel):
+    """What ``compare-pair`` holds: the two runs and their per-head divergences ``[layer][head]``."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    a: RunRecord
+    b: RunRecord
+    js: list[list[float]]
+    tv: list[list[float]]
+    max_abs_diff: list[list[float]]
+
+    @classmethod
+    def from_store(cls, data) -> ComparePair | None:
+        """The pair a store holds; ``None`` for an empty, stale or garbled one (the page then asks
+        for a new comparison)."""
+        if not isinstance(data, dict) or not data:
+            return None
+        try:
+            return cls.model_validate(data)
+        except ValidationError:
+            return None
 
 
 @callback(
@@ -56,13 +86,13 @@ def load_models(query):
     return names, picked[0], names, picked[1], note or f"API {client().base_url}", "notice" if note else "api-status"
 
 
-def _make_run(model: str, text: str, run_id: str | None) -> dict:
+def _make_run(model: str, text: str, run_id: str | None) -> RunRecord:
     """The run named in the address when the API still has it for this model and text, else a new
     one (runs are keyed by content: the same model and text give the same id)."""
     if run_id:
         try:
             run = run_record(client().run(run_id))
-            if run["model"] == model and run["text"] == text:
+            if run.model == model and run.text == text:
                 return run
         except ApiError as exc:
             if exc.status != 404:
@@ -95,10 +125,11 @@ def compare_runs(n_clicks, model_b, _retry, model_a, text_a, text_b, query):
     try:
         run_a = _make_run(model_a, text_a or "", query.get("a"))
         run_b = _make_run(model_b, text_b or "", query.get("b"))
-        cmp = client().compare_heads(run_a["id"], run_b["id"])
+        cmp = client().compare_heads(run_a.id, run_b.id)
     except ApiError as exc:
         return None, describe_error(exc, "Comparing A with B failed")
-    return {"a": run_a, "b": run_b, "js": cmp.js, "tv": cmp.tv, "max_abs_diff": cmp.max_abs_diff}, ""
+    pair = ComparePair(a=run_a, b=run_b, js=cmp.js, tv=cmp.tv, max_abs_diff=cmp.max_abs_diff)
+    return pair.model_dump(mode="json"), ""
 
 
 def _thumb(layer: int, head: int, src: str, js: float, selected: bool) -> html.Button:
@@ -122,23 +153,23 @@ def _thumb(layer: int, head: int, src: str, js: float, selected: bool) -> html.B
     Input("compare-pair", "data"),
     State("compare-query", "data"),
 )
-def render_grids(pair, query):
+def render_grids(data, query):
+    pair = ComparePair.from_store(data)
     if not pair:
         message = "Pick two models and two texts (same number of tokens), then press Compare."
         return html.P(message, className="hint"), empty_figure(message), "", "", None
-    a, b = pair["a"], pair["b"]
-    n_layers, n_heads = a["shape"][0], a["shape"][1]
+    a, b = pair.a, pair.b
+    n_layers, n_heads = a.n_layers, a.n_heads
     try:
         diffs = [
-            np.asarray(client().attention(a["id"], l), np.float32) - client().attention(b["id"], l)
-            for l in range(n_layers)
+            np.asarray(client().attention(a.id, l), np.float32) - client().attention(b.id, l) for l in range(n_layers)
         ]  # [layer][head, query, key]
     except ApiError as exc:
         return html.P(describe_error(exc, "The maps could not be loaded"), className="error"), no_update, "", "", None
     scale = float(max(np.abs(d).max() for d in diffs)) or 1e-12
     layer, head = 0, 0
     m = HEAD_LABEL.match((query or {}).get("head") or "")
-    js = np.asarray(pair["js"])
+    js = np.asarray(pair.js)
     if m and int(m[1]) < n_layers and int(m[2]) < n_heads:
         layer, head = int(m[1]), int(m[2])
     else:
@@ -160,11 +191,11 @@ def render_grids(pair, query):
         for l in range(n_layers)
     ]
     about = (
-        f"A: run {a['id']} · {a['model']} · “{a['text']}”   B: run {b['id']} · {b['model']} · “{b['text']}”. "
+        f"A: run {a.id} · {a.model} · “{a.text}”   B: run {b.id} · {b.model} · “{b.text}”. "
         f"Largest JS: L{js.argmax() // n_heads}H{js.argmax() % n_heads} ({js.max():.4f} bits)."
     )
     scale_note = f"Colour scale: ±{scale:.3f} (white = equal, red = A attends more, blue = B attends more)."
-    return rows, js_grid_figure(pair["js"]), scale_note, about, {"layer": layer, "head": head}
+    return rows, js_grid_figure(pair.js), scale_note, about, {"layer": layer, "head": head}
 
 
 @callback(
@@ -191,26 +222,29 @@ def select_head(clicks, click):
     Output("compare-detail-diff", "figure"),
     Output("compare-head-title", "children"),
     Input("compare-head", "data"),
+    Input("compare-scaling", "value"),
     State("compare-pair", "data"),
 )
-def render_heads(selected, pair):
+def render_heads(selected, scaling, data):
+    pair = ComparePair.from_store(data)
     if not pair or not selected:
         blank = empty_figure("Compare two runs, then click a head.")
         return blank, blank, empty_figure(""), "Head detail, A and B side by side"
     layer, head = selected["layer"], selected["head"]
     label = f"L{layer}H{head}"
-    a, b = pair["a"], pair["b"]
+    a, b = pair.a, pair.b
     try:
-        wa = client().attention(a["id"], layer, head, encoding="json")
-        wb = client().attention(b["id"], layer, head, encoding="json")
+        wa = client().attention(a.id, layer, head, encoding="json")
+        wb = client().attention(b.id, layer, head, encoding="json")
     except ApiError as exc:
         blank = empty_figure(describe_error(exc, f"The maps of {label} could not be loaded"))
         return blank, blank, empty_figure(""), label
-    js = pair["js"][layer][head]
+    js = pair.js[layer][head]
+    scaling = scaling if scaling in SCALINGS else "global"
     return (
-        head_detail_figure(wa, a["tokens"], f"A · {label} · {a['model']}"),
-        head_detail_figure(wb, b["tokens"], f"B · {label} · {b['model']}"),
-        diff_map_figure(wa - wb, a["tokens"], f"A − B · {label}"),
+        head_detail_figure(wa, a.tokens, f"A · {label} · {a.model}", scaling=scaling),
+        head_detail_figure(wb, b.tokens, f"B · {label} · {b.model}", scaling=scaling),
+        diff_map_figure(wa - wb, a.tokens, f"A − B · {label}"),
         f"{label}: A and B side by side (JS {js:.4f} bits)",
     )
 
@@ -219,19 +253,22 @@ def render_heads(selected, pair):
     Output("compare-url", "data"),
     Input("compare-pair", "data"),
     Input("compare-head", "data"),
+    Input("compare-scaling", "value"),
     prevent_initial_call=True,
 )
-def to_address(pair, selected):
+def to_address(data, selected, scaling):
+    pair = ComparePair.from_store(data)
     if not pair:
         return no_update
-    a, b = pair["a"], pair["b"]
+    a, b = pair.a, pair.b
     values = {
-        "model_a": a["model"],
-        "text_a": a["text"],
-        "model_b": b["model"],
-        "text_b": b["text"],
-        "a": a["id"],
-        "b": b["id"],
+        "model_a": a.model,
+        "text_a": a.text,
+        "model_b": b.model,
+        "text_b": b.text,
+        "a": a.id,
+        "b": b.id,
         "head": f"L{selected['layer']}H{selected['head']}" if selected else None,
+        "scaling": scaling,
     }
     return query_string(values, PARAMS)

@@ -24,19 +24,24 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, describe_error, empty_figure
-from attnscope.frontend.run_state import RUN_PARAMS, resolve_run, run_query, run_record
+from attnscope.frontend.plot_config import SCALINGS
+from attnscope.frontend.run_record import RunRecord, stored_run
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query, run_record
+from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 PARAMS = {
     **RUN_PARAMS,
     "layer": Param(int, lo=0, hi=1000),
     "head": Param(str, max_len=12),
+    "scaling": Param(str, default="global", choices=SCALINGS),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
 THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 register_url_sync("explore")
+register_token_counter("explore", "text-input", "model-dropdown")
 
 
 def _empty(message: str):
@@ -72,7 +77,8 @@ def load_models(query, _retry, stored):
         return [], None, f"API unavailable: {exc}", "notice"
     options = model_options(listing.models, "text")  # grouped by task; vision models are on Vision
     names = [m.name for m in listing.models if m.modality == "text"]
-    model, note = pick_model(names, (query or {}).get("model"), (stored or {}).get("model"), listing.default)
+    kept = stored_run(stored)
+    model, note = pick_model(names, (query or {}).get("model"), kept.model if kept else None, listing.default)
     return options, model, note or f"API {client().base_url}", "notice" if note else "api-status"
 
 
@@ -91,12 +97,13 @@ def resolve(query, _retry, stored):
     """The run the page opens with: the address's (made again from model + text if the API forgot
     it), else the session's current run (navigation and reload keep the run), else none yet."""
     query = query or {}
-    run, message = resolve_run(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    run, message = resolve_record(client(), query.get("run"), query.get("model"), query.get("text"), stored)
     if run is None:
         failed = bool(query.get("run") or (query.get("model") and query.get("text")))
-        return None, "", message if failed else "", no_update, no_update
-    share = run if not stored or stored.get("id") != run["id"] else no_update
-    return run, message, "", share, run.get("text") or no_update
+        about = "" if failed or message == NO_RUN else message  # a stored run this dashboard cannot read
+        return None, about, message if failed else "", no_update, no_update
+    share = run.to_store() if is_new(run, stored) else no_update
+    return run.to_store(), message, "", share, run.text or no_update
 
 
 @callback(
@@ -107,9 +114,10 @@ def resolve(query, _retry, stored):
 )
 def follow_session_run(stored, shown):
     """A run made by another control of the page (Generate) becomes the page's run."""
-    if not stored or (shown and shown.get("id") == stored.get("id")):
+    new, current = stored_run(stored), stored_run(shown)
+    if not new or (current and current.id == new.id):
         return no_update
-    return stored
+    return new.to_store()
 
 
 @callback(
@@ -138,7 +146,7 @@ def run_text(n_clicks, model, text) -> tuple:
         run = client().create_run(model, text or "")
     except ApiError as exc:
         return no_update, describe_error(exc, f"Running the text on {model} failed")
-    return run_record(run), ""
+    return run_record(run).to_store(), ""
 
 
 BADGES = {
@@ -160,10 +168,10 @@ def badge_text(labels: list[str]) -> str:
     return " ".join(short[:2])
 
 
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: dict, cls: str, selected: bool):
-    label = head_label(layer, head, run.get("kv_head_of"))  # L3H4, or L3 H4 (kv 1) under grouped-query attention
+def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: RunRecord, cls: str, selected: bool):
+    label = head_label(layer, head, run.kv_head_of)  # L3H4, or L3 H4 (kv 1) under grouped-query attention
     kinds = ", ".join(labels) if labels else "no type"
-    src = causal_thumbnail_src(matrix) if run.get("causal") else thumbnail_src(matrix)
+    src = causal_thumbnail_src(matrix) if run.causal else thumbnail_src(matrix)
     children = [html.Img(src=src, alt=label)]
     if labels:
         children.append(html.Span(badge_text(labels), className="badge"))
@@ -188,22 +196,23 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: di
     State("explore-query", "data"),
     State("selected-head", "data"),
 )
-def render_grid(run, query, current):
+def render_grid(data, query, current):
+    run = stored_run(data)
     if not run:
         return html.P("Run a text to see every head.", className="hint"), [], None, [], [], None
-    n_layers, n_heads = run["shape"][0], run["shape"][1]
-    selected = initial_head(query or {}, current, n_layers, n_heads, run["id"])
-    n = run["shape"][2]
+    n_layers, n_heads = run.n_layers, run.n_heads
+    selected = initial_head(query or {}, current, n_layers, n_heads, run.id)
+    n = run.n_tokens
     stride = max(1, -(-n // THUMB_CELLS))
     try:  # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-        layers = [client().attention(run["id"], layer, stride=stride, pool="mean") for layer in range(n_layers)]
+        layers = [client().attention(run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None
     try:
-        types = {(h.layer, h.head_index): h.labels for h in client().heads(run["id"]).heads}
+        types = {(h.layer, h.head_index): h.labels for h in client().heads(run.id).heads}
     except ApiError:  # badges are a bonus: the grid still shows without them
         types = {}
-    kv_of = run.get("kv_head_of")
+    kv_of = run.kv_head_of
     order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
     col = lambda h: column_label(h, kv_of)  # noqa: E731
     gap = lambda h, base: f"{base} kv-group-start" if h in starts else base  # noqa: E731
@@ -226,7 +235,7 @@ def render_grid(run, query, current):
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
     head_opts = [{"label": col(h), "value": h} for h in order]
     layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)
-    choice = {"layer": selected[0], "head": selected[1], "run": run["id"]}
+    choice = {"layer": selected[0], "head": selected[1], "run": run.id}
     return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice
 
 
@@ -247,11 +256,12 @@ def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int,
     State("explore-run-data", "data"),
     prevent_initial_call=True,
 )
-def select_head(clicks, run):
+def select_head(clicks, data):
     trigger = ctx.triggered_id
     if not trigger or not any(clicks or []):
         return no_update
-    return {"layer": trigger["layer"], "head": trigger["head"], "run": (run or {}).get("id")}
+    run = stored_run(data)
+    return {"layer": trigger["layer"], "head": trigger["head"], "run": run.id if run else None}
 
 
 @callback(
@@ -262,11 +272,12 @@ def select_head(clicks, run):
     State("run-store", "data"),
     prevent_initial_call=True,
 )
-def zoom_detail(relayout, _selected, window, run):
+def zoom_detail(relayout, _selected, window, data):
     """A box zoom on the head detail -> the token window to fetch; a new head or a reset -> all."""
+    run = stored_run(data)
     if ctx.triggered_id == "selected-head" or not run:
         return {} if window else no_update  # a new head opens whole (no second fetch when it already is)
-    new = window_from_relayout(relayout, run["shape"][2], window)
+    new = window_from_relayout(relayout, run.n_tokens, window)
     return no_update if new is None else new
 
 
@@ -274,26 +285,29 @@ def zoom_detail(relayout, _selected, window, run):
     Output("head-detail", "figure"),
     Input("selected-head", "data"),
     Input("detail-window", "data"),
+    Input("head-scaling", "value"),
     State("run-store", "data"),
 )
-def render_detail(selected, window, run):
+def render_detail(selected, window, scaling, data):
+    run = stored_run(data)
     if not run or not selected:
         return _empty("Run a text, then click a head in the model view.")
     layer, head = selected["layer"], selected["head"]
-    n = run["shape"][2]
+    n = run.n_tokens
     window = window or {}
     rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
     stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
     try:
-        weights = client().attention(run["id"], layer, head, rows=rows, cols=cols, stride=stride, pool="max")
+        weights = client().attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
     except ApiError as exc:
         return _empty(str(exc))
     zoom = (
         "" if (rows, cols) == ((0, n), (0, n)) else f" · queries {rows[0]}-{rows[1] - 1}, keys {cols[0]}-{cols[1] - 1}"
     )
     pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
-    title = f"L{layer}H{head} · {run['model']}{zoom}{pooled}"
-    return head_detail_figure(weights, run["tokens"], title, rows=rows, cols=cols, stride=stride)
+    title = f"L{layer}H{head} · {run.model}{zoom}{pooled}"
+    scaling = scaling if scaling in SCALINGS else "global"
+    return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
 
 
 # the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
@@ -313,16 +327,17 @@ clientside_callback(
     Input("head-checklist", "value"),
     Input("explore-run-data", "data"),
 )
-def render_head_view(layer, heads, run):
+def render_head_view(layer, heads, data):
+    run = stored_run(data)
     if not run or layer is None:
         return _empty("The head view appears after a run.")
     if not heads:
         return _empty("Select at least one head.")
     try:
-        indices, weights = client().attention_top_k(run["id"], layer, k=min(HEAD_VIEW_K, run["shape"][2]))
+        indices, weights = client().attention_top_k(run.id, layer, k=min(HEAD_VIEW_K, run.n_tokens))
     except ApiError as exc:
         return _empty(str(exc))
-    return head_view_figure(indices, weights, run["tokens"], sorted(heads), layer)
+    return head_view_figure(indices, weights, run.tokens, sorted(heads), layer)
 
 
 @callback(
@@ -330,9 +345,11 @@ def render_head_view(layer, heads, run):
     Input("explore-run-data", "data"),
     Input("selected-head", "data"),
     Input("layer-dropdown", "value"),
+    Input("head-scaling", "value"),
     prevent_initial_call=True,
 )
-def to_address(run, selected, layer):
+def to_address(data, selected, layer, scaling):
+    run = stored_run(data)
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
-    values = {**run_query(run), "head": head, "layer": layer if run else None}
+    values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling}
     return query_string(values, PARAMS)

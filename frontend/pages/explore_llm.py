@@ -16,6 +16,7 @@ from attnscope.frontend.llm_figures import (
     step_marks,
 )
 from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import run_record
 from attnscope.server.schemas import MAX_NEW_TOKENS, MAX_TEMPERATURE
 
@@ -80,7 +81,7 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
         run = client().create_run(model, text or "", generate=body)
     except ApiError as exc:
         return no_update, str(exc)
-    return run_record(run), ""
+    return run_record(run).to_store(), ""
 
 
 @callback(
@@ -97,21 +98,26 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
     Input("run-store", "data"),
     State("selected-head", "data"),
 )
-def load_prediction(run, selected):
-    """The run's prediction (``GET /runs/{id}``: the session keeps runs without it), the positions to
+def load_prediction(data, selected):
+    """The run's prediction: the record's summary, or for causal LMs (and records kept without a
+    prediction) the whole one with its per-position top-k from ``GET /runs/{id}``; the positions to
     choose from, and the generation's steps."""
     nothing = (None, [], None, _with("inline", True), 1, [], 1, HIDDEN, [], None)
+    run = stored_run(data)
     if not run:
         return nothing
-    try:
-        pred = client().run(run["id"]).prediction.model_dump()
-    except ApiError as exc:
-        return ({"error": str(exc)},) + nothing[1:]
-    tokens = run["tokens"]
+    if run.prediction is not None and run.prediction.kind != "next-token":
+        pred = run.prediction.model_dump()
+    else:
+        try:
+            pred = client().run(run.id).prediction.model_dump()
+        except ApiError as exc:
+            return ({"error": str(exc)},) + nothing[1:]
+    tokens = run.tokens
     causal = pred["kind"] == "next-token"
     n_prompt = pred.get("prompt_tokens") or len(tokens)
-    steps = (run.get("generation") or {}).get("steps") or []
-    n_layers = run["shape"][0]
+    steps = run.generation.steps if run.generation else []
+    n_layers = run.n_layers
     layer = (selected or {}).get("layer", 0)
     return (
         pred,
@@ -133,7 +139,8 @@ def load_prediction(run, selected):
     Input("prediction-store", "data"),
     State("run-store", "data"),
 )
-def render_prediction(position, pred, run):
+def render_prediction(position, pred, data):
+    run = stored_run(data)
     if not run or not pred:
         return empty_figure("Run a text: the model's prediction shows here.")
     if "error" in pred:
@@ -142,14 +149,14 @@ def render_prediction(position, pred, run):
         return class_figure(pred["labels"], pred["probs"], pred["predicted"])
     if pred["kind"] != "next-token":
         return empty_figure(
-            f"{run['model']} outputs an embedding ({pred.get('dim')} dimensions): no class or token to predict.",
+            f"{run.model} outputs an embedding ({pred.get('dim')} dimensions): no class or token to predict.",
             height=120,
         )
-    tokens = run["tokens"]
+    tokens = run.tokens
     if position is None or not 0 <= position < len(tokens):
         position = (pred.get("prompt_tokens") or len(tokens)) - 1
     loss = (pred.get("loss") or [None] * len(tokens))[position]
-    actual = actual_next(run.get("token_ids"), tokens, position)
+    actual = actual_next(run.token_ids, tokens, position)
     return next_token_figure(pred["top_k"][position], position, tokens[position], actual, loss)
 
 
@@ -159,14 +166,15 @@ def render_prediction(position, pred, run):
     State("run-store", "data"),
     prevent_initial_call=True,
 )
-def step_to_position(step, run):
+def step_to_position(step, data):
     """Stepping through a generation shows, in the prediction panel, the distribution each token was
     chosen from (the position before it)."""
-    steps = ((run or {}).get("generation") or {}).get("steps") or []
+    run = stored_run(data)
+    steps = run.generation.steps if run and run.generation else []
     step = _step_number(step)
     if step is None or not 1 <= step <= len(steps):
         return no_update
-    return steps[step - 1]["query"]
+    return steps[step - 1].query
 
 
 def _step_number(value) -> int | None:
@@ -205,24 +213,24 @@ def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
     Input("gen-layer", "value"),
     Input("run-store", "data"),
 )
-def render_step(step, layer, run):
-    generation = (run or {}).get("generation")
-    if not run or not generation or not generation.get("steps"):
+def render_step(step, layer, data):
+    run = stored_run(data)
+    if not run or not run.generation or not run.generation.steps:
         return empty_figure("Press Generate: each generated token's attention shows here."), [], "step"
-    steps = generation["steps"]
+    steps = run.generation.steps
     step = min(max(_step_number(step) or 1, 1), len(steps))
     layer = 0 if layer is None else int(layer)
     current = steps[step - 1]
-    n_prompt = steps[0]["position"]
-    text = _text_view(run["tokens"], n_prompt, current["position"])
+    n_prompt = steps[0].position
+    text = _text_view(run.tokens, n_prompt, current.position)
     label = f"step {step} of {len(steps)}"
     try:
-        rows = client().rows(run["id"], current["query"])  # [layer, head, key]
+        rows = client().rows(run.id, current.query)  # [layer, head, key]
     except ApiError as exc:
         return empty_figure(f"The attention rows could not be loaded: {exc.detail}"), text, label
     if not 0 <= layer < rows.shape[0]:
         layer = 0
     fig = generation_step_figure(
-        rows[layer], run["tokens"], n_prompt, current, step, len(steps), layer, run.get("kv_head_of")
+        rows[layer], run.tokens, n_prompt, current.model_dump(), step, len(steps), layer, run.kv_head_of
     )
     return fig, text, label

@@ -8,6 +8,7 @@ from attnscope.frontend.layout import EXAMPLE
 from attnscope.frontend.page_common import error_box
 from attnscope.frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.measure_callbacks import PARAMS
+from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import parse_query, problems_message, url_sync
 
 dash.register_page(__name__, path="/measure", name="Measure", order=5, title="attnscope · measure")
@@ -38,6 +39,7 @@ def _controls(state: dict) -> html.Div:
                 children=[
                     html.Label("Text", htmlFor="measure-text"),
                     dcc.Textarea(id="measure-text", value=state["text"] or EXAMPLE, rows=2, className="text-input"),
+                    token_counter("measure"),
                 ],
             ),
             html.Button("Run", id="measure-run-button", n_clicks=0, className="run-button"),

@@ -18,13 +18,16 @@ from attnscope.frontend.measure_figures import (
 )
 from attnscope.frontend.page_common import describe_error
 from attnscope.frontend.pages.explore_callbacks import client, pick_model, run_text
-from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
+from attnscope.frontend.run_record import stored_run
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 SHARED = "shared"
 DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU
 PARAMS = {**RUN_PARAMS, "dims": Param(int, default=2, choices=(2, 3))}
 register_url_sync("measure")
+register_token_counter("measure", "measure-text", "measure-model")
 
 
 @callback(
@@ -35,14 +38,15 @@ register_url_sync("measure")
     Input("measure-query", "data"),
     State("run-store", "data"),
 )
-def load_models(query, run):
+def load_models(query, stored):
+    run = stored_run(stored)
     try:
         listing = client().models()
     except ApiError as exc:
         return [], None, f"API unavailable: {exc}", "notice"
     options = [{"label": f"{m.name} · {m.family} · {m.task}", "value": m.name} for m in listing.models]
     names = [m.name for m in listing.models]
-    value, note = pick_model(names, (query or {}).get("model"), (run or {}).get("model"), listing.default)
+    value, note = pick_model(names, (query or {}).get("model"), run.model if run else None, listing.default)
     return options, value, note or f"API {client().base_url}", "notice" if note else "api-status"
 
 
@@ -61,13 +65,13 @@ def resolve(query, _retry, stored):
     """The run this page opens with: the address's (made again if the API forgot it), else the
     session's current run."""
     query = query or {}
-    run, message = resolve_run(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    run, message = resolve_record(client(), query.get("run"), query.get("model"), query.get("text"), stored)
     if run is None:
         failed = message != NO_RUN
         return None, "" if failed else message, message if failed else "", no_update, no_update
-    share = run if not stored or stored.get("id") != run["id"] else no_update
-    about = f"Run {run['id']} · {run['model']} · {run['shape'][0]} layers" + (f" — {message}" if message else "")
-    return run, about, "", share, run.get("text") or no_update
+    share = run.to_store() if is_new(run, stored) else no_update
+    about = f"Run {run.id} · {run.model} · {run.n_layers} layers" + (f" — {message}" if message else "")
+    return run.to_store(), about, "", share, run.text or no_update
 
 
 @callback(
@@ -91,16 +95,17 @@ def create_run(n_clicks, text, model):
     Input("particle-dims", "value"),
     prevent_initial_call=True,
 )
-def to_address(run, dims):
-    return query_string({**run_query(run), "dims": dims}, PARAMS)
+def to_address(data, dims):
+    return query_string({**run_query(stored_run(data)), "dims": dims}, PARAMS)
 
 
 @callback(Output("particle-view", "figure"), Input("measure-run-data", "data"), Input("particle-dims", "value"))
-def render_particles(run, dims):
+def render_particles(data, dims):
+    run = stored_run(data)
     if not run:
         return _empty("Run a text to see its tokens move through the layers.")
     try:
-        p = client().particles(run["id"], dims=dims or 2)
+        p = client().particles(run.id, dims=dims or 2)
     except ApiError as exc:
         return _empty(describe_error(exc, "The particle view could not be computed"))
     return particle_figure(np.asarray(p.coords), p.tokens, p.depth_labels, explained=p.explained_variance)
@@ -113,13 +118,14 @@ def render_particles(run, dims):
     Output("fixed-point-block", "value"),
     Input("measure-run-data", "data"),
 )
-def render_profile(run):
+def render_profile(data):
+    run = stored_run(data)
     if not run:
         return _empty("W1 per layer appears after a run."), "", [], None
     try:
-        m = client().measure(run["id"])
+        m = client().measure(run.id)
     except ApiError as exc:
-        return _empty(describe_error(exc, f"W1 per layer of {run['model']}")), "", [], None
+        return _empty(describe_error(exc, f"W1 per layer of {run.model}")), "", [], None
     if m.max_entropy_deviation is not None:
         summary = (
             "Maximum-entropy check: every attention row re-solved as argmax H(p) + ⟨p, s⟩; largest "
@@ -127,11 +133,11 @@ def render_profile(run):
         )
     else:
         summary = m.max_entropy_note
-    n_layers = run["shape"][0]
+    n_layers = run.n_layers
     options = [{"label": "shared block (HA)", "value": SHARED}] + [
         {"label": f"layer {l} (demo)", "value": l} for l in range(n_layers)
     ]
-    return w1_profile_figure(m.w1_successive, m.max_entropy_deviation), summary, options, _default_block(run["model"])
+    return w1_profile_figure(m.w1_successive, m.max_entropy_deviation), summary, options, _default_block(run.model)
 
 
 def _default_block(model: str):
@@ -164,22 +170,23 @@ clientside_callback(
     State("lipschitz-state", "data"),
     prevent_initial_call=True,
 )
-def lipschitz_step(n_clicks, _next, run, state):
+def lipschitz_step(n_clicks, _next, data, state):
     """One layer per call: Compute starts at layer 0, each finished layer asks for the next."""
+    run = stored_run(data)
     if not run:
         return None, 0, ""
-    n = run["shape"][0]
+    n = run.n_layers
     if ctx.triggered_id == "measure-run-data":
         return None, 0, ""
     if ctx.triggered_id == "lipschitz-button":
         if not n_clicks:
             return no_update, no_update, no_update
-        return {"run": run["id"], "rows": [], "next": 0, "n": n}, 0, f"layer 1 of {n}…"
-    if not state or state.get("run") != run["id"] or state.get("error") or state["next"] >= n:
+        return {"run": run.id, "rows": [], "next": 0, "n": n}, 0, f"layer 1 of {n}…"
+    if not state or state.get("run") != run.id or state.get("error") or state["next"] >= n:
         return no_update, no_update, no_update
     layer = state["next"]
     try:
-        row = client().lipschitz(run["model"], layer, run_id=run["id"], **DASH_BUDGET).model_dump()
+        row = client().lipschitz(run.model, layer, run_id=run.id, **DASH_BUDGET).model_dump()
     except ApiError as exc:
         return {**state, "error": describe_error(exc, f"Layer {layer}")}, layer / n, f"stopped at layer {layer}"
     done = layer + 1
@@ -188,8 +195,8 @@ def lipschitz_step(n_clicks, _next, run, state):
 
 
 @callback(Output("lipschitz-panel", "figure"), Input("lipschitz-state", "data"), State("measure-run-data", "data"))
-def render_lipschitz(state, run):
-    if not run:
+def render_lipschitz(state, data):
+    if not stored_run(data):
         return _empty("Run a text, then compute the bound and the estimate.")
     if not state:
         return _empty("Press “Compute for every layer” (a few seconds per layer).")
@@ -209,13 +216,14 @@ def render_lipschitz(state, run):
     State("measure-run-data", "data"),
     running=[(Output("fixed-point-button", "disabled"), True, False)],
 )
-def render_fixed_point(n_clicks, block, steps, run):
+def render_fixed_point(n_clicks, block, steps, data):
+    run = stored_run(data)
     if not run or not n_clicks:
         return _empty("Pick a block and press Iterate."), ""
     try:
-        fp = client().fixed_point(run["id"], steps=int(steps or 30), layer=None if block == SHARED else block)
+        fp = client().fixed_point(run.id, steps=int(steps or 30), layer=None if block == SHARED else block)
     except ApiError as exc:
-        return _empty(describe_error(exc, f"Iterating the block of {run['model']}")), ""
+        return _empty(describe_error(exc, f"Iterating the block of {run.model}")), ""
     bound = fp.block_bound
     fig = fixed_point_figure(
         fp.w1_steps,

@@ -11,7 +11,8 @@ from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import head_detail_figure
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.plot_config import graph_config
-from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
+from attnscope.frontend.run_record import stored_run
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
 from attnscope.frontend.structure_figures import (
     evolution_figure,
     grid_importance_figure,
@@ -47,14 +48,14 @@ register_url_sync("structure")
 def resolve(query, _retry, stored):
     """The run this page analyses: the address's, else the session's (made again if the API forgot it)."""
     query = query or {}
-    run, message = resolve_run(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    run, message = resolve_record(client(), query.get("run"), query.get("model"), query.get("text"), stored)
     if run is None:
         failed = message != NO_RUN
         return None, NO_RUN if failed else message, message if failed else "", no_update
-    text = run["text"] if len(run["text"]) < 120 else run["text"][:117] + "…"
-    about = f"Run {run['id']} · {run['model']} · {run['shape'][0]} layers × {run['shape'][1]} heads · “{text}”"
+    text = run.text if len(run.text) < 120 else run.text[:117] + "…"
+    about = f"Run {run.id} · {run.model} · {run.n_layers} layers × {run.n_heads} heads · “{text}”"
     about += f" — {message}" if message else ""
-    return run, about, "", (run if not stored or stored.get("id") != run["id"] else no_update)
+    return run.to_store(), about, "", (run.to_store() if is_new(run, stored) else no_update)
 
 
 @callback(
@@ -64,11 +65,12 @@ def resolve(query, _retry, stored):
     Input("shift-k", "value"),
     Input("shift-threshold", "value"),
 )
-def render_shift(run, k, threshold):
+def render_shift(data, k, threshold):
+    run = stored_run(data)
     if not run:
         return empty_figure(NO_RUN), None
     try:
-        data = client().shift(run["id"], k=int(k or 8), threshold=float(0.5 if threshold is None else threshold))
+        data = client().shift(run.id, k=int(k or 8), threshold=float(0.5 if threshold is None else threshold))
     except ApiError as exc:
         return empty_figure(f"Shift analysis failed: {exc.detail}"), None
     fig = shift_grid_figure(data.shift_score, data.best_offset, data.best_mass)
@@ -102,7 +104,8 @@ def pick_head(click, wanted: str | None, score) -> tuple[int, int, str]:
     State("structure-run-data", "data"),
     State("structure-query", "data"),
 )
-def render_kernel(click, shift, run, query):
+def render_kernel(click, shift, data, query):
+    run = stored_run(data)
     if not run or not shift:
         return empty_figure("Click a head in the shift grid."), empty_figure(""), no_update
     layer, head, note = pick_head(click, (query or {}).get("head"), shift["shift_score"])
@@ -113,19 +116,20 @@ def render_kernel(click, shift, run, query):
     if note and "not a head" in note:
         kfig.add_annotation(text=note, showarrow=False, xref="paper", yref="paper", x=0, y=1.12, xanchor="left")
     try:
-        weights = client().attention(run["id"], layer, head, encoding="json")
+        weights = client().attention(run.id, layer, head, encoding="json")
     except ApiError as exc:
         return kfig, empty_figure(f"The map of {label} could not be loaded: {exc.detail}"), label
-    return kfig, head_detail_figure(weights, run["tokens"], f"{label} · its map"), label
+    return kfig, head_detail_figure(weights, run.tokens, f"{label} · its map"), label
 
 
 @callback(Output("compare-model", "options"), Input("structure-run-data", "data"))
-def compare_options(run):
+def compare_options(data):
+    run = stored_run(data)
     try:
         models = client().models().models
     except ApiError:
         return []
-    current = run["model"] if run else None
+    current = run.model if run else None
     return [{"label": m.name, "value": m.name} for m in models if m.name != current and m.modality == "text"]
 
 
@@ -136,7 +140,8 @@ def compare_options(run):
     Input("structure-run-data", "data"),
     Input("compare-model", "value"),
 )
-def render_evolution(run, other_model):
+def render_evolution(data, other_model):
+    run = stored_run(data)
     if not run:
         return empty_figure(NO_RUN), empty_figure(""), ""
     error = ""
@@ -144,14 +149,14 @@ def render_evolution(run, other_model):
         other_id = None
         if other_model:
             try:
-                other_id = client().create_run(other_model, run["text"]).id
+                other_id = client().create_run(other_model, run.text).id
             except ApiError as exc:
                 error = f"{other_model}: {exc.detail}"
-        data = client().evolution(run["id"], compare_to=other_id)
+        data = client().evolution(run.id, compare_to=other_id)
     except ApiError as exc:
         return empty_figure(str(exc)), empty_figure(""), str(exc)
     profiles = [data.profile] + ([data.compare] if data.compare else [])
-    return evolution_figure(profiles), head_entropy_figure(data.profile.head_norm_entropy, run["model"]), error
+    return evolution_figure(profiles), head_entropy_figure(data.profile.head_norm_entropy, run.model), error
 
 
 @callback(
@@ -160,11 +165,12 @@ def render_evolution(run, other_model):
     Input("structure-run-data", "data"),
     State("structure-query", "data"),
 )
-def importance_layers(run, query):
+def importance_layers(data, query):
     """One choice per layer; the address's ``through``, else the last (what the model's output draws on)."""
+    run = stored_run(data)
     if not run:
         return [], None
-    n = run["shape"][0]
+    n = run.n_layers
     wanted = (query or {}).get("through")
     value = wanted if wanted is not None and 0 <= wanted < n else n - 1
     return [{"label": f"layer {l}" + (" (last)" if l == n - 1 else ""), "value": l} for l in range(n)], value
@@ -177,13 +183,14 @@ def importance_layers(run, query):
     Input("structure-run-data", "data"),
     Input("importance-layer", "value"),
 )
-def render_importance(run, layer):
+def render_importance(data, layer):
     from dash import dcc
 
+    run = stored_run(data)
     if not run:
         return empty_figure(NO_RUN), "", None
     try:
-        roll = client().importance(run["id"], "rollout", layer=layer)
+        roll = client().importance(run.id, "rollout", layer=layer)
     except ApiError as exc:
         return empty_figure(f"Rollout failed: {exc.detail}"), "", None
     series = {"rollout": roll.values}
@@ -192,7 +199,7 @@ def render_importance(run, layer):
         f", through layer {roll.through_layer}."
     )
     try:
-        series["flow"] = client().importance(run["id"], "flow", layer=layer).values
+        series["flow"] = client().importance(run.id, "flow", layer=layer).values
     except ApiError as exc:
         note += f" Flow not shown: {exc.detail}"
     grid = None
@@ -201,7 +208,7 @@ def render_importance(run, layer):
             figure=grid_importance_figure(roll.grid, "Rollout over the image grid"),
             config=graph_config("attnscope-rollout-grid"),
         )
-    return importance_figure(run["tokens"], series), note, grid
+    return importance_figure(run.tokens, series), note, grid
 
 
 @callback(
@@ -214,8 +221,9 @@ def render_importance(run, layer):
     Input("importance-layer", "value"),
     prevent_initial_call=True,
 )
-def to_address(run, k, threshold, head, compare, through):
-    last = run["shape"][0] - 1 if run else None
+def to_address(data, k, threshold, head, compare, through):
+    run = stored_run(data)
+    last = run.n_layers - 1 if run else None
     values = {
         **run_query(run),
         "k": k,

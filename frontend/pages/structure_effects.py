@@ -10,6 +10,7 @@ from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.intervention_figures import TYPE_SCORES, pick_type_score, type_effect_rows, type_effect_scatter
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.plot_config import graph
+from attnscope.frontend.run_record import stored_run
 
 
 def effects_panel() -> html.Section:
@@ -66,12 +67,13 @@ def effects_panel() -> html.Section:
     State("structure-run-data", "data"),
     prevent_initial_call=True,
 )
-def measure(_clicks, run):
+def measure(_clicks, data):
+    run = stored_run(data)
     if not run:
         return None, "No run yet."
     try:
-        grid = client().head_effects(run["id"], {"method": "zero"})
-        heads = [h.model_dump(by_alias=True) for h in client().heads(run["id"]).heads]
+        grid = client().head_effects(run.id, {"method": "zero"})
+        heads = [h.model_dump(by_alias=True) for h in client().heads(run.id).heads]
     except ApiError as exc:
         return None, f"The effects could not be measured: {exc.detail}"
     rho = grid.rank_agreement.rho

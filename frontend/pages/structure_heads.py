@@ -10,6 +10,7 @@ from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.head_type_figures import SCORE_NAMES, head_type_figure, labelled_heads, score_names
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.plot_config import graph
+from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN
 
 # the types listed under the map, when a head carries them (decoder LLMs: sink and induction first)
@@ -67,18 +68,19 @@ def summary(records: list[dict], kv_head_of: list[int] | None, probe: str | None
     Output("head-types-summary", "children"),
     Input("structure-run-data", "data"),
 )
-def load_head_types(run):
+def load_head_types(data):
+    run = stored_run(data)
     if not run:
         return None, [], None, ""
     try:
-        data = client().heads(run["id"])
+        data = client().heads(run.id)
     except ApiError as exc:
         return None, [], None, html.P(f"Head types could not be computed: {exc.detail}", className="error")
     records = [h.model_dump(by_alias=True) for h in data.heads]  # dicts: "self", absent scores left out
     names = score_names(records)
     default = "sink" if "sink" in names else ("previous" if "previous" in names else (names or [None])[0])
     options = [{"label": SCORE_NAMES.get(n, n), "value": n} for n in names]
-    return records, options, default, summary(records, run.get("kv_head_of"), data.probe)
+    return records, options, default, summary(records, run.kv_head_of, data.probe)
 
 
 @callback(
@@ -87,10 +89,10 @@ def load_head_types(run):
     Input("head-types-data", "data"),
     State("structure-run-data", "data"),
 )
-def render_head_types(score, records, run):
+def render_head_types(score, records, data):
+    run = stored_run(data)
     if not run:
         return empty_figure(NO_RUN)
     if not records or not score:
         return empty_figure("No head types for this run.")
-    n_layers, n_heads = run["shape"][0], run["shape"][1]
-    return head_type_figure(records, score, n_layers, n_heads, run.get("kv_head_of"))
+    return head_type_figure(records, score, run.n_layers, run.n_heads, run.kv_head_of)

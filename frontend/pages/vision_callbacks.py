@@ -13,6 +13,7 @@ from flask import current_app
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.figures import thumbnail_src
 from attnscope.frontend.page_common import describe_error
+from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.frontend.vision_figures import (
     conv_vs_attention_figure,
@@ -112,7 +113,7 @@ def reopen_run(query):
     if not run_id:
         return no_update, no_update
     try:
-        return client().run(run_id).model_dump(), ""
+        return RunRecord.from_run(client().run(run_id)).to_store(), ""
     except ApiError as exc:
         return no_update, describe_error(exc, f"Run {run_id} could not be reopened") + " Pick a sample and press Run."
 
@@ -126,8 +127,9 @@ def reopen_run(query):
     State("vision-sample", "value"),
     prevent_initial_call=True,
 )
-def to_address(run, layer, cell, model, sample):
-    values = {"model": (run or {}).get("model") or model, "sample": sample, "run": (run or {}).get("id")}
+def to_address(data, layer, cell, model, sample):
+    run = stored_run(data)
+    values = {"model": run.model if run else model, "sample": sample, "run": run.id if run else None}
     if run:
         values.update(layer=layer, row=(cell or {}).get("row"), col=(cell or {}).get("col"))
     return query_string(values, PARAMS)
@@ -173,7 +175,7 @@ def create_run(_n, contents, model, index, filename):
         return no_update, str(exc)
     except ApiError as exc:
         return no_update, describe_error(exc, f"{model} could not run the image")
-    return run.model_dump(), ""
+    return RunRecord.from_run(run).to_store(), ""
 
 
 @callback(
@@ -182,11 +184,12 @@ def create_run(_n, contents, model, index, filename):
     State("vision-run", "data"),
     prevent_initial_call=True,
 )
-def pick_cell(click, run):
-    if not click or not run or not run.get("grid"):
+def pick_cell(click, data):
+    run = stored_run(data)
+    if not click or not run or not run.grid:
         return no_update
     point = click["points"][0]
-    row, col = grid_cell(point["x"], point["y"], tuple(run["grid"]))
+    row, col = grid_cell(point["x"], point["y"], run.grid)
     return {"row": row, "col": col}
 
 
@@ -200,26 +203,28 @@ def pick_cell(click, run):
     State("vision-layer", "value"),
     State("vision-query", "data"),
 )
-def render_image(run, cell, layer, query):
-    if not run:
+def render_image(data, cell, layer, query):
+    run = stored_run(data)
+    if not run or not run.grid:
         return _empty("Pick a digit,<br>press Run,<br>or upload an image.", 380), "", [], None
-    grid = tuple(run["grid"])
+    grid = run.grid
     cell = grid_cell(cell["col"], cell["row"], grid) if cell else (grid[0] // 2, grid[1] // 2)
     try:
-        image = _decode_png(client().run_image(run["id"]))
+        image = _decode_png(client().run_image(run.id))
     except ApiError as exc:
         return _empty(str(exc), 380), "", [], None
-    pred = run["prediction"]
-    source = run.get("image") or {}
-    truth = f" (label {source['label']})" if source.get("label") is not None else ""
-    if pred.get("probs"):
-        text = f"{run['model']} predicts {pred['predicted']} ({max(pred['probs']):.1%}){truth}"
+    pred = run.prediction
+    truth = f" (label {run.image.label})" if run.image and run.image.label is not None else ""
+    if pred is None:  # a record kept by an older dashboard
+        text = f"{run.model}{truth}"
+    elif pred.probs:
+        text = f"{run.model} predicts {pred.predicted} ({max(pred.probs):.1%}){truth}"
     else:  # an encoder without a classifier head (DINOv2): its output is an embedding
-        text = f"{run['model']}: {pred.get('dim')}-d {pred['kind']}{truth}"
-    layers = [{"label": f"layer {i}", "value": i} for i in range(run["shape"][0])]
+        text = f"{run.model}: {pred.dim}-d {pred.kind}{truth}"
+    layers = [{"label": f"layer {i}", "value": i} for i in range(run.n_layers)]
     if layer is None:
         layer = (query or {}).get("layer")  # the first run of the page: the address's layer
-    layer = layer if layer is not None and layer < run["shape"][0] else 0
+    layer = layer if layer is not None and layer < run.n_layers else 0
     return image_figure(image, grid, cell, f"query: row {cell[0]}, col {cell[1]}"), text, layers, layer
 
 
@@ -229,22 +234,23 @@ def render_image(run, cell, layer, query):
     Input("vision-cell", "data"),
     Input("vision-layer", "value"),
 )
-def render_query_pixel_view(run, cell, layer):
-    if not run or layer is None:
+def render_query_pixel_view(data, cell, layer):
+    run = stored_run(data)
+    if not run or not run.grid or layer is None:
         return _empty("The query-pixel view appears after a run.")
-    grid = tuple(run["grid"])
+    grid = run.grid
     cell = grid_cell(cell["col"], cell["row"], grid) if cell else (grid[0] // 2, grid[1] // 2)
     try:
-        image = _decode_png(client().run_image(run["id"]))
-        weights = client().attention(run["id"], layer)
-        structure = client().structure(run["model"])
+        image = _decode_png(client().run_image(run.id))
+        weights = client().attention(run.id, layer)
+        structure = client().structure(run.model)
     except ApiError as exc:
         return _empty(str(exc))
     gaussians = None
     if structure is not None and tuple(structure.grid) == grid:
         gaussians = [g.model_dump() for g in structure.layers[layer]]
     columns = 4 if weights.shape[0] > 9 else 3
-    return query_pixel_figure(image, weights, grid, run["special"], cell, layer, gaussians, columns)
+    return query_pixel_figure(image, weights, grid, run.special, cell, layer, gaussians, columns)
 
 
 @callback(
@@ -253,23 +259,25 @@ def render_query_pixel_view(run, cell, layer):
     Input("vision-run", "data"),
     Input("conv-channel", "value"),
 )
-def render_conv_vs_attention(run, channel):
-    if not run or not run["model"].startswith("conv-attention"):
+def render_conv_vs_attention(data, channel):
+    run = stored_run(data)
+    if not run or not run.model.startswith("conv-attention"):
         return True, _empty("")
     try:
-        pair = client().conv_vs_attention(run["id"], int(channel or 0))
+        pair = client().conv_vs_attention(run.id, int(channel or 0))
     except ApiError as exc:
         return False, _empty(str(exc))
     return False, conv_vs_attention_figure(pair.conv, pair.attention, pair.channel, pair.max_abs_diff)
 
 
 @callback(Output("vision-model-grid", "children"), Input("vision-run", "data"), prevent_initial_call=True)
-def render_model_view(run):
+def render_model_view(data):
+    run = stored_run(data)
     if not run:
         return no_update
-    n_layers, n_heads = run["shape"][0], run["shape"][1]
+    n_layers, n_heads = run.n_layers, run.n_heads
     try:
-        layers = [client().attention(run["id"], layer, encoding="uint8") for layer in range(n_layers)]
+        layers = [client().attention(run.id, layer, encoding="uint8") for layer in range(n_layers)]
     except ApiError as exc:
         return html.Div(str(exc), className="error")
     header = html.Div(
@@ -309,23 +317,23 @@ def pick_layer_from_thumbnail(clicks):
 
 
 @callback(Output("run-store", "data", allow_duplicate=True), Input("vision-run", "data"), prevent_initial_call=True)
-def share_run(run):
+def share_run(data):
     """The vision run becomes the session's current run, so the Structure page analyses it too."""
-    return run or no_update
+    run = stored_run(data)
+    return run.to_store() if run else no_update
 
 
 @callback(Output("vision-rollout", "figure"), Input("vision-run", "data"))
-def render_rollout(run):
+def render_rollout(data):
+    run = stored_run(data)
     if not run:
         return _empty("Rollout appears after a run.", 380)
     try:
-        roll = client().importance(run["id"], "rollout")
-        image = _decode_png(client().run_image(run["id"]))
+        roll = client().importance(run.id, "rollout")
+        image = _decode_png(client().run_image(run.id))
     except ApiError as exc:
         return _empty(str(exc), 380)
-    if not roll.grid:
+    if not roll.grid or not run.grid:
         return _empty("This run has no image grid.", 380)
     source = "CLS token" if roll.row is not None else "mean over positions"
-    return rollout_overlay_figure(
-        image, np.asarray(roll.grid), tuple(run["grid"]), f"Rollout from the {source} · {run['model']}"
-    )
+    return rollout_overlay_figure(image, np.asarray(roll.grid), run.grid, f"Rollout from the {source} · {run.model}")

@@ -113,3 +113,4 @@ from attnscope.server.schemas.structure import (  # noqa: F401
     ShiftHead,
     ShiftPublic,
 )
+from attnscope.server.schemas.tokens import TokenCountPublic, TokenizeCreate  # noqa: F401

@@ -16,10 +16,10 @@ def _selected(page) -> str:
 
 
 def test_unknown_address_values_are_a_message_not_a_blank_page(open_dash):
-    page = open_dash("/?model=nope&layer=x&scaling=wild")  # scaling is not a parameter of this page
+    page = open_dash("/?model=nope&layer=x&scaling=wild")
     page.wait_for_selector("#api-status.notice:has-text(\"Model 'nope' is not served\")", timeout=30_000)
     problems = page.locator("#explore-url-problems").inner_text()
-    assert "layer='x' must be a whole number" in problems and "Unknown address parameter 'scaling'" in problems
+    assert "layer='x' must be a whole number" in problems and "scaling='wild' must be one of" in problems
     assert page.locator("#model-dropdown").inner_text().startswith("minilm")
     assert page.console_errors == []
 

@@ -5,6 +5,7 @@ import struct
 import zlib
 
 import numpy as np
+import pytest
 
 from attnscope.frontend.figures import (
     detail_stride,
@@ -54,6 +55,7 @@ def test_head_detail_has_token_labels_on_both_axes_and_no_per_cell_text():
         "stride": 1,
         "rows": [0, 5],
         "cols": [0, 5],
+        "value": "weight",
     }
     payload = fig.to_json()
     assert "the → cat" not in payload and len(payload) < 12_000  # mostly the colour scale and the template
@@ -135,3 +137,18 @@ def test_head_view_of_4096_tokens_draws_top_k_lines_and_sparse_labels():
     np.testing.assert_array_equal(ys[5, :2], [-5, -4])  # query 5 -> key 4
     labels = [t for t in fig.data if t.mode == "text"]
     assert len(labels[0].text) == 512 and fig.layout.height == 4608 + 120 + 24
+
+
+def test_head_detail_scaling_colours_the_weights_globally_per_row_or_in_log():
+    w = np.array([[0.5, 0.5, 0.0], [0.9, 0.09, 0.01], [0.2, 0.3, 0.5]], np.float32)
+    tokens = ["a", "b", "c"]
+    glob = head_detail_figure(w, tokens, "g").data[0]
+    assert (glob.zmin, glob.colorbar.title.text) == (0.0, "weight") and glob.zmax == pytest.approx(0.9)
+    np.testing.assert_allclose(np.asarray(glob.z), w)
+    row = head_detail_figure(w, tokens, "r", scaling="row").data[0]
+    assert (row.zmin, row.zmax, row.colorbar.title.text) == (0.0, 1.0, "weight / row max")
+    np.testing.assert_allclose(np.asarray(row.z)[1], [1.0, 0.1, 0.01 / 0.9], rtol=1e-6)
+    log = head_detail_figure(w, tokens, "l", scaling="log", stride=2)
+    assert (log.data[0].zmin, log.data[0].zmax, log.data[0].colorbar.title.text) == (-4.0, 0.0, "max log10 weight")
+    np.testing.assert_allclose(np.asarray(log.data[0].z)[0], [np.log10(0.5), np.log10(0.5), -4.0], rtol=1e-6)
+    assert log.layout.meta["value"] == "log10 weight"  # the client-side hover names the scaled value

@@ -26,6 +26,7 @@ from attnscope.server.config import Settings
 TOKEN = "contract-test-token"
 MODEL_DEPENDENT = [  # (method, path regex) whose acceptance depends on the named run/model/kind
     ("GET", "^/api/v1/models/[^/]+/lipschitz$"),
+    ("POST", "^/api/v1/models/[^/]+/tokenize$"),  # a vision model's name: 422
     ("GET", "^/api/v1/runs/[^/]+/(attention|rows/[^/]+|fixed-point|flow|rollout|conv-vs-attention|shift|heads|image)$"),
     ("GET", "^/api/v1/runs/[^/]+/(evolution|measure|particles)$"),
     ("POST", "^/api/v1/runs$"),
