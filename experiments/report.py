@@ -51,11 +51,19 @@ def measure_path(name: str, seed: int) -> Path:
 
 
 def measure_all(seed_list, arms, n_eval: int = measure.N_EVAL, probes=measure.PROBES) -> None:
-    """Measure every trained (arm, seed) without a measurement yet (on ``n_eval`` examples, with ``probes``)."""
+    """Measure every trained (arm, seed) without a measurement yet (on ``n_eval`` examples, with ``probes``); a
+    measurement made with fewer probes gets the missing ones added (``add_probe``: same examples, same protocol)."""
     for seed in seed_list:
         for name in arms:
             path = measure_path(name, seed)
-            if path.is_file() or not seeds.trained(name, seed):
+            if not seeds.trained(name, seed):
+                continue
+            if path.is_file():
+                have = json.loads(path.read_text()).get("probe", {})
+                for classifier in probes:
+                    if classifier not in have:
+                        log.info("adding the %s probe to %s seed %d", classifier, name, seed)
+                        add_probe(name, seed, classifier, n_eval)
                 continue
             log.info("measuring %s seed %d", name, seed)
             out = {**measure.measure_arm(name, seeds.arm_root(name, seed), n_eval, probes), "seed": seed}

@@ -10,7 +10,9 @@ on request, in float32, exactly as transformers' eager attention does: query hea
 head ``kv_head_of[h]`` (grouped-query attention), masked keys are ``-inf``, a soft-cap is
 ``c tanh(s / c)``, a sink is a logit column in the softmax that is then dropped. A block of a
 column range keeps the normalisation over every key of the row. Work is done in row chunks so that
-no more than ``CHUNK_ELEMENTS`` logits are alive at once (besides the returned block).
+no more than ``CHUNK_ELEMENTS`` logits are alive at once (besides the returned block), and at
+most ``CHUNK_ROWS`` rows a chunk: a causal chunk stops at its last row's key (half the work of a
+full layer), and its logits stay in cache while they are scaled, masked and soft-maxed in place.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from attnscope.models.attention_fn import LayerRecord
 
 CHUNK_ELEMENTS = 1 << 24  # float32 logits alive per chunk (64 MiB)
+CHUNK_ROWS = 128  # rows per chunk at most: a causal chunk computes keys up to its last row only
 
 
 @dataclass(frozen=True)
@@ -149,38 +152,43 @@ class QKMapSource:
             head_idx = torch.as_tensor(heads, dtype=torch.long, device=device)
             q_all = lay.query.index_select(0, head_idx)  # [h, T, D]
             k_all = lay.key.index_select(0, torch.div(head_idx, group, rounding_mode="floor"))  # [h, T, D]
-        k_all = k_all.float()
+        k_t = k_all.float().transpose(1, 2)  # [h, D, T]
         sinks = None if lay.sinks is None else lay.sinks.float()[heads][:, None, None]  # [h, 1, 1]
-        step = max(1, CHUNK_ELEMENTS // max(1, len(heads) * n))
+        step = max(1, min(CHUNK_ROWS, CHUNK_ELEMENTS // max(1, len(heads) * n)))
+        single = (c0, c1) == (0, n) and r1 - r0 <= step and (r1 == n or not lay.is_causal)  # one chunk, all keys
         out = None
         for a in range(r0, r1, step):
             b = min(r1, a + step)
             # keys a causal row can see end at the row; later keys are 0 (no need to compute them)
             k_end = b if lay.is_causal else n
-            logits = torch.matmul(q_all[:, a:b].float(), k_all[:, :k_end].transpose(1, 2)) * lay.scale
+            # every step in place on the chunk's own logits: a fresh [h, rows, keys] tensor per
+            # elementwise op (scale, mask, softmax) costs more than the op itself
+            logits = torch.matmul(q_all[:, a:b].float(), k_t[:, :, :k_end]).mul_(lay.scale)  # [h, rows, k_end]
             if lay.softcap is not None:
-                logits = lay.softcap * torch.tanh(logits / lay.softcap)
+                logits.div_(lay.softcap).tanh_().mul_(lay.softcap)
             if lay.mask is not None:
                 m = lay.mask[:, a:b, :k_end]
                 if m.shape[0] > 1:
                     m = m[heads]
-                logits = logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
-            elif lay.is_causal:
-                q_pos = torch.arange(a, b, device=device)[:, None]
-                k_pos = torch.arange(k_end, device=device)[None, :]
-                logits = logits.masked_fill(k_pos > q_pos, float("-inf"))
+                if m.dtype == torch.bool:
+                    logits.masked_fill_(~m, float("-inf"))
+                else:
+                    logits.add_(m.float())
+            elif lay.is_causal and b - a > 1:  # keys before the chunk are all visible: mask its own triangle
+                tri = torch.ones(b - a, b - a, dtype=torch.bool, device=device).triu_(1)
+                logits[:, :, a:k_end].masked_fill_(tri, float("-inf"))
             if sinks is None:
-                probs = torch.softmax(logits, dim=-1)  # [h, rows, k_end]
+                probs = torch.softmax(logits, dim=-1, out=logits)  # [h, rows, k_end]
             else:  # the sink is one more logit per head in the normalisation, then dropped
                 lse = torch.logaddexp(torch.logsumexp(logits, dim=-1, keepdim=True), sinks.expand(-1, b - a, 1))
-                probs = torch.exp(logits - lse)
+                probs = logits.sub_(lse).exp_()
             if lay.mask is not None:
-                probs = torch.nan_to_num(probs, nan=0.0)  # a row with every key masked attends to nothing
-            if (a, b, c0, c1, k_end) == (r0, r1, 0, n, n):  # one chunk, every key: the block itself
+                probs = probs.nan_to_num_(nan=0.0)  # a row with every key masked attends to nothing
+            if single:  # one chunk, every key: the block itself
                 return probs
             if out is None:
-                out = torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
-            c_end = min(c1, k_end)
-            if c_end > c0:
-                out[:, a - r0 : b - r0, : c_end - c0] = probs[:, :, c0:c_end]
+                out = torch.empty(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
+            c_end = max(c0, min(c1, k_end))
+            out[:, a - r0 : b - r0, : c_end - c0] = probs[:, :, c0:c_end]
+            out[:, a - r0 : b - r0, c_end - c0 :] = 0.0  # keys after a causal row
         return out

@@ -215,13 +215,9 @@ def max_entropy_deviation(loaded: LoadedModel, cap: Capture) -> np.ndarray:
     Scores are recomputed in float64 from the extracted weights and the cloud each layer's attention
     reads (``layer_input``); the rows are solved by ``attnscope.analysis.markov_kernel.maxent_rows``.
     """
-    if cap.hidden_states is None:
+    hidden = cap.hidden()
+    if hidden is None:
         raise ValueError("the capture has no hidden states; capture with hidden_states=True")
     n_layers = cap.maps.n_layers
-    s = np.stack(
-        [
-            scores(extract_attention_params(loaded, l), layer_input(loaded, cap.hidden_states, l))
-            for l in range(n_layers)
-        ]
-    )
+    s = np.stack([scores(extract_attention_params(loaded, l), layer_input(loaded, hidden, l)) for l in range(n_layers)])
     return max_entropy_check(s, cap.maps.weights)

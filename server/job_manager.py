@@ -209,7 +209,9 @@ class JobManager:
                 raise LookupError(f"job kind {job.kind!r} is not registered in this server")
             params = kind.validate(job.params)
             bounds = kind.shards(params)
-        except (ValueError, LookupError) as exc:
+        except Exception as exc:  # never left queued: a missing data set (OSError), a bad parameter, a bug
+            if not isinstance(exc, ValueError | LookupError | OSError):
+                log.error("job %s (%s) could not start:\n%s", job_id, job.kind, traceback.format_exc())
             self.records.finish(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
             return
         saved = {c.index for c in self.records.shards(job_id)}

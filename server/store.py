@@ -2,8 +2,9 @@
 
 Each run is counted by what it really holds (``run_nbytes``): its maps (for lazy maps the stored
 queries, keys and masks, ``MapSource.nbytes``; for eager maps the whole ``weights`` stack), its
-hidden states, extras and image arrays, and the Python objects of its output (a causal LM's
-next-token lists). When the bytes held would exceed ``max_bytes`` (``ATTNSCOPE_MAX_RUN_BYTES``,
+hidden states when it keeps them (a lazy causal-LM run does not: ``Capture.hidden()`` recomputes
+them), extras and image arrays, and the Python objects of its output (a causal LM's next-token
+lists) and token ids. When the bytes held would exceed ``max_bytes`` (``ATTNSCOPE_MAX_RUN_BYTES``,
 default ``DEFAULT_MEMORY_SHARE`` of physical memory) or the runs exceed ``max_runs``, the least
 recently used runs are dropped. An evicted id is remembered (``evicted``) so that a read of it can
 say it was evicted for memory rather than that it never existed.
@@ -92,9 +93,11 @@ def run_nbytes(run: Run) -> int:
     for arr in (cap.hidden_states, run.image, *cap.extras.values()):
         if isinstance(arr, np.ndarray):
             total += int(arr.nbytes)
-    total += object_nbytes(cap.output)
+    seen: set[int] = set()
+    total += object_nbytes(cap.output, seen)
+    total += object_nbytes(cap.token_ids, seen)  # what a lazy run recomputes its hidden states from
     if maps is not None:
-        total += object_nbytes(maps.tokens)
+        total += object_nbytes(maps.tokens, seen)
     return total + len(run.text.encode())
 
 

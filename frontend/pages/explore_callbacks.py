@@ -39,6 +39,9 @@ PARAMS = {
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
 THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
+# head-type badges need the census of every map (GET /runs/{id}/heads): about 0.1 s a head at 512 tokens but
+# minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
+BADGE_TOKENS = 1024
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 register_url_sync("explore")
 register_token_counter("explore", "text-input", "model-dropdown")
@@ -208,10 +211,21 @@ def render_grid(data, query, current):
         layers = [client().attention(run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None
-    try:
-        types = {(h.layer, h.head_index): h.labels for h in client().heads(run.id).heads}
-    except ApiError:  # badges are a bonus: the grid still shows without them
-        types = {}
+    types, note = {}, []
+    if n <= BADGE_TOKENS:
+        try:
+            types = {(h.layer, h.head_index): h.labels for h in client().heads(run.id).heads}
+        except ApiError:  # badges are a bonus: the grid still shows without them
+            pass
+    else:
+        note = [
+            html.P(
+                f"{n} tokens: no head-type badges here (above {BADGE_TOKENS} tokens the census of every map "
+                "takes minutes); the Structure page computes them.",
+                className="hint",
+                id="grid-badges-note",
+            )
+        ]
     kv_of = run.kv_head_of
     order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
     col = lambda h: column_label(h, kv_of)  # noqa: E731
@@ -221,17 +235,21 @@ def render_grid(data, query, current):
         children=[html.Span("", className="row-label")]
         + [html.Span(col(h), className=gap(h, "col-label")) for h in order],
     )
-    rows = [header] + [
-        html.Div(
-            className="grid-row",
-            children=[html.Span(f"L{l}", className="row-label")]
-            + [
-                _thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb"), (l, h) == selected)
-                for h in order
-            ],
-        )
-        for l in range(n_layers)
-    ]
+    rows = (
+        note
+        + [header]
+        + [
+            html.Div(
+                className="grid-row",
+                children=[html.Span(f"L{l}", className="row-label")]
+                + [
+                    _thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb"), (l, h) == selected)
+                    for h in order
+                ],
+            )
+            for l in range(n_layers)
+        ]
+    )
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
     head_opts = [{"label": col(h), "value": h} for h in order]
     layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)

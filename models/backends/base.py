@@ -23,6 +23,7 @@ the current request's spec, so other requests see nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -102,6 +103,10 @@ class Capture:
     ``token_ids``: the raw ids behind ``maps.tokens`` (text models; None for images).
     ``extras``: model-specific arrays (conv-as-attention keeps its first layer's two outputs).
     ``attention``: the model's ``AttentionConfig`` (key/value heads, causal, ...).
+    ``recompute_hidden``: for a run that does not keep its hidden states (a lazy causal-LM run:
+    at 4,096 SmolLM2 tokens they would outweigh the queries and keys), a function that recomputes
+    them from the token ids; ``hidden()`` gives the kept or the recomputed ones, ``hidden_states``
+    only what the capture holds (what a store counts).
     """
 
     maps: AttentionMaps
@@ -110,6 +115,14 @@ class Capture:
     extras: dict = field(default_factory=dict, repr=False)
     token_ids: tuple[int, ...] | None = None
     attention: AttentionConfig | None = None
+    recompute_hidden: Callable[[], np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def hidden(self) -> np.ndarray | None:
+        """float32 ``[layer + 1, token, dim]``: the kept hidden states, else recomputed (one
+        forward pass, not kept), else None (captured without hidden states)."""
+        if self.hidden_states is not None:
+            return self.hidden_states
+        return None if self.recompute_hidden is None else self.recompute_hidden()
 
 
 @runtime_checkable

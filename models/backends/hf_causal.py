@@ -168,22 +168,40 @@ class HFCausalLMBackend(HFBackend):
         return maps, inp
 
     @torch.inference_mode()
+    def hidden_states_of(self, token_ids) -> np.ndarray:
+        """float32 ``[layer + 1, token, dim]`` of one forward pass over ``token_ids`` (the
+        transformer body only: no logits). Outside a recording context an ``attnscope_qk`` layer is
+        the same SDPA call as inside one, so these equal a lazy run's own hidden states."""
+        ids = torch.tensor([list(token_ids)], dtype=torch.long, device=self.device)
+        out = self.model.base_model(input_ids=ids, output_hidden_states=True, use_cache=False)
+        return torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy()
+
+    @torch.inference_mode()
     def run(self, inp: ModelInput, hidden_states: bool = True) -> Capture:
         """One forward pass over the input: maps ``[layer, head, query, key]`` and the next-token
-        prediction at every position."""
+        prediction at every position.
+
+        A lazy run keeps no hidden states (float32 ``[layer + 1, token, dim]``: at 4,096 SmolLM2
+        tokens 0.29 GB, more than three quarters of its queries and keys); with ``hidden_states``
+        its capture recomputes them on request (``Capture.hidden()``, one forward pass)."""
         self.check_modality("text")
         ids = inp.ids_tensor(self.device)
+        recompute = None
         if self.capture == "lazy":
             with lazy_capture() as recorder:
-                out = self.model(input_ids=ids, output_hidden_states=hidden_states, use_cache=False)
+                out = self.model(input_ids=ids, use_cache=False)
             maps = self.lazy_maps(recorder.ordered(), 0, len(inp), self.make_input(inp.token_ids))
+            if hidden_states:
+                token_ids = tuple(inp.token_ids)
+                recompute = lambda: self.hidden_states_of(token_ids)  # noqa: E731
+            hidden_states = False
         else:
             out = self.model(input_ids=ids, output_attentions=True, output_hidden_states=hidden_states, use_cache=False)
             weights = torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()
             maps, _ = self._maps(list(inp.token_ids), weights)
         hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
         output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
-        return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention)
+        return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention, recompute_hidden=recompute)
 
     def continuation(self, inp: ModelInput, n_tokens: int = CONTINUATION_TOKENS) -> str:
         """The greedy continuation of the input (at most ``n_tokens``; no maps kept)."""
@@ -196,13 +214,34 @@ class HFCausalLMBackend(HFBackend):
     def generate(self, inp: ModelInput, options: GenerateOptions, hidden_states: bool = True) -> Capture:
         """Generate after the input; the maps cover prompt + generated tokens, and the output holds
         ``generation``: the text, and per step the token, its probability and the query position
-        whose attention row chose it (``query = position - 1``, keys = prompt + generated prefix)."""
+        whose attention row chose it (``query = position - 1``, keys = prompt + generated prefix).
+
+        Lazy capture decodes with the fused attention and nothing recorded, then records queries
+        and keys in one forward over prompt + generated tokens: causal attention makes its row
+        ``p`` what step ``p`` computed through the cache (equal to float rounding), for the cost of
+        one more forward instead of materialising every step's probabilities."""
         self.check_modality("text")
         self.check_length(len(inp) + options.max_new_tokens, f"the prompt ({len(inp)} tokens) plus max_new_tokens")
+        lazy = self.capture == "lazy"
         dec: Decoded = decode(
-            self.model, inp.ids_tensor(self.device), options, self.eos_ids, record=True, hidden_states=hidden_states
+            self.model,
+            inp.ids_tensor(self.device),
+            options,
+            self.eos_ids,
+            record=not lazy,
+            hidden_states=hidden_states and not lazy,
         )
-        maps, full = self._maps(dec.ids, dec.weights)
+        hidden, recompute = dec.hidden, None
+        if lazy:  # one recorded forward over prompt + generated tokens: its rows are the steps' rows
+            full = self.make_input(dec.ids)
+            with torch.inference_mode(), lazy_capture() as recorder:
+                self.model.base_model(input_ids=full.ids_tensor(self.device), use_cache=False)
+            maps = self.lazy_maps(recorder.ordered(), 0, len(full), full)
+            if hidden_states:
+                token_ids = tuple(dec.ids)
+                recompute = lambda: self.hidden_states_of(token_ids)  # noqa: E731
+        else:
+            maps, full = self._maps(dec.ids, dec.weights)
         output = self._prediction(dec.ids, torch.cat(dec.logits), dec.n_prompt)
         n = dec.n_prompt
         steps = []
@@ -225,4 +264,6 @@ class HFCausalLMBackend(HFBackend):
             "options": options.as_dict(),
             "steps": steps,
         }
-        return Capture(maps, output, dec.hidden, token_ids=tuple(dec.ids), attention=self.attention)
+        return Capture(
+            maps, output, hidden, token_ids=tuple(dec.ids), attention=self.attention, recompute_hidden=recompute
+        )

@@ -3,6 +3,7 @@ tokens as particles, fixed-point iteration of a shared block. Plain ``def`` rout
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from typing import Annotated
@@ -72,7 +73,7 @@ def _check_layer(layer: int, n_layers: int) -> None:
 
 def _hidden(run) -> np.ndarray:
     """The run's token clouds ``[layer + 1, token, dim]``, or a 422 for models without them."""
-    hs = run.capture.hidden_states
+    hs = run.capture.hidden()  # kept, or recomputed for a lazy causal-LM run
     if hs is None:
         raise _unprocessable(
             f"model {run.model!r} keeps no token clouds between layers (it is not a stack of "
@@ -109,7 +110,9 @@ def read_measure(
         run_id=run.id, model=run.model, n_tokens=int(hs.shape[1]), w1_successive=w1_successive(hs).tolist()
     )
     try:
-        body.max_entropy_deviation = max_entropy_deviation(service.models.get(run.model), run.capture).tolist()
+        body.max_entropy_deviation = max_entropy_deviation(
+            service.models.get(run.model), dataclasses.replace(run.capture, hidden_states=hs)
+        ).tolist()  # hs once: a lazy causal-LM run recomputes it
         body.max_entropy_note = "rows re-solved by entropic mirror descent on s = QK^T/sqrt(d) (all biases), float64"
     except UnsupportedLayerError as exc:
         body.max_entropy_note = f"not available: {exc}"
@@ -125,7 +128,7 @@ def read_measure(
                 f"compare needs a run of the same model: {run.id} is {run.model!r}, {compare} is {other.model!r}"
             )
         body.compare_run_id = compare
-        body.w1_between = w1_between_inputs(hs, other.capture.hidden_states).tolist()
+        body.w1_between = w1_between_inputs(hs, _hidden(other)).tolist()
     return body
 
 
@@ -164,7 +167,7 @@ def read_lipschitz(
     else:
         if text is not None and not text.strip():
             raise _unprocessable("text is empty; send a sentence or leave text out for the example")
-        hidden = capture(loaded, text or DEFAULT_TEXT).hidden_states
+        hidden = capture(loaded, text or DEFAULT_TEXT).hidden()
     x = np.ascontiguousarray(layer_input(loaded, hidden, layer), dtype=np.float64)
     key = (name, layer, residual, steps, draws, hashlib.sha256(x.tobytes()).hexdigest())
     results = _results(request)

@@ -68,7 +68,8 @@ def test_tiny_causal_architectures_lazy_equals_eager(arch, tiny_causal_lms, monk
     assert a.maps.n_tokens > 8  # longer than the sliding window of 4
     assert _same(a.maps, b.maps) <= ATOL
     assert np.all(np.triu(a.maps.layer(0), 1) == 0.0)
-    np.testing.assert_allclose(a.hidden_states, b.hidden_states, atol=1e-4)
+    assert a.hidden_states is None and b.hidden_states is not None  # the lazy run recomputes them
+    np.testing.assert_allclose(a.hidden(), b.hidden_states, atol=1e-4)
     assert a.output["top_k"][-1][0]["token_id"] == b.output["top_k"][-1][0]["token_id"]
 
 
@@ -208,3 +209,35 @@ def test_half_precision_models_record_in_their_dtype(dtype, atol, tiny_causal_lm
             assert np.abs(block - eager).max() <= atol
         else:
             assert np.mean(block.argmax(-1) == eager.argmax(-1)) >= 0.95
+
+
+def test_a_lazy_smollm2_run_keeps_no_hidden_states_and_recomputes_them_exactly(smollm2):
+    inp = smollm2.encode_text(TEXT)
+    cap = smollm2.run(inp)
+    assert cap.hidden_states is None and cap.recompute_hidden is not None
+    with torch.inference_mode():
+        out = smollm2.model(input_ids=inp.ids_tensor(), output_hidden_states=True, use_cache=False)
+    own = torch.stack(out.hidden_states, dim=1)[0].numpy()  # [layer + 1, token, dim] of the same forward
+    hidden = cap.hidden()
+    assert hidden.dtype == np.float32 and hidden.shape == (31, len(inp), 576)
+    np.testing.assert_allclose(hidden, own, rtol=0, atol=1e-6)
+    assert smollm2.run(inp, hidden_states=False).hidden() is None
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral"])
+def test_generation_records_queries_and_keys_lazily(arch, tiny_causal_lms, monkeypatch):
+    """A lazy generation's maps (one recorded forward after decoding) equal the eager step-by-step
+    rows through the cache; its hidden states are recomputed, not kept."""
+    from attnscope.models.backends.generation import GenerateOptions
+
+    root, _ = tiny_causal_lms
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))
+    lazy = load_model(f"local:{arch}", device="cpu")
+    eager = load_model(f"local:{arch}", device="cpu", capture="eager")
+    a = lazy.generate(lazy.encode_text(TEXT), GenerateOptions(5))
+    b = eager.generate(eager.encode_text(TEXT), GenerateOptions(5))
+    assert a.output["generation"]["token_ids"] == b.output["generation"]["token_ids"]
+    assert a.maps.n_tokens == b.maps.n_tokens == len(a.token_ids)
+    assert _same(a.maps, b.maps) <= 2 * ATOL  # the cache's step rows against one forward: float rounding
+    assert a.hidden_states is None and b.hidden_states is not None
+    np.testing.assert_allclose(a.hidden(), b.hidden_states, atol=1e-4)

@@ -164,7 +164,8 @@ def test_greedy_generation_matches_transformers_and_each_step_is_its_row(api, ea
         assert step["token_id"] == gen["token_ids"][i] and 0 < step["prob"] <= 1
         rows = api.get(f"/runs/{run['id']}/rows/{step['query']}").json()
         assert rows["shape"] == [2, 4, step["query"] + 1]  # prompt + the tokens generated before
-        np.testing.assert_allclose(np.array(rows["weights"]), maps[:, :, step["query"], : step["query"] + 1], atol=1e-6)
+        # lazy maps: a one-row block and the whole map are separate float32 products (rounding apart)
+        np.testing.assert_allclose(np.array(rows["weights"]), maps[:, :, step["query"], : step["query"] + 1], atol=1e-5)
     assert run["prediction"]["prompt_tokens"] == len(ids)
 
 

@@ -11,7 +11,15 @@ from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.capture import Capture
 from attnscope.server.config import Settings
 from attnscope.server.main import create_app
-from attnscope.server.store import DEFAULT_MEMORY_SHARE, Run, RunStore, default_max_bytes, run_key, run_nbytes
+from attnscope.server.store import (
+    DEFAULT_MEMORY_SHARE,
+    Run,
+    RunStore,
+    default_max_bytes,
+    object_nbytes,
+    run_key,
+    run_nbytes,
+)
 
 
 def _run(i: str) -> Run:
@@ -137,3 +145,36 @@ def test_api_token_guards_everything_but_health():
         assert r.status_code == 401 and "Bearer" in r.json()["detail"]
         assert c.get("/api/v1/models", headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert c.get("/api/v1/models", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_a_lazy_causal_run_counts_its_queries_and_keys_and_no_hidden_states(tiny_causal_lms, monkeypatch):
+    """What /health reports is what the run holds: queries/keys, output and token ids; its hidden
+    states are not kept, and the measure view recomputes them (equal to the model's own)."""
+    import torch
+
+    from attnscope.analysis.measure import w1_successive
+
+    root, _ = tiny_causal_lms
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))
+    text = "The cat sat on the mat and then it slept on the mat."
+    with TestClient(create_app(Settings(preload=[]))) as c:
+        made = c.post("/api/v1/runs", json={"model": "local:llama", "text": text})
+        assert made.status_code == 201, made.text
+        run = c.app.state.service.store.get(made.json()["id"])
+        cap = run.capture
+        assert cap.maps.is_lazy and cap.hidden_states is None
+        held = run_nbytes(run)
+        # counted when stored; a string's getsizeof grows by its cached UTF-8 copy once it was served
+        assert held * 0.99 <= c.get("/api/v1/health").json()["runs_bytes"] <= held
+        others = object_nbytes(cap.output) + object_nbytes(cap.token_ids) + object_nbytes(cap.maps.tokens)
+        assert cap.maps.nbytes < held <= cap.maps.nbytes + others + len(text)
+        hidden = cap.hidden()
+        assert held < cap.maps.nbytes + others + len(text) + hidden.nbytes  # they would have counted
+        lm = c.app.state.service.models.get("local:llama")
+        with torch.inference_mode():
+            out = lm.model(input_ids=torch.tensor([list(cap.token_ids)]), output_hidden_states=True, use_cache=False)
+        own = torch.stack(out.hidden_states, dim=1)[0].numpy()
+        np.testing.assert_allclose(hidden, own, rtol=0, atol=1e-6)
+        body = c.get(f"/api/v1/runs/{run.id}/measure")
+        assert body.status_code == 200, body.text
+        np.testing.assert_allclose(body.json()["w1_successive"], w1_successive(own), rtol=1e-6)

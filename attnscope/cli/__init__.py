@@ -1,0 +1,51 @@
+"""``attnscope`` command line: start the API, the dashboard, or both.
+
+    attnscope serve                 # API on :8000 and dashboard on :8050 (127.0.0.1)
+    attnscope api --port 8000       # REST API only (FastAPI + uvicorn)
+    attnscope dashboard --api-url http://127.0.0.1:8000   # Dash dashboard only
+    attnscope census --model minilm --dataset sst2 --n 500 --out results.json
+    attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
+    attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
+    attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
+
+Every option also reads an environment variable (shown in ``--help``) so containers can be
+configured without flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+from attnscope.cli import datasets, faithfulness, heads, serve
+
+# each subcommand's module: its parsers and what runs them
+_COMMANDS = {
+    "serve": serve,
+    "api": serve,
+    "dashboard": serve,
+    "census": datasets,
+    "probe": datasets,
+    "faithfulness": faithfulness,
+    "heads": heads,
+    "head-effects": heads,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attnscope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in dict.fromkeys(_COMMANDS.values()):
+        module.add_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop at once on SIGTERM (containers)
+    return _COMMANDS[args.command].run(args)

@@ -1,0 +1,7 @@
+"""``python -m attnscope.cli``: the ``attnscope`` command."""
+
+import sys
+
+from attnscope.cli import main
+
+sys.exit(main())

@@ -1,0 +1,69 @@
+"""What the subcommands share: options read from the environment, the Ray executor options, and a job
+kind's result computed on Ray."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+log = logging.getLogger("attnscope")
+
+
+def env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def add_executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor",
+        default="in-process",
+        choices=["in-process", "ray"],
+        help="ray: shards run as Ray tasks on actors that hold the model (pip install 'attnscope[ray]')",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=env("ATTNSCOPE_RAY_ADDRESS", ""),
+        help="Ray cluster (host:6379) for --executor ray; empty: a local Ray on this machine (ATTNSCOPE_RAY_ADDRESS)",
+    )
+    p.add_argument(
+        "--ray-workers",
+        type=int,
+        default=int(env("ATTNSCOPE_RAY_WORKERS", "2")),
+        help="Ray actors, each holding the model (ATTNSCOPE_RAY_WORKERS)",
+    )
+    p.add_argument(
+        "--ray-threads",
+        type=int,
+        default=int(env("ATTNSCOPE_RAY_THREADS", "0")),
+        help="torch threads per actor; 0: as many as this process uses (ATTNSCOPE_RAY_THREADS)",
+    )
+
+
+def on_ray(kind_name: str, params: dict, args: argparse.Namespace, progress) -> dict | None:
+    """The job kind's result computed on Ray: the same shards and merge as the API's job with these
+    params (so the same result). None (after logging why) when the params or the cluster are wrong."""
+    from pydantic import ValidationError
+
+    from attnscope.server.executors import run_kind
+    from attnscope.server.job_kinds import register_job_kinds
+    from attnscope.server.jobs import JOB_KINDS
+    from attnscope.server.ray_executor import RayExecutor, RayUnavailableError
+
+    register_job_kinds()
+    kind = JOB_KINDS[kind_name]
+    try:
+        checked = kind.validate(params)
+        executor = RayExecutor(
+            args.ray_address or None,
+            workers=args.ray_workers,
+            device=getattr(args, "device", None),
+            threads=args.ray_threads or None,
+        )
+    except (ValidationError, RayUnavailableError, ValueError) as exc:
+        log.error("%s", exc)
+        return None
+    try:
+        return run_kind(kind, checked, executor, progress)
+    finally:
+        executor.close()

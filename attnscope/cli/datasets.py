@@ -1,0 +1,78 @@
+"""``attnscope census | probe``: per-head statistics, or the label predicted from the maps, over a data set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from attnscope.cli.common import add_executor_args, on_ray
+
+
+def run(args: argparse.Namespace) -> int:
+    """``census`` / ``probe`` from the command line, with a progress bar; JSON and CSV out."""
+    import json
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.dataset_runs import run_census, run_probe
+    from attnscope.server.jobs import rows_to_csv
+
+    with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        params = {"model": args.model, "dataset": args.dataset, "n": args.n, "split": args.split, "seed": args.seed}
+        if args.executor == "ray":
+            if args.command == "probe":
+                params["classifier"] = args.classifier
+            result = on_ray(args.command, params, args, progress)
+            if result is None:
+                return 2
+        elif args.command == "census":
+            result = run_census(
+                load_model(args.model, args.device), args.dataset, args.n, args.split, args.seed, progress
+            )
+        else:
+            result = run_probe(
+                load_model(args.model, args.device),
+                args.dataset,
+                args.n,
+                args.split,
+                args.seed,
+                progress=progress,
+                classifier=args.classifier,
+            )
+    out = Path(args.out)
+    out.write_text(json.dumps(result, indent=1))
+    csv_path = out.with_suffix(".csv")
+    csv_path.write_text(rows_to_csv(result["rows"]))
+    sys.stdout.write(f"wrote {out} and {csv_path} ({result['n']} examples)\n")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """``census`` and ``probe``."""
+    for name, what in (
+        ("census", "per-head statistics over a data set"),
+        ("probe", "per-layer accuracy of predicting the label from the maps alone"),
+    ):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("--model", default="minilm")
+        p.add_argument("--dataset", default="sst2", choices=["sst2", "movies"])
+        p.add_argument("--n", type=int, default=200)
+        p.add_argument("--split", default=None)
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--device", default=None)
+        p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
+        add_executor_args(p)
+        if name == "probe":
+            p.add_argument(
+                "--classifier",
+                default="logistic",
+                choices=["logistic", "cnn"],
+                help="logistic regression on the flattened maps, or a 2-layer CNN (one channel per head)",
+            )

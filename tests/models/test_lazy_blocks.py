@@ -1,0 +1,78 @@
+"""``QKMapSource.block`` against the plain float64 formula, for every kind of layer it computes
+(causal without a mask, bool and float masks, soft-capping, learned sinks, grouped-query heads) and
+for row and column ranges that start, end and cut inside its row chunks (``CHUNK_ROWS``)."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope.models import lazy_maps
+from attnscope.models.lazy_maps import QKLayer, QKMapSource
+
+N, H, KV, D = 300, 6, 2, 8  # 300 rows: three chunks of 128 rows, the last one short
+
+
+def _reference(lay: QKLayer) -> np.ndarray:
+    """float64 ``[head, query, key]`` of softmax(mask(softcap(q k^T scale))) (sinks in the sum)."""
+    q = lay.query.double().numpy()
+    k = np.repeat(lay.key.double().numpy(), H // KV, axis=0)
+    s = np.einsum("hqd,hkd->hqk", q, k) * lay.scale
+    if lay.softcap is not None:
+        s = lay.softcap * np.tanh(s / lay.softcap)
+    if lay.mask is not None:
+        m = lay.mask.numpy()
+        s = np.where(m, s, -np.inf) if m.dtype == bool else s + m
+    elif lay.is_causal:
+        s = np.where(np.tril(np.ones((N, N), bool)), s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    if lay.sinks is not None:
+        top = np.maximum(top, lay.sinks.double().numpy()[:, None, None])
+    e = np.exp(s - top)
+    total = e.sum(-1, keepdims=True)
+    if lay.sinks is not None:
+        total = total + np.exp(lay.sinks.double().numpy()[:, None, None] - top)
+    return e / total
+
+
+def _layers() -> dict[str, QKLayer]:
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(H, N, D, generator=g) * 2
+    k = torch.randn(KV, N, D, generator=g) * 2
+    window = torch.ones(N, N, dtype=torch.bool).tril() & ~torch.ones(N, N, dtype=torch.bool).tril(-20)
+    bias = torch.randn(1, N, N, generator=g)
+    sinks = torch.randn(H, generator=g)
+    return {
+        "causal": QKLayer(q, k, None, True, 0.3),
+        "bool-window": QKLayer(q, k, window[None], False, 0.3),
+        "float-bias": QKLayer(q, k, bias, False, 0.3),
+        "softcap-causal": QKLayer(q, k, None, True, 0.3, softcap=2.0),
+        "sinks-causal": QKLayer(q, k, None, True, 0.3, sinks=sinks),
+        "encoder": QKLayer(q, k, None, False, 0.3),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_layers()))
+@pytest.mark.parametrize(
+    ("heads", "rows", "cols"),
+    [
+        (list(range(H)), slice(None), slice(None)),  # a whole layer
+        ([4], slice(None), slice(None)),  # one head
+        ([1, 5], slice(100, 260), slice(0, 300)),  # rows across a chunk edge
+        ([0, 3], slice(7, 299), slice(50, 180)),  # a window of keys, some after causal rows
+        ([2], slice(290, 300), slice(295, 300)),  # the last short chunk
+    ],
+)
+def test_blocks_equal_the_float64_formula(kind, heads, rows, cols):
+    assert lazy_maps.CHUNK_ROWS < N  # the ranges above cut inside chunks
+    lay = _layers()[kind]
+    got = QKMapSource([lay]).block(0, heads, rows, cols)
+    want = _reference(lay)[heads][:, rows, cols]
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+
+
+def test_causal_rows_are_zero_after_their_position_and_full_rows_sum_to_one():
+    src = QKMapSource([_layers()["causal"]])
+    w = src.block(0, range(H), slice(None), slice(None))
+    assert np.all(np.triu(w, 1) == 0.0)
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
