@@ -22,9 +22,11 @@ from attnscope.server.schemas import (
     FaithfulnessResultPublic,
     FixedPointPublic,
     HeadComparisonPublic,
+    HeadEffectsPublic,
     HeadsPublic,
     HealthPublic,
     ImportancePublic,
+    InterventionPublic,
     JobPublic,
     JobResultPublic,
     LipschitzPublic,
@@ -286,13 +288,17 @@ class ApiClient:
         """A finished job's result rows as CSV text."""
         return self._request("GET", f"/jobs/{job_id}/result", params={"format": "csv"}).text
 
-    def intervene(self, run_id: str, body: dict) -> dict:
-        """``POST /runs/{id}/interventions``: the altered prediction, effects and ``altered_run_id``."""
-        return self._request("POST", f"/runs/{run_id}/interventions", json=body).json()
+    def intervene(self, run_id: str, body: dict) -> InterventionPublic:
+        """``POST /runs/{id}/interventions`` (``body``: an ``InterventionCreate``): the altered
+        prediction, effects and ``altered_run_id``."""
+        r = self._request("POST", f"/runs/{run_id}/interventions", json=body)
+        return InterventionPublic.model_validate(r.json())
 
-    def head_effects(self, run_id: str, body: dict | None = None) -> dict:
-        """``POST /runs/{id}/head-effects``: the per-head effect grid beside attention importance."""
-        return self._request("POST", f"/runs/{run_id}/head-effects", json=body or {}).json()
+    def head_effects(self, run_id: str, body: dict | None = None) -> HeadEffectsPublic:
+        """``POST /runs/{id}/head-effects`` (``body``: a ``HeadEffectsCreate``): the per-head effect
+        grid beside attention importance."""
+        r = self._request("POST", f"/runs/{run_id}/head-effects", json=body or {})
+        return HeadEffectsPublic.model_validate(r.json())
 
     def jobs(self, kind: str | None = None, limit: int = 50) -> list[JobPublic]:
         """The newest jobs (from the API's database), oldest first; only ``kind`` when given."""

@@ -13,8 +13,8 @@ A Hugging Face model loaded with ``attn_implementation="attnscope_qk"`` calls
   ``attnscope.models.lazy_maps`` computes any block of ``softmax(q k^T * scale + mask)`` later.
 - **attention hooks** (``hooks=``): objects with either or both of the methods below, consulted in
   order, for work that must change attention for one request (pre-softmax edge knockout, head
-  ablation). When any hook is present the layer is computed explicitly (unfused), so that logits
-  exist to edit:
+  ablation). A layer where a hook edits logits is computed explicitly (unfused), so that logits
+  exist to edit; a layer where hooks only edit outputs runs SDPA and then the output edits:
 
   - ``edit_logits(layer, logits) -> logits``: ``logits [batch, head, query, key]`` float32, after
     scale, soft-cap and mask (masked entries are ``-inf``); return the logits to soft-max (same
@@ -23,7 +23,9 @@ A Hugging Face model loaded with ``attn_implementation="attnscope_qk"`` calls
     outputs before the output projection; return the output (same shape). Zeroing
     ``output[:, :, h]`` ablates head ``h``.
 
-  A hook may define only one of them (``getattr`` decides). Hooks see the layer index
+  A hook may define only one of them (``getattr`` decides), and ``layer_edits(layer) -> (logits,
+  output)`` (two bools) to say which of the two it changes at a layer (default: the methods it has),
+  so that layers it leaves alone keep the fused kernel. Hooks see the layer index
   (``module.layer_idx``, else the call order) and must not keep tensors beyond the request.
 - ``return_probs=True`` (or a caller passing ``output_attentions=True`` to the model, which
   transformers reports through its output collector) makes the layer return its probabilities
@@ -250,16 +252,29 @@ def attnscope_qk_attention(
             )
         )
     want_probs = _attentions_requested() or (ctx is not None and ctx.return_probs)
-    if hooks or want_probs or softcap is not None or sinks is not None:
+    edits = [(hook, *_layer_edits(hook, layer)) for hook in hooks]
+    if any(logits for _, logits, _ in edits) or want_probs or softcap is not None or sinks is not None:
         mask_causal = causal and attention_mask is None
         out, probs = explicit_attention(
             module, query, key, value, attention_mask, mask_causal, scale, softcap, sinks, layer, hooks, dropout
         )
         return out, probs if want_probs else None
     kwargs.pop("output_attentions", None)
-    return sdpa_attention_forward(
+    out, _ = sdpa_attention_forward(
         module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
     )
+    for hook, _, edits_output in edits:
+        if edits_output:
+            out = hook.edit_output(layer, out)
+    return out, None
+
+
+def _layer_edits(hook: Any, layer: int) -> tuple[bool, bool]:
+    """``(edits logits, edits output)`` of ``hook`` at ``layer``: its ``layer_edits`` when it has one,
+    else whether it has ``edit_logits`` / ``edit_output``."""
+    declared = getattr(hook, "layer_edits", None)
+    logits, output = declared(layer) if declared is not None else (True, True)
+    return bool(logits) and hasattr(hook, "edit_logits"), bool(output) and hasattr(hook, "edit_output")
 
 
 def register() -> str:

@@ -90,13 +90,14 @@ def apply(_clicks, run, text, method):
         res = client().intervene(run["id"], body)
     except ApiError as exc:
         return f"The intervention was refused: {exc.detail}", blank, blank
-    effects = " · ".join(f"Δ {k} {v:+.4f}" for k, v in res["effects"].items())
-    line = f"Before: {prediction_summary(res['clean'])} → after: {prediction_summary(res['altered'])} · {effects}"
+    effects = " · ".join(f"Δ {k} {v:+.4f}" for k, v in res.effects.items())
+    clean, altered = (prediction_summary(p.model_dump()) for p in (res.clean, res.altered))
+    line = f"Before: {clean} → after: {altered} · {effects}"
     layer, head = heads[0]
     label = f"L{layer}H{head}"
     try:
         before = client().attention(run["id"], layer, head, encoding="json")
-        after = client().attention(res["altered_run_id"], layer, head, encoding="json")
+        after = client().attention(res.altered_run_id, layer, head, encoding="json")
     except ApiError as exc:
         return line, empty_figure(f"The maps could not be loaded: {exc.detail}"), blank
     return (
@@ -124,12 +125,12 @@ def grid(_clicks, run, method, text):
     except ApiError as exc:
         return empty_figure(f"The grid failed: {exc.detail}"), empty_figure(""), ""
     heads, _ = parse_heads(text)
-    top = res["top"][0]
+    top = res.top[0]
     note = (
-        f"{len(res['effect'])} × {len(res['effect'][0])} heads in {res['seconds']:.1f} s · largest effect "
-        f"L{top['layer']}H{top['head']} (Δ {res['metric']} {top['effect']:+.4f})"
+        f"{len(res.effect)} × {len(res.effect[0])} heads in {res.seconds:.1f} s · largest effect "
+        f"L{top.layer}H{top.head} (Δ {res.metric} {top.effect:+.4f})"
     )
-    return effect_grid_figure(res["effect"], res["metric"], heads), importance_scatter(res), note
+    return effect_grid_figure(res.effect, res.metric, heads), importance_scatter(res.model_dump()), note
 
 
 @callback(

@@ -70,11 +70,11 @@ def measure(_clicks, data):
         heads = [h.model_dump(by_alias=True) for h in client().heads(run.id).heads]
     except ApiError as exc:
         return None, f"The effects could not be measured: {exc.detail}"
-    rho = grid["rank_agreement"]["rho"]
-    note = f"{len(heads)} heads in {grid['seconds']:.1f} s; metric Δ {grid['metric']}"
+    rho = grid.rank_agreement.rho
+    note = f"{len(heads)} heads in {grid.seconds:.1f} s; metric Δ {grid.metric}"
     if rho is not None:
         note += f"; Spearman ρ of |effect| and attention-based importance {rho:.2f}"
-    return {"effect": grid["effect"], "metric": grid["metric"], "heads": heads}, note
+    return {"effect": grid.effect, "metric": grid.metric, "heads": heads}, note
 
 
 @callback(

@@ -22,7 +22,7 @@ from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import Backend, ModelInput
 from attnscope.pipelines.interventions.edits import EditContext, HeadRecorder, build_edits
 from attnscope.pipelines.interventions.metrics import MetricSpec, all_effects, effect, resolve, targets_of
-from attnscope.pipelines.interventions.runner import Outputs, Runner, head_dim
+from attnscope.pipelines.interventions.runner import Outputs, Runner, Start, backend_kind, head_dim
 from attnscope.pipelines.interventions.spec import HeadAblation, HeadPatch, InterventionSet, validate
 
 log = logging.getLogger(__name__)
@@ -90,9 +90,24 @@ class Prepared:
     clean: Outputs
     ctx: EditContext
     source_residual: dict | None = None
+    clean_residual: dict | None = None  # {layer: [1, token, dim]} after each block (``record=True``)
 
-    def forward(self, sets: list[InterventionSet], want_maps: bool = False) -> Outputs:
+    def forward(self, sets: list[InterventionSet], want_maps: bool = False, start: int | None = None) -> Outputs:
+        """Row ``b`` applies ``sets[b]``. With ``start`` (every set edits layer ``start`` or later,
+        no residual patches; needs ``record=True``), the clean prefix is reused: only blocks
+        ``start..L-1`` run, on ``len(sets)`` rows of the clean residual stream entering ``start``."""
         edits = build_edits(sets, self.ctx)
+        if start is not None:
+            hidden = None if start == 0 else self.clean_residual[start - 1]
+            m = self.metric
+            return self.runner.forward(
+                [self.target],
+                hooks=[edits],
+                positions=m.positions,
+                targets=self.targets,
+                answers=m.answers,
+                start=Start(start, hidden, len(sets)),
+            )
         residual: dict = {}
         for row, iset in enumerate(sets):
             for rp in iset.residual:
@@ -119,8 +134,10 @@ def prepare(
     direction: str = "noising",
     means: HeadMeans | None = None,
     want_maps: bool = False,
+    record: bool = False,
 ) -> Prepared:
-    """Check every set, pick the target and source inputs, run the clean (and source) passes."""
+    """Check every set, pick the target and source inputs, run the clean (and source) passes; with
+    ``record`` the clean pass keeps the residual stream after every block (``clean_residual``)."""
     runner = Runner(backend)
     if direction not in ("noising", "denoising"):
         raise ValueError(f"direction {direction!r}: use noising or denoising")
@@ -133,7 +150,8 @@ def prepare(
     metric = resolve(backend, metric, len(target), target.token_ids)
     targets = targets_of(metric, target.token_ids)
     kw = dict(positions=metric.positions, targets=targets, answers=metric.answers)
-    clean = runner.forward([target], want_maps=want_maps, **kw)
+    clean_residual: dict | None = {} if record else None
+    clean = runner.forward([target], want_maps=want_maps, record_residual=clean_residual, **kw)
     ctx = EditContext(n_heads=backend.n_heads, head_dim=head_dim(backend), n_tokens=len(target))
     if any(s.needs_means for s in sets):
         ctx.means = (means or HeadMeans()).get(backend, runner)
@@ -143,7 +161,7 @@ def prepare(
         runner.forward([src], hooks=[rec], record_residual=residual)
         ctx.source = {layer: out[0] for layer, out in rec.outputs.items()}
         source_residual = residual
-    return Prepared(runner, target, metric, targets, clean, ctx, source_residual)
+    return Prepared(runner, target, metric, targets, clean, ctx, source_residual, clean_residual)
 
 
 def _maps(backend: Backend, inp: ModelInput, weights: np.ndarray) -> AttentionMaps:
@@ -236,23 +254,31 @@ def head_effects(
 ) -> dict:
     """The per-head effect grid: ``effect [layer, head]`` (metric change when that head alone is
     ablated or patched), with the clean prediction; ``grids`` adds classifiers' ``flip [layer, head]``.
-    The ``L * H`` interventions run as batches of
-    ``chunk`` copies of the input, each row with its own head edit."""
+
+    Hugging Face models reuse the clean prefix: the heads of layer ``l`` run together (batches of at
+    most ``chunk`` rows, row ``h`` editing head ``h``) through blocks ``l..L-1`` only, from the clean
+    residual stream entering block ``l`` (recorded once), so the grid costs about half of ``L * H``
+    full forward passes. Zoo models run batches of ``chunk`` full passes, each row with its own edit."""
     sets = grid_sets(backend.n_layers, backend.n_heads, method)
-    prep = prepare(backend, inp, sets[:1], metric, source, direction, means)
+    prefix = backend_kind(backend) != "zoo"
+    prep = prepare(backend, inp, sets[:1], metric, source, direction, means, record=prefix)
     if any(s.needs_means for s in sets) and prep.ctx.means is None:  # pragma: no cover - prepare saw sets[0]
         prep.ctx.means = (means or HeadMeans()).get(backend, prep.runner)
     chunk = max(1, min(int(chunk), MAX_GRID_CHUNK))
     kinds = [prep.metric.kind] + [k for k in ("flip",) if prep.clean.logits is not None and k != prep.metric.kind]
     values: dict[str, list[np.ndarray]] = {k: [] for k in kinds}
-    for start in range(0, len(sets), chunk):
-        rows = sets[start : start + chunk]
-        altered = prep.forward(rows)
+    n_l, n_h = backend.n_layers, backend.n_heads
+    if prefix:  # (first set, rows, start layer): heads of one layer, run from that layer on
+        batches = [(lay * n_h + h, min(chunk, n_h - h), lay) for lay in range(n_l) for h in range(0, n_h, chunk)]
+    else:
+        batches = [(i, min(chunk, len(sets) - i), None) for i in range(0, len(sets), chunk)]
+    for first, size, layer in batches:
+        altered = prep.forward(sets[first : first + size], start=layer)
         for k in kinds:
             values[k].append(effect(replace(prep.metric, kind=k), prep.clean, altered))
         if progress is not None:
-            progress(start + len(rows), len(sets))
-    shape = (backend.n_layers, backend.n_heads)
+            progress(first + size, len(sets))
+    shape = (n_l, n_h)
     grids = {k: np.concatenate(v).reshape(shape) for k, v in values.items()}
     return {
         "effect": grids[prep.metric.kind],

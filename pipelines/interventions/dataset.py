@@ -1,6 +1,12 @@
 """Per-head effect grids over a data set: one grid per example (``apply.head_effects``), folded
 into the mean and spread of each head's effect and, for classifiers, its flip rate.
 
+Beside each example's grid, its attention-based head importance (``head_confidence`` of the clean
+maps, ``[layer, head]``) and the Spearman rank correlation of ``|effect|`` with it on that example
+(``rank_rho``); the result summarises those correlations over the examples (mean, std, median,
+range) and gives the correlation of the mean grid with the mean importance
+(``of_means``).
+
 Used by the API's ``head-effects`` job (sharded: ``grid_shard`` on examples ``[start, stop)``, then
 ``merge_grids`` in shard order) and by ``attnscope head-effects``. Texts are cut to the model's limit
 and then to ``max_tokens`` positions (an encoder loses its closing ``[SEP]`` when cut there).
@@ -13,12 +19,13 @@ from collections.abc import Callable
 import numpy as np
 
 from attnscope.analysis.census import RunningStats
-from attnscope.analysis.interventions import top_heads
+from attnscope.analysis.interventions import head_confidence, rank_agreement, top_heads
 from attnscope.pipelines.datasets import Example
 from attnscope.pipelines.interventions.apply import HeadMeans, head_effects
 from attnscope.pipelines.interventions.metrics import MetricSpec
 
 Progress = Callable[[int, int], None]
+IMPORTANCE = "importance"  # the stats key of the attention-based importance (no metric has that name)
 
 
 def encode_example(backend, text: str, max_tokens: int):
@@ -38,8 +45,9 @@ def grid_shard(
     means: HeadMeans | None = None,
     progress: Progress | None = None,
 ) -> dict:
-    """Running statistics of every head's effect over ``examples``: ``{"stats": {metric: RunningStats
-    state}, "examples": [{id, tokens, predicted}]}`` (JSON-able)."""
+    """Running statistics of every head's effect and importance over ``examples``: ``{"stats":
+    {metric | "importance": RunningStats state}, "examples": [{id, tokens, predicted, rank_rho,
+    rank_p}]}`` (JSON-able; ``rank_rho`` is None where the example's grid or importance is constant)."""
     stats: dict[str, RunningStats] = {}
     records = []
     for i, ex in enumerate(examples):
@@ -47,7 +55,18 @@ def grid_shard(
         res = head_effects(backend, inp, method, MetricSpec(metric), means=means, chunk=chunk)
         for kind, grid in res["grids"].items():
             stats.setdefault(kind, RunningStats()).add(grid)
-        records.append({"id": ex.id, "tokens": len(inp), "predicted": res["clean"].get("predicted")})
+        importance = head_confidence(backend.run(inp, hidden_states=False).maps)  # [layer, head]
+        stats.setdefault(IMPORTANCE, RunningStats()).add(importance)
+        agree = rank_agreement(res["effect"], importance)
+        records.append(
+            {
+                "id": ex.id,
+                "tokens": len(inp),
+                "predicted": res["clean"].get("predicted"),
+                "rank_rho": agree.rho,
+                "rank_p": agree.p,
+            }
+        )
         if progress is not None:
             progress(i + 1, len(examples))
     return {
@@ -64,18 +83,22 @@ def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> 
     if not partials:
         raise ValueError("the head-effects job got no examples")
     metric = partials[0]["metric"]
-    merged = {k: RunningStats() for k in partials[0]["stats"]}
+    kinds = [k for k in partials[0]["stats"] if all(k in p["stats"] for p in partials)]  # shards of any version
+    merged = {k: RunningStats() for k in kinds}
     for part in partials:
         for k, s in merged.items():
             s.merge(RunningStats.from_state(part["stats"][k]))
     mean, std = merged[metric].result_mean(), merged[metric].std
     flip = merged["flip"].mean if "flip" in merged and metric != "flip" else None
+    importance = merged[IMPORTANCE].result_mean() if IMPORTANCE in merged else None
     rows = []
     for layer, head in np.ndindex(mean.shape):
         row = {"head": f"L{layer}H{head}", "layer": layer, "head_index": head, "mean_effect": float(mean[layer, head])}
         row["std_effect"] = float(std[layer, head])
         if flip is not None:
             row["flip_rate"] = float(flip[layer, head])
+        if importance is not None:
+            row["mean_importance"] = float(importance[layer, head])
         rows.append(row)
     examples = [r for p in partials for r in p["examples"]]
     return {
@@ -89,6 +112,20 @@ def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> 
         "flip_rate": None if flip is None else flip.tolist(),
         "layer_mean_abs_effect": np.abs(mean).mean(axis=1).tolist(),
         "top": [{"layer": a, "head": b, "mean_effect": e} for a, b, e in top_heads(mean, 10)],
+        "mean_importance": None if importance is None else importance.tolist(),
+        "rank_agreement": None if importance is None else rank_summary(examples, mean, importance),
         "rows": rows,
         "examples": examples,
     }
+
+
+def rank_summary(examples: list[dict], mean: np.ndarray, importance: np.ndarray) -> dict:
+    """The per-example rank correlations ``rank_rho`` over the examples (``n`` of them defined: mean,
+    std, median, min, max; None when none is) and ``of_means``: the correlation of the mean effect
+    grid with the mean importance ``[layer, head]``."""
+    rhos = np.array([r["rank_rho"] for r in examples if r.get("rank_rho") is not None], dtype=np.float64)
+    per = {"n": int(rhos.size)}
+    for name, fn in (("mean", np.mean), ("std", np.std), ("median", np.median), ("min", np.min), ("max", np.max)):
+        per[name] = float(fn(rhos)) if rhos.size else None
+    agree = rank_agreement(mean, importance)
+    return {"per_example": per, "of_means": {"rho": agree.rho, "p": agree.p, "n": agree.n}}

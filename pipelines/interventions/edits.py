@@ -36,6 +36,13 @@ class RowEdits:
 
     layers: dict[int, LayerEdit] = field(default_factory=dict)
 
+    def layer_edits(self, layer: int) -> tuple[bool, bool]:
+        """``(logits, output)``: what this hook changes at ``layer`` (other layers keep fused SDPA)."""
+        edit = self.layers.get(layer)
+        if edit is None:
+            return False, False
+        return edit.uniform is not None or edit.knock is not None, edit.replace is not None
+
     def edit_logits(self, layer: int, logits: torch.Tensor) -> torch.Tensor:
         """``logits [batch, head, query, key]`` -> the same with uniform heads and knocked-out edges."""
         edit = self.layers.get(layer)

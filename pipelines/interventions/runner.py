@@ -10,6 +10,12 @@ padded batch:
 - zoo models whose attention is ``MultiHeadAttention``: a shell whose attention modules' ``logits``
   and output projection are wrapped on the shell only.
 
+A per-head grid reuses the clean prefix (``start=Start(layer, hidden, rows)``, Hugging Face models):
+an edit at layer ``l`` leaves blocks ``0..l-1`` as in the clean pass, so the shell's blocks before
+``l`` hand their input on untouched, block ``l`` takes the clean residual stream entering it
+(``[1, token, dim]``, recorded once) repeated to ``rows`` rows, and only blocks ``l..L-1`` run, on a
+batch of one input whose masks and position embeddings broadcast over the rows.
+
 Nothing is set on the shared model; the shell is dropped with the runner.
 """
 
@@ -29,6 +35,16 @@ from attnscope.pipelines.interventions.spec import InterventionError
 # residual edits: {layer: [(row, positions, value [n_positions, dim]), ...]}; a recorder dict gets
 # {layer: [batch, token, dim]}
 Residual = dict[int, list[tuple[int, Sequence[int], torch.Tensor]]]
+
+
+@dataclass(frozen=True)
+class Start:
+    """Run from block ``layer`` on: its input is ``hidden [1, token, dim]`` (the clean residual stream
+    entering it; ``None`` for block 0: the embeddings) repeated to ``rows`` rows."""
+
+    layer: int
+    hidden: torch.Tensor | None
+    rows: int
 
 
 @dataclass
@@ -95,6 +111,7 @@ class Runner:
         self._hooks: tuple = ()
         self._residual: Residual | None = None
         self._record: dict | None = None
+        self._start: Start | None = None
         self._calls = 0
         if self.kind == "zoo":
             self._wrap_zoo()
@@ -108,7 +125,27 @@ class Runner:
             self._blocks = _layer_list(self._shell, self.backend.n_layers)
             for i, block in enumerate(self._blocks):
                 block.register_forward_hook(self._block_hook(i))
+                block.forward = self._gate(i, block.forward)  # on the shell's block only
         return self._shell, self._blocks
+
+    def _gate(self, layer: int, forward):
+        """Block ``layer``'s forward under ``self._start``: before the start block, hand the input
+        on; at it, run on the start's rows; after it (or with no start), run as usual."""
+
+        def gated(*args, **kwargs):
+            start = self._start
+            if start is None or layer > start.layer:
+                return forward(*args, **kwargs)
+            hidden = args[0] if args else kwargs["hidden_states"]
+            if layer < start.layer:
+                return hidden
+            new = hidden if start.hidden is None else start.hidden.to(hidden.dtype).to(hidden.device)
+            new = new.repeat(start.rows, 1, 1)  # [rows, token, dim]
+            if args:
+                return forward(new, *args[1:], **kwargs)
+            return forward(**{**kwargs, "hidden_states": new})
+
+        return gated
 
     def _block_hook(self, layer_of):
         def hook(module, args, output):
@@ -199,25 +236,33 @@ class Runner:
         positions: Sequence[int] | None = None,
         targets: Sequence[int] | None = None,
         answers: tuple[int, int] | None = None,
+        start: Start | None = None,
     ) -> Outputs:
         """Run ``inputs`` (one padded batch) with ``hooks`` (attention hooks), ``residual`` patches
         and an optional ``record_residual`` dict; causal LMs read ``positions`` (their next-token
-        log-probabilities of ``targets`` and the logits of the two ``answers``)."""
+        log-probabilities of ``targets`` and the logits of the two ``answers``). With ``start``
+        (Hugging Face models, one input, no residual edits or maps), only the blocks from
+        ``start.layer`` on run, on ``start.rows`` rows."""
+        if start is not None and (self.kind == "zoo" or len(inputs) != 1 or residual or want_maps):
+            raise ValueError("start runs one input of a Hugging Face model, without residual edits or maps")
         self._hooks, self._residual, self._record, self._calls = tuple(hooks), residual, record_residual, 0
+        self._start = start
         try:
             if self.kind == "zoo":
                 return self._zoo(inputs, want_maps)
             return self._hf(inputs, want_maps, positions, targets, answers)
         finally:
-            self._hooks, self._residual, self._record = (), None, None
+            self._hooks, self._residual, self._record, self._start = (), None, None, None
 
     def _hf(self, inputs, want_maps, positions, targets, answers) -> Outputs:
         backend = self.backend
         enc = backend.model_inputs(inputs)
         model = backend.model
-        if self._residual or self._record is not None:
+        if self._residual or self._record is not None or self._start is not None:
             model, _ = self._hf_shell()
         lengths = enc["attention_mask"].sum(1).tolist()
+        if self._start is not None:
+            lengths = lengths * self._start.rows
         with attention_context(hooks=self._hooks):
             if self.kind == "hf-encoder":
                 out = model(**enc, output_attentions=want_maps)

@@ -173,6 +173,9 @@ class HeadEffectRow(Strict):
     mean_effect: float
     std_effect: float
     flip_rate: float | None = None
+    mean_importance: float | None = Field(
+        None, description="the head's attention-based importance (confidence: mean max weight), averaged"
+    )
 
 
 class TopHead(Strict):
@@ -184,11 +187,40 @@ class TopHead(Strict):
 
 
 class HeadEffectExample(Strict):
-    """One example the grid was measured on: its id, its length after cutting, the clean prediction."""
+    """One example the grid was measured on: its id, its length after cutting, the clean prediction,
+    and the Spearman rank correlation of its |effect| grid with its heads' attention-based importance."""
 
     id: str | int
     tokens: int
     predicted: int | str | None = None
+    rank_rho: float | None = Field(None, description="Spearman rho over the heads (None: a constant grid)")
+    rank_p: float | None = Field(None, description="two-sided p of rank_rho")
+
+
+class RankSpread(Strict):
+    """The examples' rank correlations: ``n`` defined ones, their mean, std, median and range."""
+
+    n: int
+    mean: float | None = None
+    std: float | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class RankOfMeans(Strict):
+    """Spearman correlation of the mean |effect| grid with the mean importance (``n`` heads)."""
+
+    rho: float | None = None
+    p: float | None = None
+    n: int
+
+
+class HeadEffectsRankAgreement(Strict):
+    """Causal effect against attention-based importance: per example, then of the means."""
+
+    per_example: RankSpread
+    of_means: RankOfMeans
 
 
 class HeadEffectsResultPublic(Strict):
@@ -206,6 +238,12 @@ class HeadEffectsResultPublic(Strict):
     flip_rate: list[list[float]] | None = None
     layer_mean_abs_effect: list[float]
     top: list[TopHead]
+    mean_importance: list[list[float]] | None = Field(
+        None, description="[layer][head] attention-based importance (confidence), mean over the examples"
+    )
+    rank_agreement: HeadEffectsRankAgreement | None = Field(
+        None, description="Spearman correlation of |effect| with importance: per example (spread) and of the means"
+    )
     rows: list[HeadEffectRow] = Field(..., description="one per head (the CSV download)")
     examples: list[HeadEffectExample]
 

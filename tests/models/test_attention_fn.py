@@ -97,6 +97,35 @@ def test_hooks_edit_one_request_and_the_recorder_sees_the_inputs(llama, ids):
     torch.testing.assert_close(again, base.logits)  # the hooks left nothing behind
 
 
+def test_hooks_say_which_layers_they_edit(llama, ids):
+    """A hook that declares no logit edits at a layer is not asked for them there (that layer keeps
+    SDPA), and output edits still apply on the SDPA output."""
+
+    class Declared(AblateHead):
+        def __init__(self):
+            super().__init__(1, 0)
+            self.logit_layers = []
+
+        def layer_edits(self, layer):
+            return False, layer == 1
+
+        def edit_logits(self, layer, logits):  # pragma: no cover - must not be called
+            self.logit_layers.append(layer)
+            return logits
+
+    with torch.no_grad():
+        base = llama(ids).logits
+        declared = Declared()
+        with attention_context(hooks=[declared]):
+            got = llama(ids).logits
+        plain = AblateHead(1, 0)
+        with attention_context(hooks=[plain]):
+            ref = llama(ids).logits
+    assert declared.logit_layers == [] and declared.seen == [1]
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
+    assert (got - base).abs().max() > 1e-4
+
+
 def test_contexts_are_per_thread(llama, ids):
     """Two threads run the same shared model at once: one records and knocks every edge to the
     first key out, the other runs plain; neither sees the other's context."""

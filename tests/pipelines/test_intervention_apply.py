@@ -54,7 +54,7 @@ def hooks_of(model: torch.nn.Module) -> dict:
         return tuple(k for k, fn in hooks.items() if "output_capturing_hook" not in getattr(fn, "__qualname__", ""))
 
     return {
-        name: (ours(mod._forward_hooks), ours(mod._forward_pre_hooks), "logits" in vars(mod))
+        name: (ours(mod._forward_hooks), ours(mod._forward_pre_hooks), "logits" in vars(mod) or "forward" in vars(mod))
         for name, mod in model.named_modules()
     }
 
@@ -69,7 +69,7 @@ def no_hooks_left(request):
     before = [hooks_of(m) for m in models]
     yield
     assert [hooks_of(m) for m in models] == before
-    assert all(not any(v[2] for v in hooks_of(m).values()) for m in models)  # wrapped logits live on shells
+    assert all(not any(v[2] for v in hooks_of(m).values()) for m in models)  # wrapped logits, gates: on shells
     assert current_context() is None
 
 
@@ -186,12 +186,38 @@ def test_causal_lm_zero_ablation_uniform_rows_and_residual_patch(smollm2):
     assert patched["altered"]["top_k"][0][0]["token_id"] == smollm2.run(src).output["top_k"][-1][0]["token_id"]
 
 
+def test_causal_lm_grid_reuses_the_clean_prefix_and_equals_one_at_a_time(smollm2):
+    """The causal LM's grid runs each layer's heads from the clean residual stream entering that
+    layer (blocks before it are skipped); logit edits (uniform) equal full one-at-a-time passes, and a
+    chunk smaller than a layer's heads splits it without changing a value (zero: the test below)."""
+    inp = smollm2.encode_text("The cat sat on the mat.")
+    grid = head_effects(smollm2, inp, "uniform", chunk=4)["effect"]
+    assert grid.shape == (30, 9) and np.abs(grid).max() > 1e-3
+    for layer, head in ((0, 0), (1, 8), (14, 4), (29, 8)):
+        single = intervene(smollm2, inp, one(HeadAblation(((layer, head),), "uniform")), want_maps=False)
+        assert grid[layer, head] == pytest.approx(single["effects"]["loss"], abs=2e-5), (layer, head)
+
+
+def test_a_start_refuses_what_it_cannot_skip(sst2):
+    runner = Runner(sst2)
+    inp = sst2.encode_text(TEXT)
+    from attnscope.pipelines.interventions.runner import Start
+
+    with pytest.raises(ValueError, match="one input"):
+        runner.forward([inp, inp], start=Start(1, None, 2))
+    with pytest.raises(ValueError, match="maps"):
+        runner.forward([inp], want_maps=True, start=Start(1, None, 2))
+
+
 def test_causal_lm_answer_logit_difference(smollm2):
     inp = smollm2.encode_text("The capital of France is")
     paris, london = (smollm2.tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in (" Paris", " London"))
     metric = MetricSpec("answer_logit_diff", answers=(paris, london))
     grid = head_effects(smollm2, inp, "zero", metric=metric, chunk=64)["effect"]
     assert grid.shape == (30, 9) and np.abs(grid).max() > 0.05
+    for layer, head in ((0, 3), (17, 0), (29, 8)):  # output edits from the clean prefix: as full passes
+        single = intervene(smollm2, inp, one(HeadAblation(((layer, head),))), metric=metric, want_maps=False)
+        assert grid[layer, head] == pytest.approx(single["effects"]["answer_logit_diff"], abs=2e-5)
 
 
 def test_bad_interventions_are_refused_with_what_to_change(sst2, zoo_text):

@@ -167,7 +167,12 @@ def test_head_effects_job_with_progress_json_and_csv(api):
     result = api.get(f"/jobs/{job_id}/result").json()
     assert result["n"] == 3 and np.asarray(result["mean_effect"]).shape == (6, 12)
     assert np.asarray(result["flip_rate"]).min() >= 0
+    rhos = [e["rank_rho"] for e in result["examples"]]  # per example: |effect| vs attention importance
+    assert len(rhos) == 3 and all(-1 <= r <= 1 for r in rhos)
+    per = result["rank_agreement"]["per_example"]
+    assert per["n"] == 3 and per["mean"] == pytest.approx(np.mean(rhos)) and per["std"] == pytest.approx(np.std(rhos))
+    assert np.asarray(result["mean_importance"]).shape == (6, 12)
     csv = api.get(f"/jobs/{job_id}/result", params={"format": "csv"}).text.splitlines()
-    assert csv[0] == "head,layer,head_index,mean_effect,std_effect,flip_rate" and len(csv) == 73
+    assert csv[0] == "head,layer,head_index,mean_effect,std_effect,flip_rate,mean_importance" and len(csv) == 73
     bad = api.post("/jobs", json={"kind": "head-effects", "params": {**params, "max_tokens": 1000}})
     assert bad.status_code == 422 and "max_tokens" in bad.json()["detail"]
