@@ -3,7 +3,7 @@ LMs the Generate button and the step slider. Data from the API over HTTP only.""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, callback, html, no_update
+from dash import Input, Output, State, callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.llm_figures import (
@@ -216,6 +216,8 @@ def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
 def render_step(step, layer, data):
     run = stored_run(data)
     if not run or not run.generation or not run.generation.steps:
+        if ctx.triggered_id in ("gen-step", "gen-layer"):  # a head click on a run without generation: nothing to
+            return no_update, no_update, no_update  # redraw (the placeholder stays; Plotly would draw it again)
         return empty_figure("Press Generate: each generated token's attention shows here."), [], "step"
     steps = run.generation.steps
     step = min(max(_step_number(step) or 1, 1), len(steps))
