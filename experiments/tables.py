@@ -120,7 +120,8 @@ def write_markdown(claims: dict) -> str:
     the results)."""
     text = markdown(claims)
     (seeds.RESULTS / "tables.md").write_text(text)
-    if DOCS.is_file():
+    # only the repository's own results go into its docs (a test writing tables elsewhere must not touch them)
+    if seeds.RESULTS.resolve() == (seeds.REPO / "results" / "experiments").resolve() and DOCS.is_file():
         page = DOCS.read_text()
         if START in page and END in page:
             head, rest = page.split(START, 1)

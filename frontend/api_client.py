@@ -277,7 +277,7 @@ class ApiClient:
 
     def cancel_job(self, job_id: str) -> JobPublic:
         """Cancel a job (a queued one at once, a running one at its next progress report)."""
-        return JobPublic.model_validate(self._request("DELETE", f"/jobs/{job_id}").json())
+        return JobPublic.model_validate(self._request("POST", f"/jobs/{job_id}/cancel").json())
 
     def job_result(self, job_id: str) -> CensusResultPublic | ProbeResultPublic | FaithfulnessResultPublic:
         """A finished job's result as its kind's model (``JobResultPublic``: told apart by ``kind``).

@@ -38,7 +38,7 @@ class QueueFullError(Exception):
         self.queued, self.limit, self.retry_after = queued, limit, retry_after
         super().__init__(
             f"the job queue is full ({queued} jobs queued, limit {limit}); retry after {retry_after} s "
-            "or cancel a queued job (DELETE /api/v1/jobs/{id})"
+            "or cancel a queued job (POST /api/v1/jobs/{id}/cancel)"
         )
 
 

@@ -184,11 +184,12 @@ def resume_job(job_id: str, request: Request) -> JobPublic:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
 
 
-@router.delete(
-    "/{job_id}",
+@router.post(
+    "/{job_id}/cancel",
     response_model=JobPublic,
     responses=NOT_FOUND,
-    summary="Cancel a job: a queued one is cancelled at once, a running one at its next progress report",
+    summary="Cancel a job: a queued one is cancelled at once, a running one at its next progress report; the job "
+    "and its record stay (status cancelled), so this is a POST on the job, not a DELETE of it",
 )
 def cancel_job(job_id: str, request: Request) -> JobPublic:
     _job(request, job_id)

@@ -95,10 +95,10 @@ def test_queue_limit_answers_429_with_retry_after_and_cancel_of_a_queued_job(dat
         body = r.json()
         assert body["code"] == "busy" and "queue is full (2 jobs queued, limit 2)" in body["detail"]
         assert r.headers["X-Queue-Length"] == "2" and r.headers["X-Queue-Limit"] == "2"
-        cancelled = c.delete(f"{API}/jobs/{queued[0].json()['id']}").json()
+        cancelled = c.post(f"{API}/jobs/{queued[0].json()['id']}/cancel").json()
         assert cancelled["status"] == "cancelled"  # at once, without waiting for the queue
         assert c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": {"n": 5}}).status_code == 202
-        assert c.delete(f"{API}/jobs/{running}").status_code == 200
+        assert c.post(f"{API}/jobs/{running}/cancel").status_code == 200
         assert wait_for(c, running, "cancelled")["status"] == "cancelled"
         gate.touch()
         assert wait_for(c, queued[1].json()["id"], "done")["status"] == "done"
@@ -111,7 +111,7 @@ def test_failed_shard_fails_the_job_with_its_reason(database, tmp_path):
         assert "planted failure in shard 1" in job["error"] and job["shards_done"] == 1
 
 
-@pytest.mark.parametrize("method, path", [("get", ""), ("get", "/result"), ("delete", ""), ("post", "/resume")])
+@pytest.mark.parametrize("method, path", [("get", ""), ("get", "/result"), ("post", "/cancel"), ("post", "/resume")])
 def test_unknown_job_id_answers_404(database, tmp_path, method, path):
     with app(database) as c:
         r = getattr(c, method)(f"{API}/jobs/nosuchjob{path}")

@@ -70,7 +70,7 @@ def test_running_job_can_be_polled_and_cancelled(client, wait_job):
     RELEASE.clear()
     job_id = client.post(f"{API}/jobs", json={"kind": "squares-test", "params": {"n": 50, "wait": True}}).json()["id"]
     assert client.get(f"{API}/jobs/{job_id}/result").status_code == 409
-    assert client.delete(f"{API}/jobs/{job_id}").status_code == 200
+    assert client.post(f"{API}/jobs/{job_id}/cancel").status_code == 200
     RELEASE.set()
     assert wait_job(client, job_id)["status"] == "cancelled"
 
