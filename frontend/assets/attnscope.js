@@ -194,10 +194,11 @@
 
   /* Hover a token: its lines in the head view stand out (the others fade); hover a cell of a head
      detail: its query row and key column are outlined. */
-  function lineSegments(t, i, side) {
-    var xs = [], ys = [], y = plain(t.y) || [];
-    for (var j = 0; j + 1 < y.length; j += 3) {
-      if (y[j + side] === -i) { xs.push(0, 1, null); ys.push(y[j], y[j + 1], null); }
+  function lineSegments(shape, i, side) {
+    /* the lines of token i as query (side 0) or key (side 1) in a head-view shape ("M0,qL1,k" each) */
+    var xs = [], ys = [], re = /M0,(\d+)L1,(\d+)/g, m;
+    while ((m = re.exec(shape.path)) !== null) {
+      if (+m[1 + side] === i) { xs.push(0, 1, null); ys.push(+m[1], +m[2], null); }
     }
     return { x: xs, y: ys };
   }
@@ -205,25 +206,27 @@
     var p = ev.points && ev.points[0];
     if (!p || p.data.mode !== "text") { return; }
     headViewClear(gd);
-    var side = p.x === 0 ? 0 : 1, i = p.pointNumber, overlays = [], lines = [];
-    gd.data.forEach(function (t, k) {
-      if (t.mode !== "lines" || t.showlegend !== false) { return; }
-      lines.push(k);
-      var seg = lineSegments(t, i, side);
+    var side = p.x === 0 ? 0 : 1, i = Math.round(p.y), overlays = [], dim = {}, before = [];
+    (gd.layout.shapes || []).forEach(function (s, k) {
+      if (s.type !== "path") { return; }
+      before.push([k, s.opacity]);
+      dim["shapes[" + k + "].opacity"] = 0.08;
+      var seg = lineSegments(s, i, side);
       if (seg.x.length) {
         overlays.push({ x: seg.x, y: seg.y, mode: "lines", hoverinfo: "skip", showlegend: false, name: "__hover",
-          line: { color: t.line.color, width: (t.line.width || 1) + 1.5 }, opacity: 1 });
+          line: { color: s.line.color, width: (s.line.width || 1) + 1.5 }, opacity: 1 });
       }
     });
-    gd._attnDimmed = lines.map(function (k) { return [k, gd.data[k].opacity]; });
-    window.Plotly.restyle(gd, { opacity: 0.08 }, lines);
+    gd._attnDimmed = before;
+    window.Plotly.relayout(gd, dim);
     if (overlays.length) { window.Plotly.addTraces(gd, overlays); }
   }
   function headViewClear(gd) {
-    var extra = [];
+    var extra = [], undo = {};
     gd.data.forEach(function (t, k) { if (t.name === "__hover") { extra.push(k); } });
     if (extra.length) { window.Plotly.deleteTraces(gd, extra); }
-    (gd._attnDimmed || []).forEach(function (ko) { window.Plotly.restyle(gd, { opacity: ko[1] }, [ko[0]]); });
+    (gd._attnDimmed || []).forEach(function (ko) { undo["shapes[" + ko[0] + "].opacity"] = ko[1]; });
+    if (gd._attnDimmed && gd._attnDimmed.length) { window.Plotly.relayout(gd, undo); }
     gd._attnDimmed = null;
   }
   function detailHover(gd, ev) {

@@ -1,6 +1,7 @@
 """Pure figure builders, without a browser."""
 
 import base64
+import re
 import struct
 import zlib
 
@@ -100,15 +101,22 @@ def _top(w: np.ndarray, k: int):
     return idx, np.take_along_axis(w, idx, -1)
 
 
+def _lines(fig) -> list[tuple[int, int]]:
+    """The head view's (query, key) lines, read from its path shapes ("M0,qL1,k" each)."""
+    found = []
+    for shape in fig.layout.shapes:
+        found += [(int(q), int(k)) for q, k in re.findall(r"M0,(\d+)L1,(\d+)", shape.path)]
+    return found
+
+
 def test_head_view_draws_one_segment_per_strong_weight():
     tokens = ["a", "b", "c"]
     w = np.zeros((2, 3, 3), np.float32)
     w[0] = np.eye(3)
     w[1] = np.full((3, 3), 1 / 3)
     fig = head_view_figure(*_top(w, 2), tokens, heads=[0], layer=4)
-    line_traces = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
-    segments = sum(np.isnan(np.array(t.x, dtype=float)).sum() for t in line_traces)
-    assert segments == 3  # the three diagonal weights of head 0, nothing from head 1
+    assert sorted(_lines(fig)) == [(0, 0), (1, 1), (2, 2)]  # the diagonal weights of head 0, nothing from head 1
+    assert {s.line.width for s in fig.layout.shapes} == {6.0}  # weight 1: the strongest bin's width
     assert fig.layout.title.text == "Head view · layer 4"
     both = head_view_figure(*_top(w, 2), tokens, heads=[0, 1], layer=4)
     assert len([t for t in both.data if t.showlegend]) == 2
@@ -131,10 +139,9 @@ def test_head_view_of_4096_tokens_draws_top_k_lines_and_sparse_labels():
     wts[:, :, 0] = 0.8
     wts[:, :, 1] = 0.05  # under min_weight: no line
     fig = head_view_figure(idx, wts, [f"t{i}" for i in range(n)], heads=[1], layer=3)
-    lines = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
-    assert sum(np.isnan(np.array(t.x, dtype=float)).sum() for t in lines) == n
-    ys = np.array(lines[0].y, dtype=float).reshape(-1, 3)
-    np.testing.assert_array_equal(ys[5, :2], [-5, -4])  # query 5 -> key 4
+    lines = _lines(fig)
+    assert len(lines) == n and len(fig.layout.shapes) == 1  # one SVG path for all 4,096 lines of the bin
+    assert lines[5] == (5, 4)  # query 5 -> key 4
     labels = [t for t in fig.data if t.mode == "text"]
     assert len(labels[0].text) == 512 and fig.layout.height == 4608 + 120 + 24
 
