@@ -35,7 +35,7 @@ def downsample(matrix: np.ndarray, max_size: int = 64) -> np.ndarray:
 def _png(rgb: np.ndarray) -> bytes:
     """Minimal PNG (8-bit RGB, no filter) of an ``[h, w, 3]`` uint8 image."""
     h, w, _ = rgb.shape
-    raw = b"".join(b"\x00" + rgb[i].tobytes() for i in range(h))
+    raw = np.concatenate([np.zeros((h, 1), np.uint8), rgb.reshape(h, -1)], axis=1).tobytes()  # filter 0 a row
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
@@ -43,7 +43,7 @@ def _png(rgb: np.ndarray) -> bytes:
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IDAT", zlib.compress(raw, 1))  # level 1: half the time of 6, 1 % larger
         + chunk(b"IEND", b"")
     )
 
@@ -115,6 +115,9 @@ def head_detail_figure(
             "ticktext": [tokens[i] for i in ticks],
             "showgrid": False,
             "range": [lo - 0.5, hi - 0.5],
+            # Plotly's default ("hide past div") measures every label's box on each draw: half of a click's
+            # drawing time at 128 tokens; the margins already hold the labels
+            "ticklabeloverflow": "allow",
         }
 
     fig.update_layout(

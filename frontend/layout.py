@@ -11,6 +11,10 @@ from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
 
+# the explore views show their busy dots only when an update takes longer than this: a 0.1 s head click
+# then redraws once, not twice (the spinner in, the spinner out)
+LOADING_DELAY_MS = 300
+
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
 
@@ -46,7 +50,7 @@ def model_view() -> html.Section:
             "detail; with a head focused, the arrow keys move through the grid."
         ),
         html.Div(id="explore-run", className="hint"),
-        dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot"),
+        dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot", delay_show=LOADING_DELAY_MS),
     )
 
 
@@ -82,7 +86,11 @@ def detail_views(scaling: str = "global") -> html.Div:
                     "drag a box to zoom into a token window at full resolution, double-click to reset."
                 ),
                 scaling_control("head-scaling", scaling),
-                dcc.Loading(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")), type="dot"),
+                dcc.Loading(
+                    dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")),
+                    type="dot",
+                    delay_show=LOADING_DELAY_MS,
+                ),
                 html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                 export_bar("head-detail"),
                 half=True,
@@ -99,7 +107,11 @@ def detail_views(scaling: str = "global") -> html.Div:
                 ),
                 html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
                 dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
-                dcc.Loading(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")), type="dot"),
+                dcc.Loading(
+                    dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")),
+                    type="dot",
+                    delay_show=LOADING_DELAY_MS,
+                ),
                 export_bar("head-view", ("svg", "png", "json")),
                 half=True,
             ),

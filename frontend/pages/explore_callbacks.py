@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+from dash.exceptions import PreventUpdate
 
-from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.figures import (
     detail_stride,
     head_detail_figure,
@@ -44,8 +46,30 @@ THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at m
 # minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
 BADGE_TOKENS = 1024
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
+_FETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explore-fetch")  # the grid's API reads
+
+
+class _InCaller:
+    """``submit`` as an executor's, but the call runs in the caller's thread when its result is asked
+    for (a long run's reads, one after the other)."""
+
+    class _Call:
+        def __init__(self, fn, args, kwargs):
+            self.fn, self.args, self.kwargs = fn, args, kwargs
+
+        def result(self):
+            return self.fn(*self.args, **self.kwargs)
+
+    def submit(self, fn, *args, **kwargs):
+        return self._Call(fn, args, kwargs)
+
+
+_SERIAL = _InCaller()
 register_url_sync("explore")
 register_token_counter("explore", "text-input", "model-dropdown")
+
+
+DETAIL_HINT = "Run a text, then click a head in the model view."
 
 
 def _empty(message: str):
@@ -142,15 +166,22 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: Ru
     label = head_label(layer, head, run.kv_head_of)  # L3H4, or L3 H4 (kv 1) under grouped-query attention
     kinds = ", ".join(labels) if labels else "no type"
     src = causal_thumbnail_src(matrix) if run.causal else thumbnail_src(matrix)
-    children = [html.Img(src=src, alt=label)]
-    if labels:
-        children.append(html.Span(badge_text(labels), className="badge"))
+    # the map is the button's background image, not an <img> child: one Dash component less for each of
+    # the grid's heads (the renderer's cost on every update grows with the page's component count)
+    badge = badge_text(labels) if labels else ""
+    children = [html.Span(badge, className="badge")] if badge else []
     return html.Button(
         children,
         id={"type": "head-thumb", "layer": layer, "head": head},
         className=f"{cls} selected" if selected else cls,
         title=f"{label} ({kinds}): click for detail",
-        **{"aria-pressed": "true" if selected else "false", "data-layer": layer, "data-head": head},
+        style={"backgroundImage": f"url({src})"},
+        **{
+            "aria-label": f"{label} {badge} ({kinds})" if badge else f"{label} ({kinds})",  # holds the badge's text
+            "aria-pressed": "true" if selected else "false",
+            "data-layer": layer,
+            "data-head": head,
+        },
         n_clicks=0,
     )
 
@@ -162,26 +193,42 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: Ru
     Output("head-checklist", "options"),
     Output("head-checklist", "value"),
     Output("selected-head", "data"),
+    Output("head-detail", "figure", allow_duplicate=True),
+    Output("detail-window", "data", allow_duplicate=True),
     Input("explore-run-data", "data"),
     State("explore-query", "data"),
     State("selected-head", "data"),
+    State("head-scaling", "value"),
+    prevent_initial_call="initial_duplicate",
 )
-def render_grid(data, query, current):
+def render_grid(data, query, current, scaling):
+    """The model view of a run, and the selected head's detail drawn in the same response (a new run
+    shows both after one round trip; the selection carries ``drawn`` so the detail is not fetched
+    again)."""
     run = stored_run(data)
     if not run:
-        return html.P("Run a text to see every head.", className="hint"), [], None, [], [], None
+        hint = html.P("Run a text to see every head.", className="hint")
+        return hint, [], None, [], [], None, _empty(DETAIL_HINT), {}
     n_layers, n_heads = run.n_layers, run.n_heads
     selected = initial_head(query or {}, current, n_layers, n_heads, run.id)
     n = run.n_tokens
     stride = max(1, -(-n // THUMB_CELLS))
-    try:  # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-        layers = [client().attention(run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
+    api = client()
+    # up to BADGE_TOKENS the layers, the census and the detail are fetched side by side (small maps); a
+    # longer run one layer at a time, so the API never holds more than one layer's full maps for us
+    pool = _FETCH if n <= BADGE_TOKENS else _SERIAL
+    # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
+    thumbs = [pool.submit(api.attention, run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
+    census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
+    detail = pool.submit(_detail, api, run, selected[0], selected[1], {}, scaling)
+    try:
+        layers = [f.result() for f in thumbs]
     except ApiError as exc:
-        return html.Div(str(exc), className="error"), [], None, [], [], None
+        return html.Div(str(exc), className="error"), [], None, [], [], None, _empty(str(exc)), {}
     types, note = {}, []
-    if n <= BADGE_TOKENS:
+    if census is not None:
         try:
-            types = {(h.layer, h.head_index): h.labels for h in client().heads(run.id).heads}
+            types = {(h.layer, h.head_index): h.labels for h in census.result().heads}
         except ApiError:  # badges are a bonus: the grid still shows without them
             pass
     else:
@@ -220,8 +267,8 @@ def render_grid(data, query, current):
     layer_opts = [{"label": f"layer {l}", "value": l} for l in range(n_layers)]
     head_opts = [{"label": col(h), "value": h} for h in order]
     layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)
-    choice = {"layer": selected[0], "head": selected[1], "run": run.id}
-    return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice
+    choice = {"layer": selected[0], "head": selected[1], "run": run.id, "drawn": True}
+    return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice, detail.result(), {}
 
 
 def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int, run_id: str) -> tuple[int, int]:
@@ -235,55 +282,57 @@ def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int,
     return 0, 0
 
 
-@callback(
+# a click on a thumbnail selects its head in the browser (no round trip before the detail's own)
+clientside_callback(
+    """function (clicks, data) {
+        var trigger = window.dash_clientside.callback_context.triggered_id;
+        if (!trigger || !(clicks || []).some(Boolean)) { return window.dash_clientside.no_update; }
+        return {layer: trigger.layer, head: trigger.head, run: data ? data.id : null};
+    }""",
     Output("selected-head", "data", allow_duplicate=True),
     Input({"type": "head-thumb", "layer": ALL, "head": ALL}, "n_clicks"),
     State("explore-run-data", "data"),
     prevent_initial_call=True,
 )
-def select_head(clicks, data):
-    trigger = ctx.triggered_id
-    if not trigger or not any(clicks or []):
-        return no_update
-    run = stored_run(data)
-    return {"layer": trigger["layer"], "head": trigger["head"], "run": run.id if run else None}
-
-
-@callback(
-    Output("detail-window", "data"),
-    Input("head-detail", "relayoutData"),
-    Input("selected-head", "data"),
-    State("detail-window", "data"),
-    State("run-store", "data"),
-    prevent_initial_call=True,
-)
-def zoom_detail(relayout, _selected, window, data):
-    """A box zoom on the head detail -> the token window to fetch; a new head or a reset -> all."""
-    run = stored_run(data)
-    if ctx.triggered_id == "selected-head" or not run:
-        return {} if window else no_update  # a new head opens whole (no second fetch when it already is)
-    new = window_from_relayout(relayout, run.n_tokens, window)
-    return no_update if new is None else new
 
 
 @callback(
     Output("head-detail", "figure"),
+    Output("detail-window", "data"),
     Input("selected-head", "data"),
-    Input("detail-window", "data"),
+    Input("head-detail", "relayoutData"),
     Input("head-scaling", "value"),
+    State("detail-window", "data"),
     State("run-store", "data"),
+    prevent_initial_call=True,
 )
-def render_detail(selected, window, scaling, data):
+def render_detail(selected, relayout, scaling, window, data):
+    """The selected head's detail: a new head opens whole, a box zoom fetches its token window at
+    full resolution (a reset: whole again), a new scaling redraws the same window."""
     run = stored_run(data)
+    trigger = ctx.triggered_id
+    if trigger == "head-detail":  # a relayout: a zoom, a reset, or only the hover outline (no fetch)
+        new = window_from_relayout(relayout, run.n_tokens, window) if run and selected else None
+        if new is None:
+            raise PreventUpdate
+        window = new
+    elif trigger == "selected-head":
+        if selected and selected.get("drawn"):  # drawn by the grid in the same response
+            raise PreventUpdate
+        window = {}
     if not run or not selected:
-        return _empty("Run a text, then click a head in the model view.")
-    layer, head = selected["layer"], selected["head"]
+        return _empty(DETAIL_HINT), {}
+    return _detail(client(), run, selected["layer"], selected["head"], window or {}, scaling), window or {}
+
+
+def _detail(api: ApiClient, run: RunRecord, layer: int, head: int, window: dict, scaling: str | None):
+    """Head ``layer``/``head``'s detail figure over ``window`` (``rows``/``cols``; empty: all), read
+    through ``api`` (callable from a worker thread: no Flask context needed)."""
     n = run.n_tokens
-    window = window or {}
     rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
     stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
     try:
-        weights = client().attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
+        weights = api.attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
     except ApiError as exc:
         return _empty(str(exc))
     zoom = (

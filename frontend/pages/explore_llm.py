@@ -3,7 +3,7 @@ LMs the Generate button and the step slider. Data from the API over HTTP only.""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, callback, ctx, html, no_update
+from dash import Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.llm_figures import (
@@ -185,17 +185,23 @@ def _step_number(value) -> int | None:
         return None
 
 
-@callback(
+# a head clicked in the model view shows its layer in the generation view too (in the browser: a click
+# costs no round trip here)
+clientside_callback(
+    """function (selected, options, run) {
+        var steps = run && run.generation && run.generation.steps;
+        var known = selected && options && selected.layer >= 0 && selected.layer < options.length;
+        if (!steps || !steps.length || !known) {
+            return window.dash_clientside.no_update;  /* no generation view to follow the click */
+        }
+        return selected.layer;
+    }""",
     Output("gen-layer", "value", allow_duplicate=True),
     Input("selected-head", "data"),
     State("gen-layer", "options"),
+    State("run-store", "data"),
     prevent_initial_call=True,
 )
-def follow_selected_layer(selected, options):
-    """A head clicked in the model view shows its layer in the generation view too."""
-    if not selected or not options or not 0 <= selected["layer"] < len(options):
-        return no_update
-    return selected["layer"]
 
 
 def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
