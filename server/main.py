@@ -28,6 +28,7 @@ from attnscope.server.job_kinds import register_job_kinds
 from attnscope.server.job_manager import JobManager
 from attnscope.server.middleware import install_middleware
 from attnscope.server.routes import (
+    attention,
     compare,
     datasets,
     faithfulness,
@@ -119,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     secured = [Depends(require_token)]
     app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(attention.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(structure.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(interventions.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(jobs.router, prefix=API_PREFIX, dependencies=secured)

@@ -105,10 +105,10 @@ def test_bad_slices_name_the_limit(client, long_run, params, status, message):
 
 
 def test_a_slice_over_the_byte_cap_is_413(client, long_run, monkeypatch):
-    from attnscope.server.routes import runs as runs_routes
+    from attnscope.server.routes import attention as attention_routes
 
     n = long_run["shape"][2]
-    monkeypatch.setattr(runs_routes, "MAX_SLICE_BYTES", 4 * n * n)  # one head fits, a layer does not
+    monkeypatch.setattr(attention_routes, "MAX_SLICE_BYTES", 4 * n * n)  # one head fits, a layer does not
     assert _get(client, long_run, head=1).status_code == 200
     r = _get(client, long_run)
     assert r.status_code == 413 and f"{4 * n * n} bytes" in r.json()["detail"] and "stride" in r.json()["detail"]

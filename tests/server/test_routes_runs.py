@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnscope.analysis.codec import MEDIA_TYPE, unpack
+from attnscope.server.routes import attention as attention_routes
 from attnscope.server.routes import runs as runs_routes
 
 API = "/api/v1"
@@ -77,7 +78,7 @@ def test_model_work_runs_off_the_event_loop():
     loop, never the request threadpool); cheap reads stay plain ``def`` in the threadpool."""
     assert inspect.iscoroutinefunction(runs_routes.create_run)
     assert not inspect.iscoroutinefunction(runs_routes.create_run.__heavy__)
-    assert not inspect.iscoroutinefunction(runs_routes.read_attention)
+    assert not inspect.iscoroutinefunction(attention_routes.read_attention)
 
 
 BAD_INPUTS = [
