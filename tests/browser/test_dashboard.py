@@ -1,5 +1,6 @@
 """Real browser (Debian's Chromium through pytest-playwright): type, run, see 72 heads, open one."""
 
+import json
 import re
 
 import pytest
@@ -46,3 +47,41 @@ def test_bad_input_shows_the_apis_message_and_the_page_keeps_working(dash_page, 
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 72", timeout=60_000)
     assert page.locator("#run-error").inner_text() == ""
     assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]
+
+
+def _dash_updates(page):
+    """Record the page's Dash updates from here on: ``[(outputs, status, body)]`` as they finish."""
+    seen = []
+
+    def finished(request):
+        if "_dash-update-component" in request.url:
+            response = request.response()
+            seen.append((request.post_data_json["output"], response.status, response.text()))
+
+    page.on("requestfinished", finished)
+    return seen
+
+
+def test_a_run_draws_its_detail_with_the_grid_and_a_click_costs_one_round_trip(dash_page):
+    """The grid's response carries the selected head's detail (no chain of callbacks before it), and
+    a click selects its head in the browser: the detail's own request is the only one that draws."""
+    page = dash_page
+    page.fill("#text-input", "The cat sat on the mat and looked at the dog.")
+    updates = _dash_updates(page)
+    page.click("#run-button")
+    page.wait_for_function("document.querySelectorAll('.head-thumb').length === 72", timeout=60_000)
+    page.wait_for_selector("#head-detail .gtitle:has-text('L0H0 ')", timeout=30_000)
+    page.wait_for_timeout(1000)
+    grid = [json.loads(body)["response"] for out, status, body in updates if "model-grid.children" in out]
+    assert len(grid) == 1 and grid[0]["head-detail"]["figure"]["layout"]["title"]["text"].startswith("L0H0 ")
+    drawn_again = [out for out, status, _ in updates if "head-detail.figure" in out and status == 200]
+    assert drawn_again == [next(out for out, _, _ in updates if "model-grid.children" in out)]
+
+    updates.clear()
+    page.locator("#model-grid .head-thumb[title^='L3H5']").click()
+    page.wait_for_selector("#head-detail .gtitle:has-text('L3H5')", timeout=30_000)
+    page.wait_for_timeout(1000)
+    outputs = [out for out, _, _ in updates]
+    assert not any("selected-head" in out or "gen-layer" in out for out in outputs), outputs  # in the browser
+    assert sum("head-detail.figure" in out for out in outputs) == 1, outputs
+    assert page.console_errors == []
