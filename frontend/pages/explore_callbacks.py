@@ -1,4 +1,6 @@
-"""Callbacks of the explore page (``dash.callback``); all data comes from the API over HTTP."""
+"""Callbacks of the explore page (``dash.callback``): its run (from the address, the session or Run),
+the model view and the selected head, the address; the head detail and head view are in
+``explore_views.py``. All data comes from the API over HTTP."""
 
 from __future__ import annotations
 
@@ -6,17 +8,10 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from dash import ALL, ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, html, no_update
-from dash.exceptions import PreventUpdate
+from dash import ALL, Input, Output, State, callback, clientside_callback, html, no_update
 
-from attnscope.frontend.api_client import ApiClient, ApiError
-from attnscope.frontend.figures import (
-    detail_stride,
-    head_detail_figure,
-    head_view_figure,
-    thumbnail_src,
-    window_from_relayout,
-)
+from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.figures import thumbnail_src
 from attnscope.frontend.llm_figures import (
     causal_thumbnail_src,
     column_label,
@@ -26,6 +21,7 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
@@ -45,7 +41,6 @@ THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at m
 # head-type badges need the census of every map (GET /runs/{id}/heads): about 0.1 s a head at 512 tokens but
 # minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
 BADGE_TOKENS = 1024
-HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 _FETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explore-fetch")  # the grid's API reads
 
 
@@ -67,13 +62,6 @@ class _InCaller:
 _SERIAL = _InCaller()
 register_url_sync("explore")
 register_token_counter("explore", "text-input", "model-dropdown")
-
-
-DETAIL_HINT = "Run a text, then click a head in the model view."
-
-
-def _empty(message: str):
-    return empty_figure(message)
 
 
 @callback(
@@ -208,7 +196,7 @@ def render_grid(data, query, current, scaling):
     run = stored_run(data)
     if not run:
         hint = html.P("Run a text to see every head.", className="hint")
-        return hint, [], None, [], [], None, _empty(DETAIL_HINT), {}
+        return hint, [], None, [], [], None, empty_figure(DETAIL_HINT), {}
     n_layers, n_heads = run.n_layers, run.n_heads
     selected = initial_head(query or {}, current, n_layers, n_heads, run.id)
     n = run.n_tokens
@@ -220,11 +208,11 @@ def render_grid(data, query, current, scaling):
     # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
     thumbs = [pool.submit(api.attention, run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
     census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
-    detail = pool.submit(_detail, api, run, selected[0], selected[1], {}, scaling)
+    detail = pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling)
     try:
         layers = [f.result() for f in thumbs]
     except ApiError as exc:
-        return html.Div(str(exc), className="error"), [], None, [], [], None, _empty(str(exc)), {}
+        return html.Div(str(exc), className="error"), [], None, [], [], None, empty_figure(str(exc)), {}
     types, note = {}, []
     if census is not None:
         try:
@@ -294,84 +282,6 @@ clientside_callback(
     State("explore-run-data", "data"),
     prevent_initial_call=True,
 )
-
-
-@callback(
-    Output("head-detail", "figure"),
-    Output("detail-window", "data"),
-    Input("selected-head", "data"),
-    Input("head-detail", "relayoutData"),
-    Input("head-scaling", "value"),
-    State("detail-window", "data"),
-    State("run-store", "data"),
-    prevent_initial_call=True,
-)
-def render_detail(selected, relayout, scaling, window, data):
-    """The selected head's detail: a new head opens whole, a box zoom fetches its token window at
-    full resolution (a reset: whole again), a new scaling redraws the same window."""
-    run = stored_run(data)
-    trigger = ctx.triggered_id
-    if trigger == "head-detail":  # a relayout: a zoom, a reset, or only the hover outline (no fetch)
-        new = window_from_relayout(relayout, run.n_tokens, window) if run and selected else None
-        if new is None:
-            raise PreventUpdate
-        window = new
-    elif trigger == "selected-head":
-        if selected and selected.get("drawn"):  # drawn by the grid in the same response
-            raise PreventUpdate
-        window = {}
-    if not run or not selected:
-        return _empty(DETAIL_HINT), {}
-    return _detail(client(), run, selected["layer"], selected["head"], window or {}, scaling), window or {}
-
-
-def _detail(api: ApiClient, run: RunRecord, layer: int, head: int, window: dict, scaling: str | None):
-    """Head ``layer``/``head``'s detail figure over ``window`` (``rows``/``cols``; empty: all), read
-    through ``api`` (callable from a worker thread: no Flask context needed)."""
-    n = run.n_tokens
-    rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
-    stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
-    try:
-        weights = api.attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
-    except ApiError as exc:
-        return _empty(str(exc))
-    zoom = (
-        "" if (rows, cols) == ((0, n), (0, n)) else f" · queries {rows[0]}-{rows[1] - 1}, keys {cols[0]}-{cols[1] - 1}"
-    )
-    pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
-    title = f"L{layer}H{head} · {run.model}{zoom}{pooled}"
-    scaling = scaling if scaling in SCALINGS else "global"
-    return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
-
-
-# the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
-# in the browser (assets/attention_views.js): no per-cell hover text travels
-clientside_callback(
-    ClientsideFunction(namespace="attnscope_views", function_name="detailHover"),
-    Output("head-detail-hover", "children"),
-    Input("head-detail", "hoverData"),
-    State("head-detail", "figure"),
-    State("run-store", "data"),
-)
-
-
-@callback(
-    Output("head-view", "figure"),
-    Input("layer-dropdown", "value"),
-    Input("head-checklist", "value"),
-    Input("explore-run-data", "data"),
-)
-def render_head_view(layer, heads, data):
-    run = stored_run(data)
-    if not run or layer is None:
-        return _empty("The head view appears after a run.")
-    if not heads:
-        return _empty("Select at least one head.")
-    try:
-        indices, weights = client().attention_top_k(run.id, layer, k=min(HEAD_VIEW_K, run.n_tokens))
-    except ApiError as exc:
-        return _empty(str(exc))
-    return head_view_figure(indices, weights, run.tokens, sorted(heads), layer)
 
 
 @callback(

@@ -1,0 +1,95 @@
+"""Explore's two views of the selected head and layer: the head detail (a head's map, zoomed to a
+token window, its hover computed in the browser) and the head view (a layer's top-k lines). The
+model view that selects the head is in ``explore_callbacks.py``."""
+
+from __future__ import annotations
+
+from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx
+from dash.exceptions import PreventUpdate
+
+from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.figures import detail_stride, head_detail_figure, head_view_figure, window_from_relayout
+from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.plot_config import SCALINGS
+from attnscope.frontend.run_record import RunRecord, stored_run
+
+DETAIL_HINT = "Run a text, then click a head in the model view."
+HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
+
+
+@callback(
+    Output("head-detail", "figure"),
+    Output("detail-window", "data"),
+    Input("selected-head", "data"),
+    Input("head-detail", "relayoutData"),
+    Input("head-scaling", "value"),
+    State("detail-window", "data"),
+    State("run-store", "data"),
+    prevent_initial_call=True,
+)
+def render_detail(selected, relayout, scaling, window, data):
+    """The selected head's detail: a new head opens whole, a box zoom fetches its token window at
+    full resolution (a reset: whole again), a new scaling redraws the same window."""
+    run = stored_run(data)
+    trigger = ctx.triggered_id
+    if trigger == "head-detail":  # a relayout: a zoom, a reset, or only the hover outline (no fetch)
+        new = window_from_relayout(relayout, run.n_tokens, window) if run and selected else None
+        if new is None:
+            raise PreventUpdate
+        window = new
+    elif trigger == "selected-head":
+        if selected and selected.get("drawn"):  # drawn by the grid in the same response
+            raise PreventUpdate
+        window = {}
+    if not run or not selected:
+        return empty_figure(DETAIL_HINT), {}
+    return detail_figure(client(), run, selected["layer"], selected["head"], window or {}, scaling), window or {}
+
+
+def detail_figure(api: ApiClient, run: RunRecord, layer: int, head: int, window: dict, scaling: str | None):
+    """Head ``layer``/``head``'s detail figure over ``window`` (``rows``/``cols``; empty: all), read
+    through ``api`` (callable from a worker thread: no Flask context needed)."""
+    n = run.n_tokens
+    rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
+    stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
+    try:
+        weights = api.attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
+    except ApiError as exc:
+        return empty_figure(str(exc))
+    zoom = (
+        "" if (rows, cols) == ((0, n), (0, n)) else f" · queries {rows[0]}-{rows[1] - 1}, keys {cols[0]}-{cols[1] - 1}"
+    )
+    pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
+    title = f"L{layer}H{head} · {run.model}{zoom}{pooled}"
+    scaling = scaling if scaling in SCALINGS else "global"
+    return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
+
+
+# the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
+# in the browser (assets/attention_views.js): no per-cell hover text travels
+clientside_callback(
+    ClientsideFunction(namespace="attnscope_views", function_name="detailHover"),
+    Output("head-detail-hover", "children"),
+    Input("head-detail", "hoverData"),
+    State("head-detail", "figure"),
+    State("run-store", "data"),
+)
+
+
+@callback(
+    Output("head-view", "figure"),
+    Input("layer-dropdown", "value"),
+    Input("head-checklist", "value"),
+    Input("explore-run-data", "data"),
+)
+def render_head_view(layer, heads, data):
+    run = stored_run(data)
+    if not run or layer is None:
+        return empty_figure("The head view appears after a run.")
+    if not heads:
+        return empty_figure("Select at least one head.")
+    try:
+        indices, weights = client().attention_top_k(run.id, layer, k=min(HEAD_VIEW_K, run.n_tokens))
+    except ApiError as exc:
+        return empty_figure(str(exc))
+    return head_view_figure(indices, weights, run.tokens, sorted(heads), layer)
