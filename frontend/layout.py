@@ -15,6 +15,12 @@ from attnscope.frontend.url_state import address_parts
 # then redraws once, not twice (the spinner in, the spinner out)
 LOADING_DELAY_MS = 300
 
+
+def _busy(child):
+    """``child`` with the explore views' busy dots (after ``LOADING_DELAY_MS``)."""
+    return dcc.Loading(child, type="dot", delay_show=LOADING_DELAY_MS)
+
+
 EXAMPLE = "The quick brown fox jumps over the lazy dog because the dog was asleep."
 
 
@@ -50,7 +56,7 @@ def model_view() -> html.Section:
             "detail; with a head focused, the arrow keys move through the grid."
         ),
         html.Div(id="explore-run", className="hint"),
-        dcc.Loading(html.Div(id="model-grid", className="model-grid"), type="dot", delay_show=LOADING_DELAY_MS),
+        _busy(html.Div(id="model-grid", className="model-grid")),
     )
 
 
@@ -86,11 +92,7 @@ def detail_views(scaling: str = "global") -> html.Div:
                     "drag a box to zoom into a token window at full resolution, double-click to reset."
                 ),
                 scaling_control("head-scaling", scaling),
-                dcc.Loading(
-                    dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail")),
-                    type="dot",
-                    delay_show=LOADING_DELAY_MS,
-                ),
+                _busy(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail"))),
                 html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                 export_bar("head-detail"),
                 half=True,
@@ -107,11 +109,7 @@ def detail_views(scaling: str = "global") -> html.Div:
                 ),
                 html.Label("Heads shown", htmlFor="head-checklist", className="sr-only"),
                 dcc.Checklist(id="head-checklist", inline=True, className="head-checklist"),
-                dcc.Loading(
-                    dcc.Graph(id="head-view", config=graph_config("attnscope-head-view")),
-                    type="dot",
-                    delay_show=LOADING_DELAY_MS,
-                ),
+                _busy(dcc.Graph(id="head-view", config=graph_config("attnscope-head-view"))),
                 export_bar("head-view", ("svg", "png", "json")),
                 half=True,
             ),
