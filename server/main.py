@@ -22,11 +22,11 @@ from attnscope.server.db.engine import open_database
 from attnscope.server.db.run_records import RunRecords
 from attnscope.server.deps import require_token
 from attnscope.server.errors import document_common_errors, install_error_handlers
-from attnscope.server.executor import HeavyExecutor
-from attnscope.server.executors import InProcessExecutor
-from attnscope.server.job_kinds import register_job_kinds
-from attnscope.server.job_manager import JobManager
+from attnscope.server.jobs.dataset_kinds import register_job_kinds
+from attnscope.server.jobs.manager import JobManager
+from attnscope.server.jobs.shards import InProcessExecutor
 from attnscope.server.middleware import install_middleware
+from attnscope.server.request_executor import HeavyExecutor
 from attnscope.server.routes import (
     attention,
     compare,
@@ -61,7 +61,7 @@ def make_executor(settings: Settings, service: RunService):
     """In-process, or Ray when ``ATTNSCOPE_RAY_ADDRESS`` is set (a clear error when it does not answer)."""
     if not settings.ray_address:
         return InProcessExecutor(service)
-    from attnscope.server.ray_executor import RayExecutor
+    from attnscope.server.jobs.ray_shards import RayExecutor
 
     return RayExecutor(
         settings.ray_address,

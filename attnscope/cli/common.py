@@ -45,10 +45,10 @@ def on_ray(kind_name: str, params: dict, args: argparse.Namespace, progress) -> 
     params (so the same result). None (after logging why) when the params or the cluster are wrong."""
     from pydantic import ValidationError
 
-    from attnscope.server.executors import run_kind
-    from attnscope.server.job_kinds import register_job_kinds
-    from attnscope.server.jobs import JOB_KINDS
-    from attnscope.server.ray_executor import RayExecutor, RayUnavailableError
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.kinds import JOB_KINDS
+    from attnscope.server.jobs.ray_shards import RayExecutor, RayUnavailableError
+    from attnscope.server.jobs.shards import run_kind
 
     register_job_kinds()
     kind = JOB_KINDS[kind_name]

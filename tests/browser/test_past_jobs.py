@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from attnscope.server.db.engine import open_database
-from attnscope.server.db.job_records import JobRecords
+from attnscope.server.jobs.records import JobRecords
 
 pytestmark = pytest.mark.browser
 

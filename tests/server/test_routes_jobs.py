@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
-from attnscope.server.jobs import JOB_KINDS, register_job_kind, rows_to_csv
+from attnscope.server.jobs.kinds import JOB_KINDS, register_job_kind, rows_to_csv
 from attnscope.server.schemas import JOB_RESULTS
 from attnscope.server.schemas.job_results import Strict
 
