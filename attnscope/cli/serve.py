@@ -10,26 +10,22 @@ import subprocess
 import sys
 import time
 
-from attnscope.cli.common import env
+from attnscope.cli.common import settings
 
 log = logging.getLogger("attnscope")
 
 
 def _add_api_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default=env("ATTNSCOPE_API_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_API_HOST)")
-    p.add_argument("--port", type=int, default=int(env("ATTNSCOPE_API_PORT", "8000")), help="port (ATTNSCOPE_API_PORT)")
+    p.add_argument("--host", default=settings().api_host, help="bind address (ATTNSCOPE_API_HOST)")
+    p.add_argument("--port", type=int, default=settings().api_port, help="port (ATTNSCOPE_API_PORT)")
 
 
 def _add_dash_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--dash-host", default=env("ATTNSCOPE_DASH_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_DASH_HOST)"
-    )
-    p.add_argument(
-        "--dash-port", type=int, default=int(env("ATTNSCOPE_DASH_PORT", "8050")), help="port (ATTNSCOPE_DASH_PORT)"
-    )
+    p.add_argument("--dash-host", default=settings().dash_host, help="bind address (ATTNSCOPE_DASH_HOST)")
+    p.add_argument("--dash-port", type=int, default=settings().dash_port, help="port (ATTNSCOPE_DASH_PORT)")
     p.add_argument(
         "--api-url",
-        default=env("ATTNSCOPE_API_URL", ""),
+        default=settings().api_url or "",
         help="URL of the API the dashboard talks to (ATTNSCOPE_API_URL)",
     )
 
@@ -58,7 +54,7 @@ def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
     API, sometimes for seconds, so several run at once); Flask's server only if gunicorn is absent."""
     from attnscope.frontend.app import create_dash_app
 
-    app = create_dash_app(api_url)
+    app = create_dash_app(api_url, token=settings().api_token)  # ATTNSCOPE_API_TOKEN: the API asks for it
     log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
     try:
         from gunicorn.app.base import BaseApplication

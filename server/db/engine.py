@@ -1,8 +1,9 @@
 """Open the database named by the settings, migrate it to the newest schema, check it is writable.
 
-``ATTNSCOPE_DATABASE_URL`` (any SQLAlchemy URL, e.g. ``postgresql+psycopg2://user@host/db``) wins;
-otherwise an SQLite file ``attnscope.db`` in WAL mode under the state folder:
-``ATTNSCOPE_STATE_DIR``, else ``$ATTNSCOPE_DATA_DIR/state`` when that is set, else
+The caller passes the settings (``Settings.database_url``, ``Settings.state_dir``: the variables
+``ATTNSCOPE_DATABASE_URL`` and ``ATTNSCOPE_STATE_DIR``). A database URL (any SQLAlchemy URL, e.g.
+``postgresql+psycopg2://user@host/db``) wins; otherwise an SQLite file ``attnscope.db`` in WAL mode
+under the state folder: ``state_dir``, else ``$ATTNSCOPE_DATA_DIR/state`` when that is set, else
 ``~/.local/state/attnscope``.
 """
 
@@ -28,9 +29,8 @@ class DatabaseUnavailableError(RuntimeError):
 
 
 def default_state_dir() -> Path:
-    """Where the SQLite file lives when no URL is set (see the module docstring)."""
-    if os.environ.get("ATTNSCOPE_STATE_DIR"):
-        return Path(os.environ["ATTNSCOPE_STATE_DIR"])
+    """Where the SQLite file lives when neither a URL nor a state folder is set (see the module docstring).
+    The data folder's variable is read here until issue #30 gives it a setting of its own."""
     if os.environ.get("ATTNSCOPE_DATA_DIR"):
         return Path(os.environ["ATTNSCOPE_DATA_DIR"]) / "state"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
