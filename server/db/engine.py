@@ -19,6 +19,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from attnscope.models.data_registry import configured_data_dir
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_FILE = "attnscope.db"
 
@@ -31,8 +33,9 @@ def default_state_dir() -> Path:
     """Where the SQLite file lives when no URL is set (see the module docstring)."""
     if os.environ.get("ATTNSCOPE_STATE_DIR"):
         return Path(os.environ["ATTNSCOPE_STATE_DIR"])
-    if os.environ.get("ATTNSCOPE_DATA_DIR"):
-        return Path(os.environ["ATTNSCOPE_DATA_DIR"]) / "state"
+    data = configured_data_dir()  # ATTNSCOPE_DATA_DIR, read in attnscope.models.data_registry only
+    if data is not None:
+        return data / "state"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "attnscope"
 
