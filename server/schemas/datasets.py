@@ -6,7 +6,8 @@ from pydantic import BaseModel, Field
 
 
 class DataSetPublic(BaseModel):
-    name: str = Field(..., description="folder name in the data folder, e.g. sst2")
+    name: str = Field(..., description="folder name in the data folder, e.g. movie-rationales-zaidan")
+    key: str = Field(..., description="the name jobs and sample routes use for it (dataset=movies)")
     title: str
     present: bool = Field(..., description="its files are in the data folder (a job on it can start)")
     complete: bool = Field(..., description="every file has the registered size (false for the test fixtures' cuts)")

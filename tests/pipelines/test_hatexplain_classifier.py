@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from attnscope.models.data_registry import DATASETS
 from attnscope.models.delta import CHECKPOINTS
 from attnscope.models.loading import load_model
-from attnscope.models.data_registry import DATASETS
 from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, OffensiveContentError, load_hatexplain
 from attnscope.pipelines.explainers import encode_words, make_predict
 
