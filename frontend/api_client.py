@@ -14,6 +14,7 @@ from attnscope.analysis.codec import (  # pure numpy: the wire format is defined
 from attnscope.server.schemas import (
     CensusResultPublic,
     ConvAttentionPublic,
+    DataSetList,
     EvolutionPublic,
     ExplainerPublic,
     FaithfulnessPublic,
@@ -228,6 +229,10 @@ class ApiClient:
             headers={"X-Requested-With": "attnscope-dashboard"},  # the API refuses form posts without it (CSRF)
         )
         return RunPublic.model_validate(r.json())
+
+    def datasets(self) -> DataSetList:
+        """The registered data sets, which are in the API's data folder, and the command that fetches each."""
+        return DataSetList.model_validate(self._request("GET", "/datasets").json())
 
     def samples(self, dataset: str = "mnist", offset: int = 0, limit: int = 50) -> SampleList:
         r = self._request("GET", f"/datasets/{dataset}/samples", params={"offset": offset, "limit": limit})

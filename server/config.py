@@ -43,6 +43,8 @@ class Settings(ModelSettings):
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
     ATTNSCOPE_PRELOAD         comma-separated models loaded at start-up, default minilm (empty: none)
     ATTNSCOPE_MODEL_DIRS      roots for local Hugging Face checkpoints (os.pathsep-separated)
+    ATTNSCOPE_DATA_DIR        the data folder, default ~/.local/share/attnscope/data (read by models.data_registry;
+                              filled by `attnscope data fetch`, docs/guide/data.md)
     ATTNSCOPE_ALLOWED_HOSTS   comma-separated Host names the API answers (DNS-rebinding guard; '*' = any),
                               default localhost, 127.0.0.1, ::1, the compose service names api and dashboard,
                               and testserver (Starlette's test client)

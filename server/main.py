@@ -15,6 +15,7 @@ from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
 
+from attnscope.models import data_registry
 from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
 from attnscope.server.config import VERSION, Settings
@@ -72,6 +73,19 @@ def make_executor(settings: Settings, service: RunService):
     )
 
 
+def _log_missing_data() -> None:
+    """Say at start-up which data sets are not in the data folder and what needs them (the API serves anyway:
+    MiniLM and the explore, compare, structure and measure pages need none)."""
+    missing = [name for name, ok in data_registry.present().items() if not ok]
+    if missing:
+        log.info(
+            "data sets not in the data folder: %s. Census, probe and faithfulness data-set jobs and the vision "
+            "page's MNIST samples need them; fetch them with `%s` (or `make data`); GET /api/v1/datasets lists them",
+            ", ".join(missing),
+            data_registry.FETCH_COMMAND,
+        )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     register_job_kinds()
@@ -95,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.jobs.start()
         if settings.preload:
             threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
+        _log_missing_data()
         yield
         app.state.executor.shutdown()
         app.state.jobs.shutdown()

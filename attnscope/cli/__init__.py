@@ -7,6 +7,7 @@
     attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
     attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
     attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
+    attnscope data fetch            # the data sets into the data folder (list, verify: docs/guide/data.md)
 
 Every option also reads an environment variable (shown in ``--help``; read through the server's
 ``Settings``) so containers can be configured without flags.
@@ -21,7 +22,7 @@ import sys
 
 from pydantic import ValidationError
 
-from attnscope.cli import datasets, faithfulness, heads, serve
+from attnscope.cli import data, datasets, faithfulness, heads, serve
 
 # each subcommand's module: its parsers and what runs them
 _COMMANDS = {
@@ -33,6 +34,7 @@ _COMMANDS = {
     "faithfulness": faithfulness,
     "heads": heads,
     "head-effects": heads,
+    "data": data,
 }
 
 

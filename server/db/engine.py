@@ -20,6 +20,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from attnscope.models.data_registry import configured_data_dir
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_FILE = "attnscope.db"
 
@@ -29,10 +31,10 @@ class DatabaseUnavailableError(RuntimeError):
 
 
 def default_state_dir() -> Path:
-    """Where the SQLite file lives when neither a URL nor a state folder is set (see the module docstring).
-    The data folder's variable is read here until issue #30 gives it a setting of its own."""
-    if os.environ.get("ATTNSCOPE_DATA_DIR"):
-        return Path(os.environ["ATTNSCOPE_DATA_DIR"]) / "state"
+    """Where the SQLite file lives when neither a URL nor a state folder is set (see the module docstring)."""
+    data = configured_data_dir()  # ATTNSCOPE_DATA_DIR, read in attnscope.models.data_registry only
+    if data is not None:
+        return data / "state"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "attnscope"
 
