@@ -19,7 +19,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-DATA_DIR_ENV = "ATTNSCOPE_DATA_DIR"
+from attnscope.models.settings import model_settings
+
+DATA_DIR_ENV = "ATTNSCOPE_DATA_DIR"  # the variable's name, for messages (read by ModelSettings)
 FETCH_COMMAND = "attnscope data fetch"  # `make data` runs it
 
 
@@ -155,9 +157,9 @@ class DataSetMissingError(FileNotFoundError):
 
 
 def configured_data_dir() -> Path | None:
-    """``ATTNSCOPE_DATA_DIR`` when set (the one place that reads it), else None."""
-    env = os.environ.get(DATA_DIR_ENV)
-    return Path(env).expanduser().resolve() if env else None
+    """``ATTNSCOPE_DATA_DIR`` when set (read through ``ModelSettings``), else None."""
+    folder = model_settings().data_dir
+    return folder.expanduser().resolve() if folder else None
 
 
 def default_data_dir() -> Path:

@@ -17,8 +17,10 @@ server) lets pipelines and experiments read models but never the server.
     ATTNSCOPE_TRAIN_THREADS      torch threads when training the zoo or running the experiments
                                  (default: 2 for training, 1 for the experiments)
 
-The data folder (``ATTNSCOPE_DATA_DIR``) is read by the ``data_dir()`` functions of
-``attnscope.pipelines.datasets`` and ``attnscope.models.zoo.data``.
+    ATTNSCOPE_DATA_DIR           the data folder (``attnscope.models.data_registry.data_dir()``; default
+                                 ``$XDG_DATA_HOME/attnscope/data``, else ``~/.local/share/attnscope/data``)
+    ATTNSCOPE_DATA_SOURCE        where ``attnscope data fetch`` copies the data sets from (a folder or an
+                                 archive; empty: the pinned download addresses)
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class ModelSettings(BaseSettings):
     max_causal_tokens: int = Field(DEFAULT_CAUSAL_TOKENS, ge=1)
     cache_dir: Path = Field(default_factory=_default_cache_dir)
     train_threads: int | None = Field(None, ge=1)
+    data_dir: Path | None = None
+    data_source: str = ""
 
     @field_validator("model_dirs", mode="before")
     @classmethod
@@ -57,7 +61,7 @@ class ModelSettings(BaseSettings):
             return [part.strip() for part in value.split(os.pathsep) if part.strip()]
         return value
 
-    @field_validator("device", "capture", "max_causal_tokens", "cache_dir", "train_threads", mode="before")
+    @field_validator("device", "capture", "max_causal_tokens", "cache_dir", "train_threads", "data_dir", mode="before")
     @classmethod
     def _empty_model_value_is_default(cls, value):
         """``ATTNSCOPE_DEVICE=`` (set but empty, as compose passes an unset host variable) keeps the default."""

@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from attnscope.cli.common import env
+from attnscope.cli.common import settings
 
 
 def _say(line: str) -> None:
@@ -68,7 +68,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--dir", default=None, help="the data folder (default: ATTNSCOPE_DATA_DIR, else the user's)")
     p.add_argument(
         "--source",
-        default=env("ATTNSCOPE_DATA_SOURCE", ""),
+        default=settings().data_source,
         help="a folder or archive (.tar, .tar.gz, .zip) holding the data sets' folders; empty: download from "
         "the pinned addresses (ATTNSCOPE_DATA_SOURCE)",
     )
