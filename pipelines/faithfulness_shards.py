@@ -17,7 +17,7 @@ from attnscope.analysis.faithfulness import FaithfulnessResult, aggregate, get_c
 from attnscope.analysis.plausibility import PRF, Plausibility
 from attnscope.models.loading import Backend
 from attnscope.pipelines.datasets import K_FRACTION, Example, load_dataset
-from attnscope.pipelines.explainers import encode_words, make_predict, require_classifier
+from attnscope.pipelines.explainers import example_from_words, make_predict, require_classifier
 from attnscope.pipelines.faithfulness_eval import METRICS, _row, check_metrics, explain_example, token_cap
 
 Progress = Callable[[int, int], None]
@@ -75,7 +75,7 @@ def faithfulness_shard(
     began = time.time()
     records = []
     for i, item in enumerate(examples):
-        ex = encode_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
+        ex = example_from_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
         runnable = [e for e in explainers if (cap := token_cap(e, options)) is None or len(ex) <= cap]
         res = explain_example(
             loaded,

@@ -28,8 +28,8 @@ from attnscope.pipelines.explainers import (
     NotAClassifierError,
     char_spans_to_tokens,
     check_explainers,
-    encode_ids,
-    encode_text,
+    example_from_ids,
+    example_from_text,
     require_classifier,
 )
 from attnscope.pipelines.faithfulness_eval import METRICS, UnknownMetricError, check_metrics, explain_example, token_cap
@@ -102,8 +102,8 @@ def _example(loaded, text: str, token_ids: Sequence[int] | None, req: ExplainReq
         check_index("position", position, len(ids), "the run", "positions")
         if req.human_rationale is not None or req.human_spans is not None:
             raise RunRequestError("human rationales apply to classifiers' texts, not to next tokens")
-        return encode_ids(loaded, ids[: position + 1], target=req.target), position
-    ex = encode_text(loaded, text, target=req.target)
+        return example_from_ids(loaded, ids[: position + 1], target=req.target), position
+    ex = example_from_text(loaded, text, target=req.target)
     if req.human_rationale is not None:
         if len(req.human_rationale) != len(ex) or any(v not in (0, 1) for v in req.human_rationale):
             raise RunRequestError(

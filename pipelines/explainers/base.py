@@ -1,5 +1,10 @@
 """What every explainer shares: the encoded example, the batched ``predict`` the metrics call,
 and the one verb ``explain(example) -> scores[token]``.
+
+``example_from_text``, ``example_from_ids`` and ``example_from_words`` build an explainer's example
+(``Encoded``: ids truncated to the model's limit with the count of what was cut, special positions,
+the explained class, a human rationale per token). ``encode_text`` is the backend's only:
+``Backend.encode_text(text, truncate) -> ModelInput``, one forward pass's input.
 """
 
 from __future__ import annotations
@@ -106,19 +111,19 @@ def _finish(
     )
 
 
-def encode_text(loaded: Backend, text: str, max_tokens: int | None = None, target: int | None = None) -> Encoded:
+def example_from_text(loaded: Backend, text: str, max_tokens: int | None = None, target: int | None = None) -> Encoded:
     """Tokenise a text (truncated to the model's limit, keeping the final special token)."""
     ids = text_tokenizer(loaded)(text, truncation=False, verbose=False)["input_ids"]
     return _finish(loaded, ids, None, None, max_tokens, target)
 
 
-def encode_ids(loaded: Backend, ids: Sequence[int], target: int | None = None) -> Encoded:
+def example_from_ids(loaded: Backend, ids: Sequence[int], target: int | None = None) -> Encoded:
     """Token ids as they are (a causal LM's run, prompt and generated tokens, cut after the
     position whose next token is explained); truncated to the model's limit like a text."""
     return _finish(loaded, [int(i) for i in ids], None, None, None, target)
 
 
-def encode_words(
+def example_from_words(
     loaded: Backend,
     words: Sequence[str],
     rationale: Sequence[int] | None = None,
@@ -131,7 +136,7 @@ def encode_words(
 
 
 def char_spans_to_tokens(loaded: Backend, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """0/1 per token of ``text`` (as ``encode_text`` tokenises it): 1 when the token's characters
+    """0/1 per token of ``text`` (as ``example_from_text`` tokenises it): 1 when the token's characters
     overlap a ``[start, end)`` span. Special tokens are never marked."""
     tok = text_tokenizer(loaded)
     enc = tok(text, truncation=False, return_offsets_mapping=True, verbose=False)

@@ -1,5 +1,5 @@
 """``explain_run``: one run's prediction explained and scored, on the real MiniLM SST-2 classifier and a
-tiny causal LM; checked against the parts it is made of (``encode_text``/``encode_ids`` +
+tiny causal LM; checked against the parts it is made of (``example_from_text``/``example_from_ids`` +
 ``explain_example``) and on every refusal."""
 
 import re
@@ -9,7 +9,7 @@ import pytest
 
 from attnscope.analysis.indices import OutOfRangeError
 from attnscope.models.loading import ModelCache
-from attnscope.pipelines.explainers import char_spans_to_tokens, encode_ids, encode_text
+from attnscope.pipelines.explainers import char_spans_to_tokens, example_from_ids, example_from_text
 from attnscope.pipelines.faithfulness_eval import explain_example
 from attnscope.pipelines.run_explanation import (
     TOP_NEXT_TOKENS,
@@ -33,7 +33,7 @@ def test_a_classifier_run_is_its_text_encoded_and_explained(models):
         models, "minilm-sst2", TEXT, None, ExplainRequest(["attention", "random"], k=0.3), admit=seen.append
     )
     clf = models.get("minilm-sst2")
-    ex = encode_text(clf, TEXT)
+    ex = example_from_text(clf, TEXT)
     ref = explain_example(clf, ex, ["attention", "random"], k=0.3)
     assert seen == [len(ex)]  # the budget is asked once, with the example's length
     assert got.example.tokens == ex.tokens and got.position is None and got.label_ids is None
@@ -106,7 +106,7 @@ def test_a_causal_lm_explains_the_next_token_after_a_position(models, tiny_causa
     got = explain_run(
         models, "local:llama", "", ids, ExplainRequest(["attention"], position=3, metrics=["sufficiency"])
     )
-    ex = encode_ids(lm, ids[:4])
+    ex = example_from_ids(lm, ids[:4])
     ref = explain_example(lm, ex, ["attention"], metrics=["sufficiency"])
     assert got.position == 3 and got.example.tokens == ex.tokens
     full = np.asarray(ref["probs"])
