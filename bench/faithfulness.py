@@ -33,7 +33,7 @@ from attnscope.analysis.faithfulness import (  # noqa: E402
 )
 from attnscope.models.loading import load_model  # noqa: E402
 from attnscope.pipelines.datasets import load_sst2  # noqa: E402
-from attnscope.pipelines.explainers import encode_text, make_explainer, make_predict  # noqa: E402
+from attnscope.pipelines.explainers import example_from_text, make_explainer, make_predict  # noqa: E402
 
 EXPLAINERS = ("attention", "rollout", "saliency", "random")
 K = 0.2
@@ -103,7 +103,7 @@ def main() -> int:
     clf = load_model("minilm-sst2", device="cpu")
     predict = make_predict(clf)
     rows = load_sst2("dev")[: a.n]
-    examples = [encode_text(clf, r.text) for r in rows]
+    examples = [example_from_text(clf, r.text) for r in rows]
     explainers = {e: make_explainer(e, clf) for e in EXPLAINERS}
     scores = [{e: explainers[e].explain(ex) for e in EXPLAINERS} for ex in examples]  # fixed, not timed
     print(f"{a.n} SST-2 dev sentences, explainers {', '.join(EXPLAINERS)}, k={K}")

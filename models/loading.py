@@ -33,10 +33,9 @@ log = logging.getLogger(__name__)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded at run time
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-LoadedModel = Backend  # the name callers used before the backends; a loaded model is a Backend
-
-# kept for callers that imported the lock from here (see attnscope.models.locks)
-_LOAD_LOCK = LOAD_LOCK
+# The old name of a loaded model; only pipelines/layers.py, fixed_key_block.py and shared_block.py still use it
+# (being rebuilt on Sites, issue #22): delete this line once they import Backend.
+LoadedModel = Backend
 
 
 CAPTURES = ("lazy", "eager")
@@ -191,24 +190,33 @@ class ModelCache:
         self.max_models = max_models
         self._models: LRUCache[str, Backend] = LRUCache(maxsize=max_models)  # least recently used goes first
         self._lock = threading.Lock()
-        self._load_locks: dict[str, threading.Lock] = {}
+        # name -> [lock, waiters] of the loads in progress only: an entry leaves with its last waiter, so
+        # names that failed to load (unknown, refused) leave nothing behind
+        self._loading: dict[str, list] = {}
 
     def get(self, name: str) -> Backend:
         with self._lock:
             loaded = self._models.get(name)  # a hit marks it recently used
             if loaded is not None:
                 return loaded
-            load_lock = self._load_locks.setdefault(name, threading.Lock())
-        with load_lock:  # one load per name at a time; other names load in parallel
+            entry = self._loading.setdefault(name, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:  # one load per name at a time; other names load in parallel
+                with self._lock:
+                    loaded = self._models.get(name)
+                    if loaded is not None:
+                        return loaded
+                log.info("loading model %s", name)
+                loaded = load_model(name, self.device)
+                with self._lock:
+                    self._models[name] = loaded
+                return loaded
+        finally:
             with self._lock:
-                loaded = self._models.get(name)
-                if loaded is not None:
-                    return loaded
-            log.info("loading model %s", name)
-            loaded = load_model(name, self.device)
-            with self._lock:
-                self._models[name] = loaded
-            return loaded
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._loading[name]
 
     def loaded_names(self) -> list[str]:
         with self._lock:

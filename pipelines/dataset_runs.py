@@ -17,7 +17,7 @@ from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.overview import overview
 from attnscope.models.capture import capture_truncated
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 from attnscope.pipelines.datasets import Example, load_dataset
 from attnscope.pipelines.map_probe_cnn import cnn_fit_score
 
@@ -50,9 +50,7 @@ def pick_examples(dataset: str, n: int, split: str | None = None, seed: int = 0)
     return examples
 
 
-def iter_maps(
-    loaded: LoadedModel, examples: list[Example], progress: Progress | None = None
-) -> Iterator[AttentionMaps]:
+def iter_maps(loaded: Backend, examples: list[Example], progress: Progress | None = None) -> Iterator[AttentionMaps]:
     """Capture each example (truncated to the model's limit), reporting ``progress(done, total)``."""
     for i, ex in enumerate(examples):
         yield capture_truncated(loaded, ex.text).maps
@@ -79,7 +77,7 @@ def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
     }
 
 
-def census_shard(loaded: LoadedModel, examples: list[Example], progress: Progress | None = None) -> dict:
+def census_shard(loaded: Backend, examples: list[Example], progress: Progress | None = None) -> dict:
     """Running statistics of ``CENSUS_METRICS`` over ``examples`` (one shard of a census job).
 
     Returns a JSON-able ``{"n": examples, "stats": {metric: RunningStats.state()}}``: per-head
@@ -132,7 +130,7 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
 
 
 def run_census(
-    loaded: LoadedModel, dataset: str, n: int, split: str | None = None, seed: int = 0, progress: Progress | None = None
+    loaded: Backend, dataset: str, n: int, split: str | None = None, seed: int = 0, progress: Progress | None = None
 ) -> dict:
     """Per-head mean and std of ``CENSUS_METRICS`` over ``n`` examples; JSON-able, with CSV ``rows``
     (one shard: the API's census job runs the same code in shards, see ``census_shard``)."""
@@ -144,7 +142,7 @@ PROBE_CLASSIFIERS = ("logistic", "cnn")
 
 
 def run_probe(
-    loaded: LoadedModel,
+    loaded: Backend,
     dataset: str,
     n: int,
     split: str | None = None,

@@ -19,7 +19,7 @@ import numpy as np
 
 from attnscope.analysis.heads import classify_heads, duplicate_token_scores, induction_scores
 from attnscope.models.capture import capture_truncated
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 from attnscope.pipelines.induction_probe import probe_ids
 
 TEXT = (
@@ -49,7 +49,7 @@ def _table(scores: np.ndarray, top: int, threshold: float, extra: dict[str, np.n
 
 
 def decoder_heads(
-    loaded: LoadedModel, half: int = 30, seeds: Sequence[int] = (0, 1, 2, 3, 4), top: int = 5, text: str = TEXT
+    loaded: Backend, half: int = 30, seeds: Sequence[int] = (0, 1, 2, 3, 4), top: int = 5, text: str = TEXT
 ) -> dict:
     """Sink, previous-token, duplicate-token and induction heads of a causal LM (see module docstring).
     Each table lists the ``top`` heads by score; ``counts`` the heads at or over ``THRESHOLD``."""

@@ -23,7 +23,7 @@ from attnscope.analysis.faithfulness import (
     select_rationale,
 )
 from attnscope.analysis.plausibility import aggregate_plausibility, plausibility
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 from attnscope.pipelines.explainers import Encoded, make_explainer, make_predict, require_classifier
 from attnscope.pipelines.explainers.base import text_tokenizer
 
@@ -77,7 +77,7 @@ def hard_mask(scores: np.ndarray, ex: Encoded, k: float) -> np.ndarray:
 
 
 def explain_example(
-    loaded: LoadedModel,
+    loaded: Backend,
     ex: Encoded,
     explainers: Sequence[str],
     *,

@@ -15,9 +15,9 @@ import numpy as np
 
 from attnscope.analysis.faithfulness import FaithfulnessResult, aggregate, get_convention
 from attnscope.analysis.plausibility import PRF, Plausibility
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 from attnscope.pipelines.datasets import K_FRACTION, Example, load_dataset
-from attnscope.pipelines.explainers import encode_words, make_predict, require_classifier
+from attnscope.pipelines.explainers import example_from_words, make_predict, require_classifier
 from attnscope.pipelines.faithfulness_eval import METRICS, _row, check_metrics, explain_example, token_cap
 
 Progress = Callable[[int, int], None]
@@ -39,7 +39,7 @@ def _plaus_from(d: dict) -> Plausibility:
     return Plausibility(PRF(*d["token"]), PRF(*d["iou"]), d["auprc"])
 
 
-def check_labels(loaded: LoadedModel, dataset: str, first: Example) -> None:
+def check_labels(loaded: Backend, dataset: str, first: Example) -> None:
     """A classifier must predict the data set's labels (same names, same order)."""
     if tuple(first.labels) != tuple(loaded.labels or ()):
         raise ValueError(
@@ -49,7 +49,7 @@ def check_labels(loaded: LoadedModel, dataset: str, first: Example) -> None:
 
 
 def faithfulness_shard(
-    loaded: LoadedModel,
+    loaded: Backend,
     dataset: str,
     examples: Sequence[Example],
     explainers: Sequence[str],
@@ -75,7 +75,7 @@ def faithfulness_shard(
     began = time.time()
     records = []
     for i, item in enumerate(examples):
-        ex = encode_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
+        ex = example_from_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
         runnable = [e for e in explainers if (cap := token_cap(e, options)) is None or len(ex) <= cap]
         res = explain_example(
             loaded,
@@ -167,7 +167,7 @@ def merge_faithfulness(
 
 
 def evaluate_dataset(
-    loaded: LoadedModel,
+    loaded: Backend,
     dataset: str,
     explainers: Sequence[str],
     *,

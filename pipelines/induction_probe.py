@@ -12,13 +12,13 @@ import numpy as np
 
 from attnscope.analysis.heads import make_probe_ids
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 
 PROBE_LENGTH = 40  # encoders: 20 random tokens, then the same 20 again
 CAUSAL_PROBE_LENGTH = 60  # causal LMs: 2 x 30 random tokens
 
 
-def probe_ids(loaded: LoadedModel, length: int | None = None, seed: int = 0) -> np.ndarray:
+def probe_ids(loaded: Backend, length: int | None = None, seed: int = 0) -> np.ndarray:
     """The probe's full ids (special tokens included), as the model's tokenizer frames a text."""
     tok = loaded.tokenizer
     if tok is None or not hasattr(tok, "__len__") or loaded.spec.modality != "text":
@@ -36,7 +36,7 @@ def probe_ids(loaded: LoadedModel, length: int | None = None, seed: int = 0) -> 
     return np.asarray(ids)
 
 
-def probe_note(loaded: LoadedModel, length: int | None = None, seed: int = 0) -> str:
+def probe_note(loaded: Backend, length: int | None = None, seed: int = 0) -> str:
     """How the probe was built, for the API's ``probe`` note."""
     causal = loaded.attention.causal
     half = (length or (CAUSAL_PROBE_LENGTH if causal else PROBE_LENGTH)) // 2
@@ -45,9 +45,7 @@ def probe_note(loaded: LoadedModel, length: int | None = None, seed: int = 0) ->
     return f"repeated random tokens: [CLS] r1..r{half} r1..r{half} [SEP], seed {seed}"
 
 
-def repeated_token_probe(
-    loaded: LoadedModel, length: int | None = None, seed: int = 0
-) -> tuple[AttentionMaps, np.ndarray]:
+def repeated_token_probe(loaded: Backend, length: int | None = None, seed: int = 0) -> tuple[AttentionMaps, np.ndarray]:
     """Maps ``[layer, head, query, key]`` of the probe and its full ids (special tokens included,
     aligned to the map positions). Text models with a subword tokenizer only."""
     ids = probe_ids(loaded, length, seed)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.lipschitz import LipschitzBound, lipschitz_bound, project_to_ball, random_ratios, w1_ratio
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 from attnscope.pipelines.layers import AttentionSublayer, extract_attention_params
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,9 @@ class LipschitzReport:
 
 @contextmanager
 def torch_threads(n: int) -> Iterator[None]:
-    """Temporarily run torch ops on ``n`` intra-op threads (restored in ``finally``).
+    """Temporarily run torch ops on ``n`` intra-op threads (restored in ``finally``). Not for request
+    paths: the setting is process-wide. Its last caller is ``pipelines/shared_block.py`` (issue #22
+    moves it onto Sites); delete this with that use.
 
     The estimate runs thousands of tiny float64 ops ([token, dim] with dim ~ 384): one thread is
     faster than several and does not stall at thread barriers on a shared, loaded machine. The
@@ -134,7 +136,7 @@ def gradient_ascent(
 
 
 def lipschitz_report(
-    loaded: LoadedModel,
+    loaded: Backend,
     layer: int,
     x: np.ndarray,
     residual: bool = False,
@@ -146,13 +148,10 @@ def lipschitz_report(
 ) -> LipschitzReport:
     """Bound and estimate for layer ``layer`` on the token cloud ``x [token, dim]`` (its input).
 
-    R is ``max_i ||x_i||``; the bound holds on P(B_R) and every perturbed cloud is kept in B_R.
+    R is ``max_i ||x_i||``; the bound holds on P(B_R) and every perturbed cloud is kept in B_R. It runs
+    on the process's torch threads (set once at start-up: ``ATTNSCOPE_TORCH_THREADS``); a request never
+    changes them.
     """
-    with torch_threads(1):
-        return _report(loaded, layer, x, residual, eps, n_draws, ascent_eps, ascent_steps, seed)
-
-
-def _report(loaded, layer, x, residual, eps, n_draws, ascent_eps, ascent_steps, seed) -> LipschitzReport:
     start = time.perf_counter()
     x = np.asarray(x, dtype=np.float64)
     radius = float(np.linalg.norm(x, axis=1).max())

@@ -49,6 +49,8 @@ class Settings(ModelSettings):
                               default localhost, 127.0.0.1, ::1, the compose service names api and dashboard,
                               and testserver (Starlette's test client)
     ATTNSCOPE_HEAVY_WORKERS   threads running model work (heavy routes), default 2
+    ATTNSCOPE_TORCH_THREADS   torch intra-op threads of the API process, set once at start-up (no request
+                              changes them), default 0: torch's own default (the machine's cores)
     ATTNSCOPE_HEAVY_QUEUE     heavy requests waiting beyond those; one more gets 429 + Retry-After, default 32
     ATTNSCOPE_MAX_BODY_BYTES  largest JSON body, default 1 MiB (413 before the body is read)
     ATTNSCOPE_MAX_UPLOAD_BYTES largest multipart upload, default 11 MiB (a 10 MB image + form overhead)
@@ -83,6 +85,7 @@ class Settings(ModelSettings):
     allowed_hosts: CsvList = Field(default_factory=lambda: list(DEFAULT_ALLOWED_HOSTS))
     heavy_workers: int = Field(2, ge=1)
     heavy_queue: int = Field(32, ge=0)
+    torch_threads: int = Field(0, ge=0)
     max_body_bytes: int = Field(2**20, ge=1024)
     max_upload_bytes: int = Field(11 * 2**20, ge=1024)
     compute_budget: int = Field(400_000, ge=1)
@@ -110,6 +113,7 @@ class Settings(ModelSettings):
         "max_run_bytes",
         "heavy_workers",
         "heavy_queue",
+        "torch_threads",
         "max_body_bytes",
         "max_upload_bytes",
         "compute_budget",

@@ -11,6 +11,7 @@ import logging
 import threading
 from contextlib import asynccontextmanager
 
+import torch
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
@@ -92,6 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        if settings.torch_threads:  # once, for the process: no request changes torch's threads
+            torch.set_num_threads(settings.torch_threads)
         # the database first: a bad ATTNSCOPE_DATABASE_URL / ATTNSCOPE_STATE_DIR stops start-up with a clear message
         db = open_database(settings.database_url, settings.state_dir)
         cache = ModelCache(device=settings.device)

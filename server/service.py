@@ -8,6 +8,7 @@ import logging
 import threading
 
 import numpy as np
+from cachetools import LRUCache
 
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.capture import (
@@ -33,7 +34,10 @@ class RunService:
         self.models = models
         self.store = store
         self.records = records  # server.db.run_records.RunRecords: a run's input outlives the process
-        self._probes: dict[str, tuple[AttentionMaps, np.ndarray]] = {}
+        # the repeated-token probe per model: as many as the model cache holds (a model evicted there may come back)
+        self._probes: LRUCache[str, tuple[AttentionMaps, np.ndarray]] = LRUCache(
+            maxsize=max(1, getattr(models, "max_models", 4))
+        )
         self._probe_lock = threading.Lock()
         self.head_means = HeadMeans()  # mean head outputs per model, for mean ablation (computed once)
 

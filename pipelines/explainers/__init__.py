@@ -1,7 +1,7 @@
 """Explainers of a classifier's prediction, one verb: ``explain(example) -> scores[token]``.
 
-from attnscope.pipelines.explainers import make_explainer, encode_text
-ex = encode_text(loaded, "a gripping, funny film")
+from attnscope.pipelines.explainers import make_explainer, example_from_text
+ex = example_from_text(loaded, "a gripping, funny film")
 scores = make_explainer("rollout", loaded).explain(ex)     # one float per token
 """
 
@@ -15,9 +15,9 @@ from attnscope.pipelines.explainers.base import (
     Explainer,
     NotAClassifierError,
     char_spans_to_tokens,
-    encode_ids,
-    encode_text,
-    encode_words,
+    example_from_ids,
+    example_from_text,
+    example_from_words,
     make_predict,
     require_classifier,
 )
@@ -79,9 +79,9 @@ __all__ = [
     "NotAClassifierError",
     "UnknownExplainerError",
     "check_explainers",
-    "encode_ids",
-    "encode_text",
-    "encode_words",
+    "example_from_ids",
+    "example_from_text",
+    "example_from_words",
     "make_explainer",
     "make_predict",
     "require_classifier",

@@ -1,5 +1,10 @@
 """What every explainer shares: the encoded example, the batched ``predict`` the metrics call,
 and the one verb ``explain(example) -> scores[token]``.
+
+``example_from_text``, ``example_from_ids`` and ``example_from_words`` build an explainer's example
+(``Encoded``: ids truncated to the model's limit with the count of what was cut, special positions,
+the explained class, a human rationale per token). ``encode_text`` is the backend's only:
+``Backend.encode_text(text, truncate) -> ModelInput``, one forward pass's input.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import torch
 
 from attnscope.analysis.plausibility import word_mask_to_tokens
 from attnscope.models.cancel import check_cancelled
-from attnscope.models.loading import LoadedModel
+from attnscope.models.loading import Backend
 from attnscope.models.registry import text_classifiers
 
 
@@ -41,7 +46,7 @@ class Encoded:
         return len(self.input_ids)
 
 
-def require_classifier(loaded: LoadedModel) -> None:
+def require_classifier(loaded: Backend) -> None:
     """Refuse a model whose backend offers no classifier facade (embedding and vision models)."""
     if loaded.spec.modality != "text":
         raise NotAClassifierError(
@@ -57,13 +62,13 @@ def require_classifier(loaded: LoadedModel) -> None:
         )
 
 
-def text_tokenizer(loaded: LoadedModel):
+def text_tokenizer(loaded: Backend):
     """The tokenizer the explainers use: the backend's tokenizer facade (a Hugging Face tokenizer,
     or a zoo model's word vocabulary behind the same interface)."""
     return loaded.tokenizer
 
 
-def classifier_module(loaded: LoadedModel) -> torch.nn.Module:
+def classifier_module(loaded: Backend) -> torch.nn.Module:
     """The module the explainers call (``input_ids``/``inputs_embeds``, ``attention_mask``,
     ``output_attentions`` -> ``.logits``, ``.attentions``): the backend's classifier facade (a
     Hugging Face sequence classifier, a zoo text model, or a causal LM's next token)."""
@@ -71,7 +76,7 @@ def classifier_module(loaded: LoadedModel) -> torch.nn.Module:
 
 
 def _finish(
-    loaded: LoadedModel,
+    loaded: Backend,
     ids: list[int],
     word_ids: list[int | None] | None,
     rationale: Sequence[int] | None,
@@ -106,20 +111,20 @@ def _finish(
     )
 
 
-def encode_text(loaded: LoadedModel, text: str, max_tokens: int | None = None, target: int | None = None) -> Encoded:
+def example_from_text(loaded: Backend, text: str, max_tokens: int | None = None, target: int | None = None) -> Encoded:
     """Tokenise a text (truncated to the model's limit, keeping the final special token)."""
     ids = text_tokenizer(loaded)(text, truncation=False, verbose=False)["input_ids"]
     return _finish(loaded, ids, None, None, max_tokens, target)
 
 
-def encode_ids(loaded: LoadedModel, ids: Sequence[int], target: int | None = None) -> Encoded:
+def example_from_ids(loaded: Backend, ids: Sequence[int], target: int | None = None) -> Encoded:
     """Token ids as they are (a causal LM's run, prompt and generated tokens, cut after the
     position whose next token is explained); truncated to the model's limit like a text."""
     return _finish(loaded, [int(i) for i in ids], None, None, None, target)
 
 
-def encode_words(
-    loaded: LoadedModel,
+def example_from_words(
+    loaded: Backend,
     words: Sequence[str],
     rationale: Sequence[int] | None = None,
     max_tokens: int | None = None,
@@ -130,8 +135,8 @@ def encode_words(
     return _finish(loaded, enc["input_ids"], enc.word_ids(), rationale, max_tokens, target)
 
 
-def char_spans_to_tokens(loaded: LoadedModel, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """0/1 per token of ``text`` (as ``encode_text`` tokenises it): 1 when the token's characters
+def char_spans_to_tokens(loaded: Backend, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """0/1 per token of ``text`` (as ``example_from_text`` tokenises it): 1 when the token's characters
     overlap a ``[start, end)`` span. Special tokens are never marked."""
     tok = text_tokenizer(loaded)
     enc = tok(text, truncation=False, return_offsets_mapping=True, verbose=False)
@@ -143,7 +148,7 @@ def char_spans_to_tokens(loaded: LoadedModel, text: str, spans: Sequence[tuple[i
     return mask
 
 
-def make_predict(loaded: LoadedModel, max_batch_tokens: int | None = None, max_batch: int = 64):
+def make_predict(loaded: Backend, max_batch_tokens: int | None = None, max_batch: int = 64):
     """``predict(list of id arrays) -> probs [batch, class]``: length-sorted, padded batches under a
     token budget (default 8192 tokens on a GPU, 512 on a CPU, where small batches are faster:
     bench/faithfulness.py), no gradients."""
@@ -189,7 +194,7 @@ class Explainer:
     name = "explainer"
     description = ""
 
-    def __init__(self, loaded: LoadedModel, **options):
+    def __init__(self, loaded: Backend, **options):
         require_classifier(loaded)
         self.loaded = loaded
         self.options = options

@@ -1,16 +1,22 @@
 """A run's attention, read without the whole stack: one layer ``[head, query, key]`` or one head ``[query,
 key]`` over a window of rows and columns, pooled by a stride or as each row's top-k keys, and every layer's
-row of one query position; JSON or the compact binary encoding (``analysis/codec.py``)."""
+row of one query position; JSON or the compact binary encoding (``analysis/codec.py``). What is read, and
+whether it may be, is decided by ``analysis/attention_reads.py``; these routes encode its typed result."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import numpy as np
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
+from attnscope.analysis.attention_reads import (
+    SliceRequestError,
+    SliceTooLargeError,
+    TopKWindow,
+    query_rows,
+    read_window,
+)
 from attnscope.analysis.codec import MEDIA_TYPE, pack, pack_top_k
-from attnscope.analysis.indices import check_index
 from attnscope.server.deps import RunDep
 from attnscope.server.routes.runs import ERRORS, MAX_HEAD, MAX_LAYER
 from attnscope.server.schemas import (
@@ -46,49 +52,23 @@ def read_attention_rows(
         Query(description="json (default), or a compact binary encoding; overrides Accept"),
     ] = None,
 ):
-    maps = run.capture.maps
-    check_index("query", query, maps.n_tokens, "this run", "positions")
-    keys = query + 1 if maps.causal else maps.n_tokens
-    rows, cols = slice(query, query + 1), slice(0, keys)  # one row of each layer [layer, head, key]: not the stack
-    weights = np.stack(
-        [maps.block(li, rows=rows, cols=cols)[:, 0] for li in range(maps.n_layers)]
-    )  # [layer, head, key]
-    tokens = list(maps.tokens[:keys])
+    got = query_rows(run.capture.maps, query)  # [layer, head, key]: one row of each layer, not the stack
     if format is None:
         format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
     if format != "json":
-        blob = pack(weights, format, run_id=run.id, query=query, tokens=tokens)
+        blob = pack(got.weights, format, run_id=run.id, query=query, tokens=got.tokens)
         return Response(blob, media_type=MEDIA_TYPE)
     return AttentionRowsPublic(
         run_id=run.id,
         query=query,
-        token=maps.tokens[query],
-        shape=list(weights.shape),
-        tokens=tokens,
-        weights=weights.tolist(),
+        token=got.token,
+        shape=list(got.weights.shape),
+        tokens=got.tokens,
+        weights=got.weights.tolist(),
     )
 
 
 ATTENTION_FORMATS = ("json", "float16", "uint8", "topk")
-
-
-def _slice_ranges(maps, rows: str | None, cols: str | None) -> tuple[tuple[int, int], tuple[int, int]]:
-    from attnscope.analysis.slices import parse_range
-
-    try:
-        return parse_range(rows, maps.n_tokens, "rows"), parse_range(cols, maps.n_tokens, "cols")
-    except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-
-
-def _check_slice_bytes(cells: int, what: str) -> None:
-    if 4 * cells > MAX_SLICE_BYTES:
-        raise HTTPException(
-            status.HTTP_413_CONTENT_TOO_LARGE,
-            f"{what} has {cells} cells ({4 * cells} bytes as float32), over the limit of {MAX_SLICE_BYTES} bytes "
-            f"({MAX_SLICE_BYTES // 4} cells) per slice: ask for one head, a narrower rows/cols window, "
-            "a larger stride, or format=topk",
-        )
 
 
 @router.get(
@@ -155,67 +135,48 @@ def read_attention(
         Query(ge=1, le=MAX_TOP_K, description="format=topk: keys per row (at most the keys in cols)"),
     ] = 8,
 ):
-    from attnscope.analysis.slices import pooled_slice, top_k_slice
-
     maps = run.capture.maps
-    check_index("layer", layer, maps.n_layers)
-    if head is not None:
-        check_index("head", head, maps.n_heads)
-    (r0, r1), (c0, c1) = _slice_ranges(maps, rows, cols)
-    heads = None if head is None else [head]
-    n_heads = maps.n_heads if head is None else 1
+    try:
+        got = read_window(
+            maps, layer, head, rows, cols, stride=stride, pool=pool, k=k if format == "topk" else None,
+            max_bytes=MAX_SLICE_BYTES,
+        )  # fmt: skip
+    except SliceTooLargeError as exc:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
+    except SliceRequestError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     binary = MEDIA_TYPE in request.headers.get("accept", "")
     tokens = list(maps.tokens)
-    if format == "topk":
-        if stride != 1:
-            raise HTTPException(
-                status.HTTP_422_UNPROCESSABLE_CONTENT,
-                f"format=topk reads full-resolution rows: send stride=1 (got stride={stride})",
-            )
-        if k > c1 - c0:
-            raise HTTPException(
-                status.HTTP_422_UNPROCESSABLE_CONTENT,
-                f"k={k} is more than the {c1 - c0} keys in cols={c0}:{c1}: use 1 <= k <= {c1 - c0}",
-            )
-        _check_slice_bytes(2 * n_heads * (r1 - r0) * k, "this top-k slice (indices and weights)")
-        idx, w = top_k_slice(maps, layer, heads, (r0, r1), (c0, c1), k)
-        if head is not None:
-            idx, w = idx[0], w[0]
+    window = {"rows": list(got.rows), "cols": list(got.cols)}
+    if isinstance(got, TopKWindow):
         if binary:
-            extra = dict(run_id=run.id, layer=layer, head=head, rows=[r0, r1], cols=[c0, c1], k=k, tokens=tokens)
-            return Response(pack_top_k(idx, w, "float16", **extra), media_type=MEDIA_TYPE)
+            extra = dict(run_id=run.id, layer=layer, head=head, **window, k=k, tokens=tokens)
+            return Response(pack_top_k(got.indices, got.weights, "float16", **extra), media_type=MEDIA_TYPE)
         return AttentionTopKPublic(
             run_id=run.id,
             layer=layer,
             head=head,
             k=k,
-            shape=list(w.shape),
-            rows=[r0, r1],
-            cols=[c0, c1],
+            shape=list(got.weights.shape),
+            **window,
             tokens=tokens,
-            indices=idx.tolist(),
-            weights=w.tolist(),
+            indices=got.indices.tolist(),
+            weights=got.weights.tolist(),
         )
-    cells = n_heads * -(-(r1 - r0) // stride) * -(-(c1 - c0) // stride)
-    _check_slice_bytes(cells, "this slice")
-    weights = pooled_slice(maps, layer, heads, (r0, r1), (c0, c1), stride, pool)
-    if head is not None:
-        weights = weights[0]
     if format is None:
         format = "float16" if binary else "json"
     if format != "json":
-        extra = dict(run_id=run.id, layer=layer, head=head, tokens=tokens, rows=[r0, r1], cols=[c0, c1])
-        blob = pack(weights, format, stride=stride, pool=pool, **extra)
+        extra = dict(run_id=run.id, layer=layer, head=head, tokens=tokens, **window)
+        blob = pack(got.weights, format, stride=stride, pool=pool, **extra)
         return Response(blob, media_type=MEDIA_TYPE)
     return AttentionSlicePublic(
         run_id=run.id,
         layer=layer,
         head=head,
-        shape=list(weights.shape),
+        shape=list(got.weights.shape),
         tokens=tokens,
-        weights=weights.tolist(),
-        rows=[r0, r1],
-        cols=[c0, c1],
+        weights=got.weights.tolist(),
+        **window,
         stride=stride,
         pool=pool,
     )

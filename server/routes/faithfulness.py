@@ -8,30 +8,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
 from fastapi import APIRouter, HTTPException, status
 
-from attnscope.analysis.faithfulness import get_convention
-from attnscope.analysis.indices import check_index
-from attnscope.analysis.rollout import TooLongForFlowError
-from attnscope.pipelines.explainers import (
-    EXPLAINERS,
-    NotAClassifierError,
-    char_spans_to_tokens,
-    check_explainers,
-    encode_ids,
-    encode_text,
-    require_classifier,
-)
-from attnscope.pipelines.faithfulness_eval import (
-    FAITHFULNESS_METRICS,
-    UnknownMetricError,
-    check_metrics,
-    explain_example,
-    token_cap,
-)
+from attnscope.pipelines.explainers import EXPLAINERS, NotAClassifierError
+from attnscope.pipelines.faithfulness_eval import FAITHFULNESS_METRICS
+from attnscope.pipelines.run_explanation import ExplainRequest, RunRequestError, TokenCapError, explain_run
 from attnscope.server.budget import check_budget
 from attnscope.server.deps import RunDep, ServiceDep, SettingsDep
 from attnscope.server.errors import error_responses
@@ -40,11 +21,6 @@ from attnscope.server.schemas import ExplainerPublic, ExplainerScores, Faithfuln
 
 router = APIRouter(tags=["faithfulness"])
 UNPROCESSABLE = status.HTTP_422_UNPROCESSABLE_CONTENT
-
-
-def _check_names(explainers: list[str], metrics: list[str]) -> None:
-    check_explainers(explainers)
-    check_metrics(metrics)
 
 
 @router.get("/faithfulness/explainers", response_model=list[ExplainerPublic], summary="Explainers available")
@@ -68,77 +44,44 @@ def read_explainers() -> list[ExplainerPublic]:
 def create_faithfulness(
     run: RunDep, body: FaithfulnessCreate, service: ServiceDep, settings: SettingsDep
 ) -> FaithfulnessPublic:
-    # plain def: model work runs in the threadpool, never on the event loop
-    try:
-        _check_names(body.explainers, body.metrics)
-    except ValueError as exc:
-        raise HTTPException(UNPROCESSABLE, str(exc)) from None
-    loaded = service.models.get(run.model)
-    try:
-        require_classifier(loaded)
-    except NotAClassifierError as exc:
-        raise HTTPException(
-            UNPROCESSABLE, f"run {run.id} uses model {run.model!r}, whose task is {loaded.spec.task}: {exc}"
-        ) from None
-    next_token = loaded.labels is None  # a causal LM: the classes are the vocabulary
-    n_classes = int(loaded.classifier.config.num_labels)
-    if body.target is not None:
-        what = "tokens in its vocabulary" if next_token else "classes"
-        check_index("target", body.target, n_classes, f"model {run.model!r}", what)
-    if body.position is not None and not next_token:
-        raise HTTPException(UNPROCESSABLE, "position applies to causal LMs (the next token after it); omit it")
-    if next_token:  # the run's own ids (prompt and generated tokens), cut after the explained position
-        ids = list(run.capture.token_ids)
-        position = len(ids) - 1 if body.position is None else body.position
-        check_index("position", position, len(ids), "the run", "positions")
-        if body.human_rationale is not None or body.human_spans is not None:
-            raise HTTPException(UNPROCESSABLE, "human rationales apply to classifiers' texts, not to next tokens")
-        ex = encode_ids(loaded, ids[: position + 1], target=body.target)
-    else:
-        position = None
-        ex = encode_text(loaded, run.text, target=body.target)
-    if body.human_rationale is not None:
-        if len(body.human_rationale) != len(ex) or any(v not in (0, 1) for v in body.human_rationale):
-            raise HTTPException(
-                UNPROCESSABLE,
-                f"human_rationale must be 0/1 for each of the run's {len(ex)} tokens (special tokens included)",
-            )
-        ex = replace(ex, human=np.asarray(body.human_rationale, dtype=np.int8))
-    if body.human_spans is not None:
-        if body.human_rationale is not None:
-            raise HTTPException(UNPROCESSABLE, "send human_rationale or human_spans, not both")
-        bad = [sp for sp in body.human_spans if not 0 <= sp[0] < sp[1] <= len(run.text)]
-        if bad:
-            raise HTTPException(
-                UNPROCESSABLE,
-                f"human_spans {bad[:3]} are not [start, end) character ranges "
-                f"inside the run's text (0..{len(run.text)})",
-            )
-        human = char_spans_to_tokens(loaded, run.text, body.human_spans)[: len(ex)]
-        ex = replace(ex, human=human)
+    # plain def: model work runs on the heavy executor, never on the event loop
     options = body.options.as_dict()
-    _check_token_caps(body.explainers, options, len(ex))
     with_metrics = any(m in FAITHFULNESS_METRICS for m in body.metrics)
-    check_budget(body.explainers, len(ex), options, settings.compute_budget, with_metrics)
+    req = ExplainRequest(
+        explainers=body.explainers,
+        metrics=body.metrics,
+        k=body.k,
+        convention=body.convention,
+        removal=body.removal,
+        count=body.count,
+        target=body.target,
+        position=body.position,
+        human_rationale=body.human_rationale,
+        human_spans=body.human_spans,
+        options=options,
+    )
     try:
-        res = explain_example(
-            loaded,
-            ex,
-            body.explainers,
-            k=body.k,
-            convention=body.convention,
-            removal=body.removal,
-            count=body.count,
-            metrics=body.metrics,
-            options=options,
+        got = explain_run(
+            service.models,
+            run.model,
+            run.text,
+            run.capture.token_ids,
+            req,
+            admit=lambda n: check_budget(body.explainers, n, options, settings.compute_budget, with_metrics),
         )
-    except (UnknownMetricError, NotAClassifierError, TooLongForFlowError, TypeError, ValueError) as exc:
-        raise HTTPException(UNPROCESSABLE, f"{exc}") from None
-    conv = get_convention(body.convention, body.removal, body.count)
+    except NotAClassifierError as exc:
+        task = service.models.get(run.model).spec.task
+        raise HTTPException(
+            UNPROCESSABLE, f"run {run.id} uses model {run.model!r}, whose task is {task}: {exc}"
+        ) from None
+    except TokenCapError as exc:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
+    except RunRequestError as exc:
+        raise HTTPException(UNPROCESSABLE, str(exc)) from None
     results = []
-    for name in body.explainers:
-        item = {"name": name, "scores": res["scores"][name].tolist(), "seconds": round(res["seconds"][name], 4)}
-        f = res["faithfulness"].get(name)
+    for e in got.explainers:
+        item = {"name": e.name, "scores": e.scores.tolist(), "seconds": round(e.seconds, 4)}
+        f = e.faithfulness
         if f is not None:
             item.update(
                 rationale=f.rationale,
@@ -146,7 +89,7 @@ def create_faithfulness(
                 suff_curve=f.suff_curve,
                 **{m: getattr(f, m) for m in FAITHFULNESS_METRICS if m in body.metrics},
             )
-        p = res["plausibility"].get(name)
+        p = e.plausibility
         if p is not None:
             item.update(
                 {
@@ -156,24 +99,18 @@ def create_faithfulness(
                 }
             )
         results.append(ExplainerScores(**item))
-    labels, probs, label_ids = list(loaded.labels or []), res["probs"], None
-    target_label = labels[res["target"]] if labels else None
-    if next_token:  # the 10 most likely next tokens, not the whole vocabulary
-        full = np.asarray(res["probs"])
-        label_ids = [int(i) for i in np.argsort(-full, kind="stable")[:10]]
-        labels, probs = list(loaded.encode_ids(label_ids).tokens), [float(full[i]) for i in label_ids]
-        target_label = loaded.encode_ids([res["target"]]).tokens[0]
+    ex, conv = got.example, got.convention
     return FaithfulnessPublic(
         run_id=run.id,
         model=run.model,
         tokens=list(ex.tokens),
         special=list(ex.special),
-        labels=labels,
-        probs=probs,
-        label_ids=label_ids,
-        target=res["target"],
-        target_label=target_label,
-        position=position,
+        labels=got.labels,
+        probs=got.probs,
+        label_ids=got.label_ids,
+        target=got.target,
+        target_label=got.target_label,
+        position=got.position,
         convention=conv.name,
         removal=conv.removal,
         count=conv.count,
@@ -183,20 +120,3 @@ def create_faithfulness(
         human_rationale=None if ex.human is None else [int(v) for v in ex.human],
         explainers=results,
     )
-
-
-def _check_token_caps(explainers: list[str], options: dict[str, dict], n_tokens: int) -> None:
-    """413 when an explainer's interactive token cap is below the input's length, saying what to do."""
-    for name in explainers:
-        cap = token_cap(name, options, interactive=True)
-        if cap is None or n_tokens <= cap:
-            continue
-        if name == "flow":
-            detail = str(TooLongForFlowError(n_tokens, cap))
-        else:
-            detail = (
-                f"{name} runs one forward pass per token: this input has {n_tokens} tokens, over the "
-                f"interactive limit of {cap}. Shorten the text, raise options.{name}.max_tokens, or run "
-                "the faithfulness job (POST /api/v1/jobs), which reports progress"
-            )
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail)

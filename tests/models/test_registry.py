@@ -107,3 +107,29 @@ def test_model_cache_keeps_at_most_max_models(minilm):
     cache.get("minilm-sst2")
     assert cache.loaded_names() == ["minilm-sst2"]  # the least recently used one went
     assert cache.get("minilm") is not first and cache.loaded_names() == ["minilm"]
+
+
+def test_model_cache_keeps_nothing_of_names_it_could_not_load():
+    """Only loads in progress hold a per-name lock: a stream of bad names grows no table."""
+    import threading
+
+    cache = ModelCache(device="cpu")
+    for i in range(50):
+        with pytest.raises(UnknownModelError):
+            cache.get(f"no-such-model-{i}")
+    assert cache._loading == {} and cache.loaded_names() == []
+    results, errors = [], []
+
+    def load():
+        try:
+            results.append(cache.get("minilm"))
+        except Exception as exc:  # reported by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len({id(m) for m in results}) == 1  # one load, shared by the three callers
+    assert cache._loading == {} and cache.loaded_names() == ["minilm"]

@@ -12,8 +12,8 @@ from attnscope.models.delta import CHECKPOINTS, DeltaMismatchError, apply_delta,
 from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
-    encode_text,
-    encode_words,
+    example_from_text,
+    example_from_words,
     make_explainer,
     make_predict,
 )
@@ -30,12 +30,12 @@ def clf():
 
 @pytest.fixture(scope="module")
 def example(clf):
-    return encode_text(clf, TEXT)
+    return example_from_text(clf, TEXT)
 
 
 def test_the_classifier_gets_sentiment_right_on_clear_cases(clf):
     probs = make_predict(clf)(
-        [encode_text(clf, t).input_ids for t in ("a wonderful , moving film .", "a dull , tedious mess .")]
+        [example_from_text(clf, t).input_ids for t in ("a wonderful , moving film .", "a dull , tedious mess .")]
     )
     assert probs.argmax(axis=1).tolist() == [1, 0]
     np.testing.assert_allclose(probs.sum(axis=1), 1, atol=1e-6)
@@ -92,11 +92,11 @@ def test_raw_attention_options_and_errors(clf, example):
 def test_long_inputs_are_truncated_and_rationale_loss_counted(clf):
     words = ["good"] * 600
     marks = [0] * 500 + [1] * 100
-    ex = encode_words(clf, words, marks)
+    ex = example_from_words(clf, words, marks)
     assert len(ex) == 512 and ex.truncated == 602 - 512
     assert ex.tokens[-1] == "[SEP]" and ex.human_lost == 90 and ex.meta["human_total"] == 100
     with pytest.raises(ValueError, match="limited to 64 tokens"):
-        make_explainer("flow", clf).explain(encode_words(clf, words[:100]))
+        make_explainer("flow", clf).explain(example_from_words(clf, words[:100]))
 
 
 def test_embedding_models_are_refused(minilm):

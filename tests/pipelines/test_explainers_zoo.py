@@ -11,8 +11,8 @@ from attnscope.models.zoo.manifest import read_manifest
 from attnscope.pipelines.explainers import (
     EXPLAINERS,
     NotAClassifierError,
-    encode_text,
-    encode_words,
+    example_from_text,
+    example_from_words,
     make_explainer,
     make_predict,
 )
@@ -31,7 +31,7 @@ def text_ea():
 
 @pytest.fixture(scope="module")
 def example(text_ea):
-    return encode_text(text_ea, TEXT)
+    return example_from_text(text_ea, TEXT)
 
 
 def test_encoding_matches_the_models_own_tokens(text_ea, example):
@@ -89,7 +89,7 @@ def test_human_spans_and_long_inputs(text_ea):
     marks = char_spans_to_tokens(text_ea, TEXT, [(2, 10)])  # "gripping"
     assert marks.tolist() == [0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
     words = ["good"] * 100
-    ex = encode_words(text_ea, words, [0] * 60 + [1] * 40)
+    ex = example_from_words(text_ea, words, [0] * 60 + [1] * 40)
     assert len(ex) == 64 and ex.truncated == 101 - 64 and ex.human_lost == 40 - 3
 
 

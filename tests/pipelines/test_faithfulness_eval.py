@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from attnscope.pipelines.datasets import load_sst2
-from attnscope.pipelines.explainers import encode_words
+from attnscope.pipelines.explainers import example_from_words
 from attnscope.pipelines.faithfulness_eval import UnknownMetricError, explain_example
 from attnscope.pipelines.faithfulness_shards import evaluate_dataset
 
@@ -44,7 +44,7 @@ def test_movies_table_with_truncation_accounting(clf):
 
 
 def test_metric_selection_and_unknown_metrics(clf):
-    ex = encode_words(clf, "a fine , warm film".split(), [0, 1, 0, 1, 0])
+    ex = example_from_words(clf, "a fine , warm film".split(), [0, 1, 0, 1, 0])
     res = explain_example(clf, ex, ["random"], metrics=["token_f1"], k=0.4)
     assert res["faithfulness"] == {} and res["plausibility"]["random"].token.f1 >= 0
     with pytest.raises(UnknownMetricError, match="unknown metric"):

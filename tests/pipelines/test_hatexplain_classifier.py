@@ -11,7 +11,7 @@ from attnscope.models.data_registry import DATASETS
 from attnscope.models.delta import CHECKPOINTS
 from attnscope.models.loading import load_model
 from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, OffensiveContentError, load_hatexplain
-from attnscope.pipelines.explainers import encode_words, make_predict
+from attnscope.pipelines.explainers import example_from_words, make_predict
 
 pytestmark = pytest.mark.skipif(
     not DATASETS["hatexplain"].complete(), reason="the whole HateXplain test split is not in the data folder: make data"
@@ -31,7 +31,7 @@ def test_manifest_accuracy_is_what_the_committed_delta_scores_on_the_test_split(
     predict = make_predict(clf)
     probs = np.concatenate(
         [
-            predict([encode_words(clf, r.words, max_tokens=128).input_ids for r in rows[i : i + 128]])
+            predict([example_from_words(clf, r.words, max_tokens=128).input_ids for r in rows[i : i + 128]])
             for i in range(0, len(rows), 128)
         ]
     )

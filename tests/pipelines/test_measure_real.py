@@ -102,7 +102,7 @@ def tiny_layer(uniform: bool, seed=0):
 
 
 class FakeLoaded:
-    """Just enough of a LoadedModel: a BERT-like encoder of one layer (and maybe a shared block)."""
+    """Just enough of a Backend: a BERT-like encoder of one layer (and maybe a shared block)."""
 
     def __init__(self, layer, shared=False):
         self.spec = type("Spec", (), {"name": "tiny"})()

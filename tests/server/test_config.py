@@ -16,7 +16,7 @@ NAMES = [
     "HEAVY_WORKERS", "HEAVY_QUEUE", "MAX_BODY_BYTES", "MAX_UPLOAD_BYTES", "COMPUTE_BUDGET", "RATE_LIMIT",
     "DATABASE_URL", "STATE_DIR", "MAX_QUEUED_JOBS", "RAY_ADDRESS", "RAY_WORKERS", "RAY_THREADS", "RAY_JOIN",
     "CAPTURE", "MODEL_DIRS", "MAX_CAUSAL_TOKENS", "CACHE_DIR", "TRAIN_THREADS",
-    "API_HOST", "API_PORT", "DASH_HOST", "DASH_PORT", "API_URL",
+    "API_HOST", "API_PORT", "DASH_HOST", "DASH_PORT", "API_URL", "TORCH_THREADS",
 ]  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
 # the settings classes; the container health check (standard library only); the data folder's data_dir()
@@ -95,3 +95,36 @@ def test_a_malformed_variable_names_itself(clean_env):
         Settings()
     with pytest.raises(ValidationError, match="heavy_workers"):
         Settings(heavy_workers=0)
+
+
+# where torch's thread count may be set: API start-up, a Ray actor's start, the training and experiment commands;
+# pipelines/lipschitz.py's torch_threads until its last caller (pipelines/shared_block.py) drops it (issue #22)
+THREAD_SETTERS = {
+    "server/main.py", "server/jobs/ray_shards.py", "pipelines/train.py", "pipelines/finetune.py",
+    "experiments/__main__.py", "pipelines/lipschitz.py",
+}  # fmt: skip
+
+
+def test_torch_threads_are_set_once_at_start_up_and_by_no_request(tmp_path):
+    import torch
+    from fastapi.testclient import TestClient
+
+    from attnscope.server.main import create_app
+
+    setters = {
+        str(path.relative_to(ROOT))
+        for folder in ["analysis", "models", "pipelines", "server", "experiments", "attnscope"]
+        for path in (ROOT / folder).rglob("*.py")
+        if "set_num_threads(" in path.read_text(encoding="utf-8")
+    }
+    assert setters <= THREAD_SETTERS, f"no request may change torch's threads: {sorted(setters - THREAD_SETTERS)}"
+    before = torch.get_num_threads()
+    want = 1 if before != 1 else 2
+    app = create_app(Settings(preload=[], state_dir=str(tmp_path), torch_threads=want))
+    try:
+        with TestClient(app) as c:
+            assert c.get("/api/v1/health").status_code == 200
+            fut, _token = app.state.executor.submit(torch.get_num_threads)  # where heavy requests run
+            assert fut.result(timeout=60) == want
+    finally:
+        torch.set_num_threads(before)
