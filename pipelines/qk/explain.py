@@ -5,18 +5,21 @@ Everything model-specific comes from ``backend.sites``; nothing here asks what k
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import torch
 
 from attnscope.pipelines.qk.composition import CompositionScores, LayerHeadWeights, composition_scores
 from attnscope.pipelines.qk.qk_attribution import QKAttribution, qk_attribution
 from attnscope.pipelines.qk.qk_view import QKView, check_pair, qk_view
-from attnscope.pipelines.qk.site_parts import attention_norm, head_qk, record, stream_parts
+from attnscope.pipelines.qk.site_parts import RowProbe, attention_norm, head_qk, record, stream_parts
 
 
 @dataclass(frozen=True)
 class PairExplanation:
     """The view and the attribution of ``L{layer}H{head}`` at (``query``, ``key``) of one input;
-    ``tokens`` the input's position labels."""
+    ``tokens`` the input's position labels; ``model_score`` the model's own logit of the pair (after a
+    soft-cap where the model has one; None where its attention does not call hooks)."""
 
     layer: int
     head: int
@@ -25,6 +28,7 @@ class PairExplanation:
     tokens: tuple[str, ...]
     view: QKView
     attribution: QKAttribution
+    model_score: float | None = None
 
 
 def check_request(backend, n_tokens: int, layer: int, head: int, query: int, key: int) -> None:
@@ -36,7 +40,8 @@ def check_request(backend, n_tokens: int, layer: int, head: int, query: int, key
     sites.block(layer)
     sites.check_head(head)
     sites.require("W_Q", "W_K", feature="the query/key view")
-    check_pair(n_tokens, query, key, bool(backend.attention.causal))
+    att = backend.attention
+    check_pair(n_tokens, query, key, bool(att.causal))
 
 
 def explain_pair(backend, inp, layer: int, head: int, query: int, key: int, hooks: Sequence = ()) -> PairExplanation:
@@ -47,14 +52,25 @@ def explain_pair(backend, inp, layer: int, head: int, query: int, key: int, hook
     scale = float(backend.attention.scale or sites.d_head**-0.5)
     qk = head_qk(sites, layer, head, scale)
     norm = attention_norm(sites, layer)
-    rec = record(backend, inp, layer, hooks)
+    probe = RowProbe(layer, head, query)
+    rec = record(backend, inp, layer, hooks, probe)
     resid = rec.values["resid_pre"][layer][0]  # [token, d_model]
     view = qk_view(resid, qk, query, key, norm=norm, causal=bool(backend.attention.causal))
+    model_score = None
+    if probe.row is not None:  # the model's own mask (sliding windows too) and soft-max
+        seen = torch.nonzero(torch.isfinite(probe.row)).flatten()
+        if not torch.isfinite(probe.row[key]):
+            raise ValueError(
+                f"key {key} is masked for query {query} in layer {layer} (a sliding window or padding): this query "
+                f"attends to keys {int(seen.min())}..{int(seen.max())} only"
+            )
+        model_score = float(probe.row[key])
+        view = replace(view, weight=float(torch.softmax(probe.row, -1)[key]))
     parts, labels, clean = stream_parts(sites, rec, layer, (query, key))
     att = qk_attribution(
         parts[:, 0], parts[:, 1], labels, qk, query, key, norm=norm, resid_query=clean[0], resid_key=clean[1]
     )
-    return PairExplanation(layer, head, query, key, tuple(inp.tokens), view, att)
+    return PairExplanation(layer, head, query, key, tuple(inp.tokens), view, att, model_score)
 
 
 def sites_composition(backend, *, samples: int = 32, seed: int = 0) -> CompositionScores:

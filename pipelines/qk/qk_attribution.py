@@ -70,6 +70,27 @@ class QKAttribution:
             QKTerm(self.query_labels[int(k) // width], self.key_labels[int(k) % width], float(flat[k])) for k in order
         ]
 
+    def condensed(self, n: int) -> tuple[tuple[str, ...], tuple[str, ...], torch.Tensor]:
+        """The matrix on the ``n`` query parts and ``n`` key parts of largest ``|total|`` (in their
+        order), the rest summed into a last ``other`` row and column (when any is left): ``[n' , n']``
+        with the same sum, the score."""
+
+        def pick(totals: torch.Tensor) -> list[int]:
+            keep = torch.argsort(totals.abs(), descending=True)[:n]
+            return sorted(int(k) for k in keep)
+
+        rows, cols = pick(self.query_totals), pick(self.key_totals)
+        groups_r = [[r] for r in rows] + (
+            [[r for r in range(len(self.query_labels)) if r not in rows]] if len(rows) < len(self.query_labels) else []
+        )
+        groups_c = [[c] for c in cols] + (
+            [[c for c in range(len(self.key_labels)) if c not in cols]] if len(cols) < len(self.key_labels) else []
+        )
+        out = torch.stack([torch.stack([self.matrix[g][:, h].sum() for h in groups_c]) for g in groups_r])
+        q = tuple(self.query_labels[r] for r in rows) + (("other",) if len(groups_r) > len(rows) else ())
+        k = tuple(self.key_labels[c] for c in cols) + (("other",) if len(groups_c) > len(cols) else ())
+        return q, k, out
+
     def top_key_part(self) -> str:
         """The key-side part with the largest positive share of the score."""
         return self.key_labels[int(torch.argmax(self.key_totals))]

@@ -96,12 +96,34 @@ class _StopAt:
         raise _Enough
 
 
-def record(backend, inp, layer: int, hooks: Sequence = ()) -> SiteRecorder:
-    """One forward pass of ``backend.run(inp)`` up to the stream entering ``layer``, recording the sites
-    the parts need (blocks ``0..layer``), with attention ``hooks`` (interventions) applied."""
+@dataclass
+class RowProbe:
+    """An attention hook that keeps the model's own logits of one row, ``[key]`` float32 after scale,
+    soft-cap and mask (masked keys ``-inf``), as the layer soft-maxes them; ``row`` None where the model's
+    attention does not call hooks."""
+
+    layer: int
+    head: int
+    query: int
+    row: torch.Tensor | None = None
+
+    def layer_edits(self, layer: int) -> tuple[bool, bool]:
+        return layer == self.layer, False
+
+    def edit_logits(self, layer: int, logits: torch.Tensor) -> torch.Tensor:
+        if layer == self.layer:
+            self.row = logits[0, self.head, self.query].detach().float().cpu().clone()
+        return logits
+
+
+def record(backend, inp, layer: int, hooks: Sequence = (), probe: RowProbe | None = None) -> SiteRecorder:
+    """One forward pass of ``backend.run(inp)`` through block ``layer`` (stopped at the stream entering
+    the next one), recording the sites the parts need (blocks ``0..layer``), with attention ``hooks``
+    (interventions) applied, then ``probe`` reading the layer's logits."""
     rec = SiteRecorder(RECORDED, layers=range(layer + 1))
+    stop = [_StopAt(layer + 1)] if layer + 1 < backend.sites.n_layers else []
     try:
-        with torch.inference_mode(), session(rec, _StopAt(layer), hooks=hooks):
+        with torch.inference_mode(), session(rec, *stop, hooks=[*hooks, *([probe] if probe else [])]):
             backend.run(inp, hidden_states=False)
     except _Enough:
         pass

@@ -128,3 +128,15 @@ def test_grouped_query_heads_and_bad_pairs():
     with pytest.raises(ValueError, match="after query"):
         check_pair(10, 3, 4, causal=True)
     check_pair(10, 3, 4, causal=False)
+
+
+def test_condensed_matrix_keeps_the_sum():
+    parts, norm, rope, head = _setup("layer", seed=4)
+    att = qk_attribution(parts[:, 8], parts[:, 2], [f"p{c}" for c in range(N_PARTS)], head, 8, 2, norm=norm)
+    q, k, m = att.condensed(3)
+    assert len(q) == len(k) == 4 and q[-1] == k[-1] == "other" and m.shape == (4, 4)
+    assert float(m.sum()) == pytest.approx(float(att.matrix.sum()), abs=1e-9)
+    top_k = max(range(len(att.key_labels)), key=lambda c: abs(float(att.key_totals[c])))
+    assert att.key_labels[top_k] in k
+    q_all, k_all, m_all = att.condensed(100)
+    assert q_all == att.query_labels and torch.equal(m_all, att.matrix)

@@ -39,6 +39,7 @@ def _check_against_lazy_maps(backend, inp, pairs):
         tol = 1e-4 * max(1.0, abs(score))
         assert abs(total - score) <= tol, (layer, head, total, score)
         assert abs(ex.view.score - score) <= tol
+        assert ex.model_score is not None and abs(total - ex.model_score) <= tol  # the layer's own logit
         assert torch.allclose(ex.view.query, q, atol=1e-4, rtol=1e-4)
         assert torch.allclose(ex.view.key, k, atol=1e-4, rtol=1e-4)
         assert ex.view.weight == pytest.approx(float(cap.maps.layer(layer)[head, i, j]), abs=1e-5)
