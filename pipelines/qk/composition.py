@@ -70,7 +70,8 @@ class LayerHeadWeights:
 @dataclass(frozen=True)
 class CompositionScores:
     """``scores[mode] [src_layer, src_head, dst_layer, dst_head]`` in [0, 1], zero where the destination
-    is not in a later layer; ``baseline[mode]`` (mean, std) of random matrices of the same shapes."""
+    is not in a later layer (and beyond a layer's own head count where layers differ); ``baseline[mode]``
+    (mean, std) of random matrices of the same shapes."""
 
     scores: dict[str, torch.Tensor]
     baseline: dict[str, tuple[float, float]]
@@ -105,22 +106,33 @@ def _reduced(layer: LayerHeadWeights, mode: Mode) -> dict[str, torch.Tensor]:
     return {"write": write, "write_norm": torch.linalg.matrix_norm(write), "read": read, "right_norm": right_norm}
 
 
-def composition_scores(layers: list[LayerHeadWeights], *, samples: int = 32, seed: int = 0) -> CompositionScores:
-    """Q-, K- and V-composition between every pair of heads in different layers (float64)."""
-    n_layers, n_heads = len(layers), layers[0].n_heads
+def composition_scores(
+    layers: list[LayerHeadWeights], *, modes: tuple[Mode, ...] = MODES, samples: int = 32, seed: int = 0
+) -> CompositionScores:
+    """Q-, K- and/or V-composition (``modes``) between every pair of heads in different layers. The
+    reductions are float64; the pair products one float32 GEMM per source layer,
+    ``[head * d_head, d_model] x [d_model, later heads * d_head]``."""
+    n_layers, n_heads = len(layers), max(lay.n_heads for lay in layers)
+    d_head = int(layers[0].w_q.shape[2])
     scores: dict[str, torch.Tensor] = {}
-    for mode in MODES:
+    for mode in modes:
         red = [_reduced(lay, mode) for lay in layers]
         out = torch.zeros(n_layers, n_heads, n_layers, n_heads, dtype=torch.float64)
         for a in range(n_layers - 1):
-            write = red[a]["write"]  # [s, e, m]
+            n_s = layers[a].n_heads
+            write = red[a]["write"].float().reshape(n_s * d_head, -1)  # [(s e), m]
+            later = torch.cat([r["read"] for r in red[a + 1 :]]).float()  # [(b t), m, f]
+            prod = (write @ later.permute(1, 0, 2).reshape(write.shape[1], -1)).reshape(n_s, d_head, -1, d_head)
+            num = prod.double().pow(2).sum(dim=(1, 3)).sqrt()  # [s, (b t)]
+            right = torch.cat([r["right_norm"] for r in red[a + 1 :]])  # [(b t)]
+            ratio = num / red[a]["write_norm"][:, None] / right[None]
+            col = 0
             for b in range(a + 1, n_layers):
-                prod = torch.einsum("sem,tmf->stef", write, red[b]["read"])
-                num = torch.linalg.matrix_norm(prod)  # [s, t]
-                out[a, :, b, :] = num / red[a]["write_norm"][:, None] / red[b]["right_norm"][None, :]
+                n_t = layers[b].n_heads
+                out[a, :n_s, b, :n_t] = ratio[:, col : col + n_t]
+                col += n_t
         scores[mode] = out
-    first = layers[0]
-    d_model, d_head = int(first.w_q.shape[1]), int(first.w_q.shape[2])
+    d_model = int(layers[0].w_q.shape[1])
     return CompositionScores(scores=scores, baseline=random_baseline(d_model, d_head, samples=samples, seed=seed))
 
 

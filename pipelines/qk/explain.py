@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from attnscope.pipelines.qk.composition import CompositionScores, LayerHeadWeights, composition_scores
+from attnscope.pipelines.qk.composition import MODES, CompositionScores, LayerHeadWeights, composition_scores
 from attnscope.pipelines.qk.qk_attribution import QKAttribution, qk_attribution
 from attnscope.pipelines.qk.qk_view import QKView, check_pair, qk_view
 from attnscope.pipelines.qk.site_parts import RowProbe, attention_norm, head_qk, record, stream_parts
@@ -73,8 +73,9 @@ def explain_pair(backend, inp, layer: int, head: int, query: int, key: int, hook
     return PairExplanation(layer, head, query, key, tuple(inp.tokens), view, att, model_score)
 
 
-def sites_composition(backend, *, samples: int = 32, seed: int = 0) -> CompositionScores:
-    """Q-, K- and V-composition between every pair of heads of the model (from ``backend.sites``)."""
+def sites_composition(backend, *, modes=MODES, samples: int = 32, seed: int = 0) -> CompositionScores:
+    """Q-, K- and/or V-composition (``modes``) between every pair of heads of the model (from
+    ``backend.sites``)."""
     sites = backend.sites
     sites.require("W_Q", "W_K", feature="composition scores")
     pre = sites.norm_placement == "pre"
@@ -89,4 +90,4 @@ def sites_composition(backend, *, samples: int = 32, seed: int = 0) -> Compositi
         )
         for blk in sites.blocks
     ]
-    return composition_scores(layers, samples=samples, seed=seed)
+    return composition_scores(layers, modes=tuple(modes), samples=samples, seed=seed)

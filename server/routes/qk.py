@@ -120,7 +120,7 @@ def read_composition(
 ) -> CompositionPublic:
     backend = service.models.get(name)
     try:
-        comp = sites_composition(backend)
+        comp = sites_composition(backend, modes=(mode,))
     except SitesUnavailableError as exc:
         raise _refused(exc) from None
     s = comp.scores[mode]  # [src_layer, src_head, dst_layer, dst_head]

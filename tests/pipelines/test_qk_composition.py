@@ -39,7 +39,7 @@ def test_factored_scores_equal_full_products(centres):
             for src in range(HEADS):
                 for dst in range(HEADS):
                     ref = direct_score(layers[a], src, layers[b], dst, mode)
-                    assert float(s[a, src, b, dst]) == pytest.approx(ref, rel=1e-9)
+                    assert float(s[a, src, b, dst]) == pytest.approx(ref, rel=1e-5)
         assert torch.all(s[2] == 0) and torch.all(s[1, :, :2] == 0)
         assert float(s.max()) <= 1.0
 

@@ -100,8 +100,8 @@ def test_composition_finds_the_planted_k_composition():
     k, q = comp.scores["k"], comp.scores["q"]
     # OV is the identity tok -> prev and W_QK^T the identity prev -> tok (times SHARP): the product is
     # the identity on V dims, |I_V| / (|I_V| |I_V|) = 1 / sqrt(V), the most two rank-V maps can reach
-    assert float(k[0, 0, 1, 0]) == pytest.approx(V**-0.5, rel=1e-9)
-    assert q[0, 0, 1, 0] < 1e-9  # the query reads tokens, L0H0 writes only the previous-token subspace
+    assert float(k[0, 0, 1, 0]) == pytest.approx(V**-0.5, rel=1e-6)
+    assert q[0, 0, 1, 0] < 1e-6  # the query reads tokens, L0H0 writes only the previous-token subspace
     mean, std = comp.baseline["k"]
     assert k[0, 0, 1, 0] > mean + 5 * std
     assert abs(float(k[0, 1, 1, 0]) - mean) < 4 * std  # the random distractor composes as random heads do
