@@ -7,6 +7,7 @@
     attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
     attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
     attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
+    attnscope qk-induction --model smollm2 --out results/qk/smollm2-induction.json   # why they attend
 
 Every option also reads an environment variable (shown in ``--help``) so containers can be
 configured without flags.
@@ -31,6 +32,7 @@ _COMMANDS = {
     "faithfulness": faithfulness,
     "heads": heads,
     "head-effects": heads,
+    "qk-induction": heads,
 }
 
 
