@@ -21,6 +21,7 @@ from attnscope.models.loading import ModelCache
 from attnscope.models.registry import get_spec, require_modality
 from attnscope.models.zoo import samples
 from attnscope.pipelines.interventions.apply import HeadMeans
+from attnscope.pipelines.qk.explain import CompositionCache
 from attnscope.server.store import Run, RunStore, run_key
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class RunService:
         self._probes: dict[str, tuple[AttentionMaps, np.ndarray]] = {}
         self._probe_lock = threading.Lock()
         self.head_means = HeadMeans()  # mean head outputs per model, for mean ablation (computed once)
+        self.composition = CompositionCache()  # composition scores per model and mode (from weights, once)
 
     def _cached_run(
         self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None

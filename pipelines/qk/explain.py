@@ -4,6 +4,8 @@ Everything model-specific comes from ``backend.sites``; nothing here asks what k
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -91,3 +93,26 @@ def sites_composition(backend, *, modes=MODES, samples: int = 32, seed: int = 0)
         for blk in sites.blocks
     ]
     return composition_scores(layers, modes=tuple(modes), samples=samples, seed=seed)
+
+
+class CompositionCache:
+    """Composition scores per (model, mode), computed once from the weights and kept (bounded LRU,
+    thread-safe): they depend on the weights only, and SmolLM2's take seconds."""
+
+    def __init__(self, max_entries: int = 12):
+        self._cache: OrderedDict[tuple[str, str], CompositionScores] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def get(self, backend, mode: str) -> CompositionScores:
+        key = (backend.spec.name, mode)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        comp = sites_composition(backend, modes=(mode,))
+        with self._lock:
+            self._cache[key] = comp
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
+        return comp

@@ -10,7 +10,7 @@ import torch
 from fastapi import APIRouter, Query, status
 
 from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
-from attnscope.pipelines.qk.explain import explain_pair, sites_composition
+from attnscope.pipelines.qk.explain import explain_pair
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.executor import heavy
@@ -120,7 +120,7 @@ def read_composition(
 ) -> CompositionPublic:
     backend = service.models.get(name)
     try:
-        comp = sites_composition(backend, modes=(mode,))
+        comp = service.composition.get(backend, mode)
     except SitesUnavailableError as exc:
         raise _refused(exc) from None
     s = comp.scores[mode]  # [src_layer, src_head, dst_layer, dst_head]

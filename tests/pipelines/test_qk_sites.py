@@ -134,3 +134,17 @@ def test_smollm2_composition_from_its_sites(smollm2):
     mean, std = comp.baseline["k"]
     assert mean == pytest.approx(576**-0.5, rel=0.05)
     assert float(s.max()) > mean + 10 * std  # some heads compose far above random
+
+
+def test_composition_cache_keeps_one_result_per_model_and_mode():
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.qk.explain import CompositionCache
+
+    backend = load_model("text-vanilla", device="cpu")
+    cache = CompositionCache(max_entries=2)
+    k = cache.get(backend, "k")
+    assert cache.get(backend, "k") is k and set(k.scores) == {"k"}
+    v = cache.get(backend, "v")
+    cache.get(backend, "q")  # the third entry evicts the least recently used ("k")
+    assert cache.get(backend, "v") is v and cache.get(backend, "k") is not k
+    assert torch.equal(cache.get(backend, "k").scores["k"], k.scores["k"])
