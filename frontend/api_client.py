@@ -13,6 +13,7 @@ from attnscope.analysis.codec import (  # pure numpy: the wire format is defined
 )
 from attnscope.server.schemas import (
     CensusResultPublic,
+    CompositionPublic,
     ConvAttentionPublic,
     DataSetList,
     EvolutionPublic,
@@ -34,6 +35,7 @@ from attnscope.server.schemas import (
     ModelStructurePublic,
     ParticlesPublic,
     ProbeResultPublic,
+    QKPublic,
     RunPublic,
     SampleList,
     ShiftPublic,
@@ -163,6 +165,18 @@ class ApiClient:
 
     def heads(self, run_id: str, probe: bool = True) -> HeadsPublic:
         return HeadsPublic.model_validate(self._request("GET", f"/runs/{run_id}/heads", params={"probe": probe}).json())
+
+    def qk(
+        self, run_id: str, layer: int, head: int, query: int, key: int, parts: int = 24, terms: int = 20
+    ) -> QKPublic:
+        """Why ``L{layer}H{head}`` attends from ``query`` to ``key``: the query/key view and QK attribution."""
+        params = {"layer": layer, "head": head, "query": query, "key": key, "parts": parts, "terms": terms}
+        return QKPublic.model_validate(self._request("GET", f"/runs/{run_id}/qk", params=params).json())
+
+    def composition(self, model: str, mode: str = "k") -> CompositionPublic:
+        """Q-, K- or V-composition scores of every pair of the model's heads (from its weights)."""
+        r = self._request("GET", f"/models/{model}/composition", params={"mode": mode})
+        return CompositionPublic.model_validate(r.json())
 
     def evolution(self, run_id: str, compare_to: str | None = None) -> EvolutionPublic:
         params = {"compare_to": compare_to} if compare_to else {}

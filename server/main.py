@@ -39,6 +39,7 @@ from attnscope.server.routes import (
     jobs,
     measure,
     models,
+    qk,
     runs,
     structure,
     tokens,
@@ -147,5 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(compare.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(tokens.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(qk.runs_router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(qk.models_router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app, token=bool(settings.api_token))
     return app

@@ -22,6 +22,7 @@ from attnscope.models.loading import ModelCache
 from attnscope.models.registry import get_spec, require_modality
 from attnscope.models.zoo import samples
 from attnscope.pipelines.interventions.apply import HeadMeans
+from attnscope.pipelines.qk.explain import CompositionCache
 from attnscope.server.store import Run, RunStore, run_key
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class RunService:
         )
         self._probe_lock = threading.Lock()
         self.head_means = HeadMeans()  # mean head outputs per model, for mean ablation (computed once)
+        self.composition = CompositionCache()  # composition scores per model and mode (from weights, once)
 
     def _cached_run(
         self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None

@@ -8,6 +8,7 @@
     attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
     attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
     attnscope data fetch            # the data sets into the data folder (list, verify: docs/guide/data.md)
+    attnscope qk-induction --model smollm2 --out results/qk/smollm2-induction.json   # why they attend
 
 Every option also reads an environment variable (shown in ``--help``; read through the server's
 ``Settings``) so containers can be configured without flags.
@@ -35,6 +36,7 @@ _COMMANDS = {
     "heads": heads,
     "head-effects": heads,
     "data": data,
+    "qk-induction": heads,
 }
 
 

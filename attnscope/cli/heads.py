@@ -1,4 +1,5 @@
-"""``attnscope heads | head-effects``: a causal LM's head types, and per-head ablation effects."""
+"""``attnscope heads | head-effects | qk-induction``: a causal LM's head types, per-head ablation effects,
+and why its induction heads attend where they do (QK attribution, composition, ablation)."""
 
 from __future__ import annotations
 
@@ -78,8 +79,26 @@ def run_head_effects(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_qk_induction(args: argparse.Namespace) -> int:
+    """The top induction heads' key-side parts, K-composition sources and ablation checks as JSON."""
+    import json
+    from pathlib import Path
+
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.qk.induction import induction_qk
+
+    loaded = load_model(args.model, args.device)
+    report = induction_qk(loaded, half=args.half, seeds=range(args.seeds), top=args.top, positions=args.positions)
+    text = json.dumps(report, indent=1)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+    sys.stdout.write(text + "\n")
+    return 0
+
+
 def add_parsers(sub) -> None:
-    """``heads`` and ``head-effects``."""
+    """``heads``, ``head-effects`` and ``qk-induction``."""
     p_heads = sub.add_parser("heads", help="a causal LM's sink, previous-token, duplicate and induction heads")
     p_heads.add_argument("--model", default="smollm2")
     p_heads.add_argument("--half", type=int, default=30, help="random tokens per copy of the probe")
@@ -106,6 +125,19 @@ def add_parsers(sub) -> None:
     p_fx.add_argument("--device", default=None)
     p_fx.add_argument("--out", default="", help="JSON path (a CSV of the per-head rows goes beside it)")
 
+    p_qk = sub.add_parser(
+        "qk-induction", help="why a causal LM's induction heads attend: QK attribution, K-composition"
+    )
+    p_qk.add_argument("--model", default="smollm2")
+    p_qk.add_argument("--half", type=int, default=20, help="random tokens per copy of the probe")
+    p_qk.add_argument("--seeds", type=int, default=3, help="probe seeds 0..N-1 (heads ranked on all, attributed on 0)")
+    p_qk.add_argument("--top", type=int, default=3, help="induction heads explained")
+    p_qk.add_argument("--positions", type=int, default=6, help="second-copy queries attributed per head")
+    p_qk.add_argument("--device", default=None)
+    p_qk.add_argument("--out", default="", help="also write the report as JSON")
+
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "qk-induction":
+        return run_qk_induction(args)
     return run_heads(args) if args.command == "heads" else run_head_effects(args)

@@ -104,6 +104,15 @@ from attnscope.server.schemas.measure import (  # noqa: F401
     MeasurePublic,
     ParticlesPublic,
 )
+from attnscope.server.schemas.qk import (  # noqa: F401
+    MAX_QK_PARTS,
+    MAX_QK_TERMS,
+    CompositionPublic,
+    QKAttribution,
+    QKPublic,
+    QKTerm,
+    QKVectors,
+)
 from attnscope.server.schemas.structure import (  # noqa: F401
     EvolutionProfile,
     EvolutionPublic,

@@ -1,0 +1,55 @@
+"""The dashboard's QK calls against a real API server (MiniLM) and the pure QK figure builders: the
+response models back, equal to the JSON sent; the heatmap shows the condensed matrix, which sums to the
+score; the key-part bars are the largest shares; a bad pair is the API's 422."""
+
+import httpx
+import pytest
+
+from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.qk_figures import key_parts_figure, qk_matrix_figure, qk_product_figure
+from attnscope.server.schemas import CompositionPublic, QKPublic
+
+
+@pytest.fixture(scope="module")
+def client(api_url):
+    c = ApiClient(api_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def qk(client):
+    run = client.create_run("minilm", "the cat sat on the mat")
+    return run, client.qk(run.id, layer=3, head=2, query=4, key=1, parts=6, terms=5)
+
+
+def test_qk_gives_the_qk_model_and_its_figures(qk, api_url):
+    run, res = qk
+    assert isinstance(res, QKPublic) and res.run_id == run.id
+    raw = httpx.get(
+        f"{api_url}/api/v1/runs/{run.id}/qk",
+        params=dict(layer=3, head=2, query=4, key=1, parts=6, terms=5),
+        timeout=120,
+    ).json()
+    assert res.view.score == pytest.approx(raw["view"]["score"], abs=1e-12)
+    att = res.attribution
+    assert len(att.query_parts) == len(att.key_parts) == 7 and att.key_parts[-1] == "other"
+    assert sum(map(sum, att.matrix)) == pytest.approx(res.view.score, abs=1e-4)
+    fig = qk_matrix_figure(res)
+    heat = fig.data[0]
+    assert list(heat.x) == [f"{p} -> key" for p in att.key_parts] and heat.zmin == -heat.zmax
+    assert "score" in fig.layout.title.text
+    bars = key_parts_figure(res, top=4).data[0]
+    biggest = sorted(att.key_totals.items(), key=lambda kv: -abs(kv[1]))[:4]
+    assert list(bars.y) == [k for k, _ in biggest]
+    prod = qk_product_figure(res).data[0]
+    assert sum(prod.y) * res.scale == pytest.approx(res.view.score, abs=1e-4)
+
+
+def test_composition_and_a_bad_pair(client, qk):
+    run, _ = qk
+    comp = client.composition("minilm", "v")
+    assert isinstance(comp, CompositionPublic) and comp.n_layers == 6 and comp.n_heads == 12
+    with pytest.raises(ApiError) as err:
+        client.qk(run.id, layer=6, head=0, query=0, key=0)
+    assert err.value.status == 422 and "0..5" in err.value.detail
