@@ -61,6 +61,12 @@ class Family:
     rope: str | None = None
     rotate: str = "apply_rotary_pos_emb"
     parallel_attr: str | None = None  # config flag: attention and MLP both read resid_pre
+    parallel: bool = False  # always parallel (Phi: one norm read by both)
+    attn_out_norm: str | None = None  # a norm after the output projection (Gemma 2's sandwich norms)
+    mlp_out_norm: str | None = None
+    softcap_attr: str | None = None  # config: the final logits' soft-cap
+    logit_carry: str | None = None  # a block attribute that, when set, carries logits to the next layer (EA)
+    startable: bool = True  # blocks take (hidden_states, ...) and return the stream: a forward may start at one
 
 
 LLAMA = Family(
@@ -84,6 +90,44 @@ FAMILIES: dict[str, Family] = {
     "llama": LLAMA,
     "mistral": LLAMA,
     "qwen2": LLAMA,  # q/k/v biases: read where present
+    "gemma2": Family(
+        blocks="layers",
+        attn="self_attn",
+        q="self_attn.q_proj",
+        k="self_attn.k_proj",
+        v="self_attn.v_proj",
+        o="self_attn.o_proj",
+        ln_attn="input_layernorm",
+        ln_mlp="pre_feedforward_layernorm",
+        attn_out="post_attention_layernorm",
+        attn_out_norm="post_attention_layernorm",
+        mlp_out="post_feedforward_layernorm",
+        mlp_out_norm="post_feedforward_layernorm",
+        mlp="mlp",
+        embed="embed_tokens",
+        norm="rmsnorm1p",
+        final_norm="norm",
+        unembed="lm_head",
+        softcap_attr="final_logit_softcapping",
+        rope="rotary_emb",
+    ),
+    "phi": Family(
+        blocks="layers",
+        attn="self_attn",
+        q="self_attn.q_proj",
+        k="self_attn.k_proj",
+        v="self_attn.v_proj",
+        o="self_attn.dense",
+        ln_attn="input_layernorm",
+        ln_mlp="input_layernorm",
+        mlp="mlp",
+        embed="embed_tokens",
+        norm="layernorm",
+        final_norm="final_layernorm",
+        unembed="lm_head",
+        rope="rotary_emb",
+        parallel=True,
+    ),
     "gpt2": Family(
         blocks="h",
         attn="attn",
@@ -162,6 +206,8 @@ FAMILIES: dict[str, Family] = {
         final_norm="norm",
         unembed="head",
         unembed_kind="classifier",
+        logit_carry="attn.ea",
+        startable=False,
     ),
 }
 
@@ -274,7 +320,7 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         d_model = int(c.hidden_size)
         d_head = int(getattr(c, "head_dim", None) or d_model // n_heads)
         shared = False
-        parallel = bool(getattr(c, fam.parallel_attr, False)) if fam.parallel_attr else False
+        parallel = fam.parallel or (bool(getattr(c, fam.parallel_attr, False)) if fam.parallel_attr else False)
     rope = None
     if fam.rope is not None:
         attn0 = _get(blocks_list[0], fam.attn)
@@ -308,6 +354,9 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
                 rope=rope,
                 out_scale=_view(_get(blk, fam.out_scale)),
                 mlp_scale=_view(_get(blk, fam.mlp_scale)),
+                logit_edits=fam.logit_carry is None or _get(blk, fam.logit_carry) is None,
+                ln_attn_out=None if fam.attn_out_norm is None else _norm(fam.norm, _get(blk, fam.attn_out_norm)),
+                ln_mlp_out=None if fam.mlp_out_norm is None else _norm(fam.norm, _get(blk, fam.mlp_out_norm)),
             )
         )
     final = _get(body, fam.final_norm)
@@ -316,7 +365,14 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
     if head is not None and getattr(head, "weight", None) is not None:
         pooling = "position" if fam.unembed_kind == "lm_head" else str((config or {}).get("pool", "mean"))
         if pooling in ("position", "mean", "cls"):
-            unembed = Unembed(_view(head.weight).T, _view(head.bias), fam.unembed_kind, pooling)
+            softcap = getattr(model.config, fam.softcap_attr, None) if fam.softcap_attr else None
+            unembed = Unembed(
+                _view(head.weight).T,
+                _view(head.bias),
+                fam.unembed_kind,
+                pooling,
+                None if softcap is None else float(softcap),
+            )
     return Sites(
         family=family,
         n_layers=n_layers,
@@ -332,6 +388,7 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         parallel=parallel,
         shared=shared,
         blocks_path=fam.blocks,
+        startable=fam.startable,
     )
 
 

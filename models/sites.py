@@ -27,7 +27,9 @@ Residual bookkeeping (``norm_placement``, ``parallel``), per block ``l``:
 | ``post`` | ``resid_mid = ln_attn(resid_pre + attn_out)``; ``resid_post = ln_mlp(resid_mid + mlp_out)`` |
 
 ``attn_out`` includes the output projection's bias and a layer scale where the family has one
-(``BlockSites.out_scale``: DINOv2's ``lambda``), so ``attn_out = (sum_h z_h W_O[h] + b_O) * out_scale``.
+(``BlockSites.out_scale``: DINOv2's ``lambda``), so ``attn_out = (sum_h z_h W_O[h] + b_O) * out_scale``;
+sandwich norms (Gemma 2: ``BlockSites.ln_attn_out``/``ln_mlp_out``) are applied after it:
+``attn_out = ln_attn_out(sum_h z_h W_O[h])``, so there ``attn_out`` is not linear in the heads.
 """
 
 from __future__ import annotations
@@ -55,10 +57,11 @@ class SiteOutOfRangeError(ValueError):
 @dataclass(frozen=True)
 class Norm:
     """A normalisation layer: ``kind`` ``layernorm`` (``(x - mean) / sqrt(var + eps) * weight +
-    bias``) or ``rmsnorm`` (``x / sqrt(mean(x^2) + eps) * weight``, in float32 then cast back, as
-    transformers' Llama). ``weight``/``bias`` ``[d_model]`` (None: absent); ``module``: the model's."""
+    bias``), ``rmsnorm`` (``x / sqrt(mean(x^2) + eps) * weight``, in float32 then cast back, as
+    transformers' Llama) or ``rmsnorm1p`` (Gemma: ``* (1 + weight)``, cast after the product).
+    ``weight``/``bias`` ``[d_model]`` (None: absent); ``module``: the model's."""
 
-    kind: Literal["layernorm", "rmsnorm"]
+    kind: Literal["layernorm", "rmsnorm", "rmsnorm1p"]
     weight: torch.Tensor | None
     bias: torch.Tensor | None
     eps: float
@@ -68,12 +71,16 @@ class Norm:
         """``[..., 1]`` the per-position divisor ``sqrt(var + eps)`` (layernorm) or ``sqrt(mean(x^2) +
         eps)`` (rmsnorm) of ``x [..., d_model]``: freeze it and the norm is linear in ``x``."""
         x = x.float()
-        if self.kind == "rmsnorm":
+        if self.kind != "layernorm":
             return torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         """``x [..., d_model]`` -> the normed ``[..., d_model]``, computed as the model computes it."""
+        if self.kind == "rmsnorm1p":
+            h = x.float()
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+            return (h * (1.0 + self.weight.float())).to(x.dtype)
         if self.kind == "rmsnorm":
             dtype = x.dtype
             h = x.float()
@@ -94,6 +101,15 @@ class Unembed:
     b_U: torch.Tensor | None
     kind: Literal["lm_head", "classifier"]
     pooling: Literal["position", "mean", "cls"] = "position"
+    softcap: float | None = None
+
+    def logits(self, normed: torch.Tensor) -> torch.Tensor:
+        """``normed [..., d_model]`` (the final norm's output, pooled for a classifier) -> logits
+        ``[..., vocab | classes]``, with the family's final soft-cap ``c tanh(z / c)`` (Gemma 2)."""
+        z = normed @ self.W_U
+        if self.b_U is not None:
+            z = z + self.b_U
+        return z if self.softcap is None else self.softcap * torch.tanh(z / self.softcap)
 
 
 @dataclass(frozen=True)
@@ -140,6 +156,9 @@ class BlockSites:
     rope: Rope | None = None
     out_scale: torch.Tensor | None = None
     mlp_scale: torch.Tensor | None = None
+    logit_edits: bool = True
+    ln_attn_out: Norm | None = None
+    ln_mlp_out: Norm | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +183,13 @@ class Sites:
     parallel: bool = False
     shared: bool = False
     blocks_path: str = ""
+    startable: bool = True
+
+    @property
+    def logit_edits(self) -> bool:
+        """Whether every block's attention logits may be edited (False where a layer's logits flow
+        into the next layer, as in Evolving Attention: editing them is not defined)."""
+        return all(b.logit_edits for b in self.blocks)
 
     def block(self, layer: int) -> BlockSites:
         """``blocks[layer]``, or a ``SiteOutOfRangeError`` naming the range."""
