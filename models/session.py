@@ -197,6 +197,22 @@ def install_taps(model: torch.nn.Module, sites: Sites) -> None:
         _INSTALLED[model] = tuple(handles)
 
 
+def attach(model: torch.nn.Module, family: str, config: dict | None = None) -> Sites:
+    """``Sites`` of ``model`` from the family table, with the session's taps installed (what a
+    backend does at load; for a model built outside a backend, before it is shared). Zoo models:
+    ``family=zoo_family(cfg)`` and their ``cfg`` as ``config``."""
+    from attnscope.models.site_table import build_sites
+
+    sites = build_sites(model, family, config)
+    install_taps(model, sites)
+    return sites
+
+
+def zoo_family(arch: dict) -> str:
+    """The table entry of a zoo architecture config: ``zoo-san`` for SAN, else ``zoo``."""
+    return "zoo-san" if str(arch.get("attention", "")).startswith("san") else "zoo"
+
+
 def taps_installed(model: torch.nn.Module) -> int:
     """How many taps ``install_taps`` put on ``model`` (0: none)."""
     return len(_INSTALLED.get(model, ()))

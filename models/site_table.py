@@ -67,6 +67,12 @@ class Family:
     softcap_attr: str | None = None  # config: the final logits' soft-cap
     logit_carry: str | None = None  # a block attribute that, when set, carries logits to the next layer (EA)
     startable: bool = True  # blocks take (hidden_states, ...) and return the stream: a forward may start at one
+    pass_state: bool = False  # blocks are called block(x, state): the zoo
+    bias_path: str | None = None  # a positional logit-bias module of the attention, when set
+    scores_attr: str | None = None  # SAN: the attention's mode attribute -> scores "san-<mode>"
+    mlp_in: str | None = None  # a plain MLP's two linear layers and activation
+    mlp_proj: str | None = None
+    act: str | None = None
 
 
 LLAMA = Family(
@@ -208,6 +214,31 @@ FAMILIES: dict[str, Family] = {
         unembed_kind="classifier",
         logit_carry="attn.ea",
         startable=False,
+        pass_state=True,
+        bias_path="attn.bias",
+        mlp_in="ffn.0",
+        mlp_proj="ffn.3",
+        act="gelu",
+    ),
+    "zoo-san": Family(
+        blocks="encoder.blocks",
+        attn="attn",
+        v="attn.beta",
+        o="attn.out",
+        ln_attn="ln1",
+        ln_mlp="ln2",
+        mlp="ffn",
+        embed="embed",
+        norm="layernorm",
+        final_norm="norm",
+        unembed="head",
+        unembed_kind="classifier",
+        startable=False,
+        pass_state=True,
+        scores_attr="attn.mode",
+        mlp_in="ffn.0",
+        mlp_proj="ffn.3",
+        act="gelu",
     ),
 }
 
@@ -297,7 +328,7 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
             f"model family {family!r} has no Sites entry (blocks, per-head Q/K/V/O weights, norms, unembedding); "
             f"site-based analyses support {', '.join(sorted(FAMILIES))}"
         )
-    body = model if family == "zoo" else getattr(model, "base_model", model)
+    body = model if family.startswith("zoo") else getattr(model, "base_model", model)
     layer_list = _get(body, fam.blocks)
     if layer_list is None:
         raise SitesUnavailableError(f"{type(model).__name__} has no blocks at {fam.blocks!r} ({family} family)")
@@ -305,12 +336,12 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
     missing = _missing(fam, body, blocks_list)
     if missing:
         raise SitesUnavailableError(f"{type(model).__name__} lacks {', '.join(missing)} of the {family} family's entry")
-    if family == "zoo":
+    if family.startswith("zoo"):
         cfg = config or {}
         n_layers, n_heads = int(cfg["depth"]), int(cfg["heads"])
-        attn0 = _get(blocks_list[0], fam.attn)
-        d_head, n_kv = int(attn0.head_dim), n_heads
-        d_model = int(_get(blocks_list[0], fam.v).weight.shape[1])
+        w_v = _get(blocks_list[0], fam.v).weight
+        d_head, n_kv = int(w_v.shape[0]) // n_heads, n_heads
+        d_model = int(w_v.shape[1])
         shared = len(blocks_list) == 1 and n_layers > 1
         parallel = False
     else:
@@ -334,6 +365,11 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         w_q, b_q, w_k, b_k, w_v, b_v = _qkv(fam, blk, n_heads, n_kv, d_head, d_model)
         o = _get(blk, fam.o)
         w_o, b_o = _out_proj(fam, o, n_heads, d_head)
+        mlp_in, mlp_proj = _get(blk, fam.mlp_in), _get(blk, fam.mlp_proj)
+        if fam.scores_attr is not None:
+            scores = f"san-{_get(blk, fam.scores_attr)}"
+        else:
+            scores = "content" if w_q is not None else "none"
         blocks.append(
             BlockSites(
                 index=i,
@@ -357,6 +393,13 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
                 logit_edits=fam.logit_carry is None or _get(blk, fam.logit_carry) is None,
                 ln_attn_out=None if fam.attn_out_norm is None else _norm(fam.norm, _get(blk, fam.attn_out_norm)),
                 ln_mlp_out=None if fam.mlp_out_norm is None else _norm(fam.norm, _get(blk, fam.mlp_out_norm)),
+                scores=scores,
+                position_bias=_get(blk, fam.bias_path) is not None,
+                W_in=None if mlp_in is None else _view(mlp_in.weight).T,
+                b_in=None if mlp_in is None else _view(mlp_in.bias),
+                W_out=None if mlp_proj is None else _view(mlp_proj.weight).T,
+                b_out=None if mlp_proj is None else _view(mlp_proj.bias),
+                act=fam.act,
             )
         )
     final = _get(body, fam.final_norm)
@@ -389,6 +432,8 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         shared=shared,
         blocks_path=fam.blocks,
         startable=fam.startable,
+        pass_state=fam.pass_state,
+        shared_state=getattr(model, "shared_block_kwargs", None) if shared else None,
     )
 
 

@@ -35,7 +35,7 @@ sandwich norms (Gemma 2: ``BlockSites.ln_attn_out``/``ln_mlp_out``) are applied 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -86,7 +86,9 @@ class Norm:
             h = x.float()
             h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
             return h.to(dtype) if self.weight is None else self.weight * h.to(dtype)
-        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        w = None if self.weight is None else self.weight.to(x.dtype)
+        b = None if self.bias is None else self.bias.to(x.dtype)
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b, self.eps)
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,13 @@ class BlockSites:
     ``b_O [d_model]``; biases None where the model has none; ``W_Q``/``W_K`` None for content-free
     heads (the zoo's positional heads). ``out_scale [d_model]``: a layer scale after the output
     projection (and ``mlp_scale`` after the MLP), None for most families.
-    ``rope``: None for absolute / learned positions.
+    ``rope``: None for absolute / learned positions. ``scores``: how the logits are formed,
+    ``content`` (``q k^T``), ``none`` (content-free: a positional bias only), ``san-pairwise`` /
+    ``san-patchwise`` (SAN's relation functions, ``attn.phi/psi/gamma``); ``position_bias``: a
+    positional logit bias is added (the zoo's Gaussian / learned / shift heads); ``logit_edits``:
+    False where the logits flow into the next layer (Evolving Attention).
+    ``W_in [d_model, d_mlp]``/``b_in``, ``W_out [d_mlp, d_model]``/``b_out``, ``act``
+    (``gelu`` exact, ``gelu-tanh``, ``relu``): a plain two-layer MLP, where the table names one.
     """
 
     index: int
@@ -159,13 +167,22 @@ class BlockSites:
     logit_edits: bool = True
     ln_attn_out: Norm | None = None
     ln_mlp_out: Norm | None = None
+    scores: str = "content"
+    position_bias: bool = False
+    W_in: torch.Tensor | None = None
+    b_in: torch.Tensor | None = None
+    W_out: torch.Tensor | None = None
+    b_out: torch.Tensor | None = None
+    act: str | None = None
 
 
 @dataclass(frozen=True)
 class Sites:
     """The anatomy of one loaded model (see the module docstring). ``blocks[l]`` for ``l <
     n_layers``; a shared block applied ``n_layers`` times (the zoo's HA models) appears ``n_layers``
-    times (the same modules, ``shared=True``). ``embed``: the token / patch embedding module.
+    times (the same modules, ``shared=True``); ``shared_state(x0 [1, pos, d_model]) -> kwargs`` gives
+    what every pass of it reuses (HA: the keys of the first pass), ``pass_state``: blocks are called
+    ``block(x, state)`` (the zoo). ``embed``: the token / patch embedding module.
     ``final_norm``/``unembed``: None where the family has none (a BERT encoder's output is its last
     block's stream; the missing part is named by ``require``)."""
 
@@ -184,6 +201,8 @@ class Sites:
     shared: bool = False
     blocks_path: str = ""
     startable: bool = True
+    pass_state: bool = False
+    shared_state: Callable | None = field(default=None, repr=False, compare=False)
 
     @property
     def logit_edits(self) -> bool:
@@ -215,6 +234,8 @@ class Sites:
                 missing.append(part)
             elif part == "lm_head" and (self.unembed is None or self.unembed.kind != "lm_head"):
                 missing.append("an LM head (unembedding of every position)")
+            elif part in ("W_in", "W_out") and any(getattr(b, part) is None for b in self.blocks):
+                missing.append(f"{part} (a plain two-layer MLP)")
             elif part in ("W_Q", "W_K") and any(getattr(b, part) is None for b in self.blocks):
                 missing.append(f"{part} (its heads are content-free)")
         if missing:

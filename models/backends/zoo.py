@@ -58,7 +58,9 @@ class ZooBackend(BackendBase):
             self.max_tokens = self.grid[0] * self.grid[1] + len(model.special)
             # models whose maps cover a zero-padded grid (conv-as-attention) show a padded image
             self.pad = int(getattr(model, "display_pad", 0))
-        self._init_sites("zoo", self.arch)
+        from attnscope.models.session import zoo_family
+
+        self._init_sites(zoo_family(self.arch), self.arch)
 
     @property
     def attention_edit_refusal(self) -> str | None:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.models.backends.base import Backend, ModelInput
+from attnscope.models.interface import Backend, ModelInput
 from attnscope.models.sites import SitesUnavailableError
 from attnscope.pipelines.interventions.edits import EditContext, HeadRecorder, build_edits
 from attnscope.pipelines.interventions.metrics import MetricSpec, all_effects, effect, resolve, targets_of

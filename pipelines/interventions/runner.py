@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnscope.models.backends.base import Backend, ModelInput
+from attnscope.models.interface import Backend, ModelInput
 from attnscope.models.outputs import BatchOutput
 from attnscope.models.session import SiteRecorder, Start, session, start_shell
 from attnscope.models.sites import SitesUnavailableError
