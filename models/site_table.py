@@ -20,7 +20,7 @@ Projection layouts (``proj``):
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -96,6 +96,7 @@ FAMILIES: dict[str, Family] = {
     "llama": LLAMA,
     "mistral": LLAMA,
     "qwen2": LLAMA,  # q/k/v biases: read where present
+    "gemma": replace(LLAMA, norm="rmsnorm1p"),  # Gemma: x / rms * (1 + weight)
     "gemma2": Family(
         blocks="layers",
         attn="self_attn",
@@ -160,7 +161,7 @@ FAMILIES: dict[str, Family] = {
         embed="embed_in",
         norm="layernorm",
         final_norm="final_layer_norm",
-        unembed="embed_out",
+        unembed="lm_head",
         rope="rotary_emb",
         parallel_attr="use_parallel_residual",
     ),

@@ -50,7 +50,7 @@ def lint_imports(layout: Path, config: Path = PYPROJECT) -> subprocess.Completed
 def test_the_import_contracts_hold(tmp_path):
     result = lint_imports(installed_layout(tmp_path / "site"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 7 kept, 0 broken." in result.stdout
+    assert "Contracts: 8 kept, 0 broken." in result.stdout
 
 
 def test_the_contracts_catch_imports_against_the_layers(tmp_path):
@@ -61,6 +61,9 @@ def test_the_contracts_catch_imports_against_the_layers(tmp_path):
     )
     (layout / "attnscope" / "server" / "schemas" / "bad_heavy.py").write_text("import torch\n")
     (layout / "attnscope" / "pipelines" / "bad_old.py").write_text("import models.registry\n")
+    (layout / "attnscope" / "pipelines" / "interventions" / "bad_probe.py").write_text(
+        "def f():\n    from attnscope.models.backends.hf import HFBackend\n    return HFBackend\n"
+    )
     result = lint_imports(layout)
     assert result.returncode != 0
     out = result.stdout
@@ -68,4 +71,5 @@ def test_the_contracts_catch_imports_against_the_layers(tmp_path):
     assert "attnscope.frontend.bad_reach -> attnscope.server.service" in out
     assert "attnscope.server.schemas.bad_heavy -> torch" in out
     assert "attnscope.pipelines.bad_old -> models" in out
-    assert "Contracts: 2 kept, 5 broken." in out
+    assert "attnscope.pipelines.interventions.bad_probe -> attnscope.models.backends.hf" in out
+    assert "Contracts: 2 kept, 6 broken." in out
