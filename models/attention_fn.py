@@ -131,6 +131,7 @@ class AttentionContext:
     return_probs: bool = False
     site_hooks: tuple[Any, ...] = ()
     cursor: LayerCursor = field(default_factory=LayerCursor)
+    start: Any = None  # attnscope.models.session.Start: run from a block on (a start shell reads it)
 
 
 _CONTEXT: contextvars.ContextVar[AttentionContext | None] = contextvars.ContextVar("attnscope_attention", default=None)
@@ -142,6 +143,7 @@ def attention_context(
     hooks: Sequence[AttentionHook] = (),
     return_probs: bool = False,
     site_hooks: Sequence[Any] = (),
+    start: Any = None,
 ) -> Iterator[AttentionContext]:
     """Within the block, ``attnscope_qk`` layers record into ``recorder`` and apply ``hooks``, and
     the site taps call ``site_hooks``, for this thread/task only; the previous context is restored
@@ -154,6 +156,7 @@ def attention_context(
         return_probs=return_probs or (outer.return_probs if outer else False),
         site_hooks=(*(outer.site_hooks if outer else ()), *site_hooks),
         cursor=outer.cursor if outer else LayerCursor(),
+        start=start if start is not None else (outer.start if outer else None),
     )
     token = _CONTEXT.set(ctx)
     try:
@@ -215,10 +218,7 @@ def explicit_attention(
         q_len, k_len = query.shape[2], key.shape[2]
         allowed = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device).tril(k_len - q_len)
         logits = logits.masked_fill(~allowed, float("-inf"))
-    for hook in hooks:
-        edit = getattr(hook, "edit_logits", None)
-        if edit is not None:
-            logits = edit(layer, logits)
+    logits = edit_logits(hooks, layer, logits)
     if sinks is not None:
         sink = sinks.float().reshape(1, -1, 1, 1).expand(logits.shape[0], -1, logits.shape[2], 1)
         probs = torch.softmax(torch.cat([logits, sink], dim=-1), dim=-1)[..., :-1]
@@ -228,11 +228,32 @@ def explicit_attention(
     if dropout and module.training:
         probs = torch.nn.functional.dropout(probs, p=dropout, training=True)
     out = torch.matmul(probs.to(v.dtype), v).transpose(1, 2).contiguous()
+    return edit_output(hooks, layer, out), probs
+
+
+def edit_logits(hooks: Sequence[Any], layer: int, logits: torch.Tensor) -> torch.Tensor:
+    """``logits [batch, head, query, key]`` through every hook's ``edit_logits`` (in order). The one
+    place logit edits are applied: ``attnscope_qk`` and the zoo's ``MultiHeadAttention`` call it."""
+    for hook in hooks:
+        edit = getattr(hook, "edit_logits", None)
+        if edit is not None:
+            logits = edit(layer, logits)
+    return logits
+
+
+def edit_output(hooks: Sequence[Any], layer: int, output: torch.Tensor) -> torch.Tensor:
+    """``output [batch, query, head, dim]`` (the heads' outputs before the output projection) through
+    every hook's ``edit_output`` (in order); shared by ``attnscope_qk`` and the zoo's attention."""
     for hook in hooks:
         edit = getattr(hook, "edit_output", None)
         if edit is not None:
-            out = edit(layer, out)
-    return out, probs
+            output = edit(layer, output)
+    return output
+
+
+def edits_logits_at(hooks: Sequence[Any], layer: int) -> bool:
+    """Whether any hook edits the logits of ``layer`` (else the fused kernel may run)."""
+    return any(_layer_edits(hook, layer)[0] for hook in hooks)
 
 
 def attnscope_qk_attention(
@@ -284,10 +305,7 @@ def attnscope_qk_attention(
     out, _ = sdpa_attention_forward(
         module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
     )
-    for hook, _, edits_output in edits:
-        if edits_output:
-            out = hook.edit_output(layer, out)
-    return out, None
+    return edit_output([hook for hook, _, edits_output in edits if edits_output], layer, out), None
 
 
 def _layer_edits(hook: Any, layer: int) -> tuple[bool, bool]:

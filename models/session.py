@@ -79,10 +79,14 @@ def session(
     recorder: QKRecorder | None = None,
     hooks: Sequence[Any] = (),
     return_probs: bool = False,
+    start: Start | None = None,
 ) -> Iterator[AttentionContext]:
-    """Within the block, the site taps call ``site_hooks`` and the attention function records into
-    ``recorder`` and applies ``hooks``, for this thread/task only (see the module docstring)."""
-    with attention_context(recorder=recorder, hooks=hooks, return_probs=return_probs, site_hooks=site_hooks) as ctx:
+    """Within the block, the site taps call ``site_hooks``, the attention function (``attnscope_qk``
+    and the zoo's attention) records into ``recorder`` and applies ``hooks``, and a ``start_shell``
+    runs from ``start``, for this thread/task only (see the module docstring)."""
+    with attention_context(
+        recorder=recorder, hooks=hooks, return_probs=return_probs, site_hooks=site_hooks, start=start
+    ) as ctx:
         yield ctx
 
 
@@ -193,6 +197,72 @@ def install_taps(model: torch.nn.Module, sites: Sites) -> None:
         _INSTALLED[model] = tuple(handles)
 
 
+def attach(model: torch.nn.Module, family: str, config: dict | None = None) -> Sites:
+    """``Sites`` of ``model`` from the family table, with the session's taps installed (what a
+    backend does at load; for a model built outside a backend, before it is shared). Zoo models:
+    ``family=zoo_family(cfg)`` and their ``cfg`` as ``config``."""
+    from attnscope.models.site_table import build_sites
+
+    sites = build_sites(model, family, config)
+    install_taps(model, sites)
+    return sites
+
+
+def zoo_family(arch: dict) -> str:
+    """The table entry of a zoo architecture config: ``zoo-san`` for SAN, else ``zoo``."""
+    return "zoo-san" if str(arch.get("attention", "")).startswith("san") else "zoo"
+
+
 def taps_installed(model: torch.nn.Module) -> int:
     """How many taps ``install_taps`` put on ``model`` (0: none)."""
     return len(_INSTALLED.get(model, ()))
+
+
+# ---------------------------------------------------------------------------------------- start
+@dataclass(frozen=True)
+class Start:
+    """Run from block ``layer`` on: its input is ``hidden [1, pos, d_model]`` (the stream entering it,
+    e.g. ``resid_pre[layer]`` of a recorded pass; ``None`` for block 0: the embeddings) repeated to
+    ``rows`` rows; blocks before it hand their input on without computing."""
+
+    layer: int
+    hidden: torch.Tensor | None
+    rows: int
+
+
+def _gate(layer: int, forward):
+    """Block ``layer``'s forward under the context's ``Start``: before the start block, hand the input
+    on; at it, run on the start's rows; after it (or with no start), run as usual."""
+
+    def gated(*args, **kwargs):
+        ctx = current_context()
+        start = None if ctx is None else ctx.start
+        if start is None or layer > start.layer:
+            return forward(*args, **kwargs)
+        hidden = args[0] if args else kwargs["hidden_states"]
+        if layer < start.layer:
+            return hidden
+        new = hidden if start.hidden is None else start.hidden.to(hidden.dtype).to(hidden.device)
+        new = new.repeat(start.rows, 1, 1)  # [rows, pos, d_model]
+        if args:
+            return forward(new, *args[1:], **kwargs)
+        return forward(**{**kwargs, "hidden_states": new})
+
+    return gated
+
+
+def start_shell(model: torch.nn.Module, sites: Sites) -> torch.nn.Module:
+    """A per-request shell of ``model`` (``attnscope.models.shell``: new module objects sharing every
+    tensor, the taps included) whose blocks honour the session's ``start=Start(...)``; the shared
+    model is untouched. Families whose blocks take a pass state (the zoo) cannot start mid-way
+    (``Sites.startable``)."""
+    from attnscope.models.shell import module_shell
+
+    if not sites.startable:
+        raise SiteOutOfRangeError(f"the {sites.family} family's blocks cannot start from a recorded residual")
+    shell = module_shell(model)
+    body = getattr(shell, "base_model", shell)
+    blocks = body.get_submodule(sites.blocks_path)
+    for i, block in enumerate(blocks):
+        block.forward = _gate(i, block.forward)  # on the shell's block only
+    return shell

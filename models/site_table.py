@@ -20,7 +20,7 @@ Projection layouts (``proj``):
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -61,6 +61,18 @@ class Family:
     rope: str | None = None
     rotate: str = "apply_rotary_pos_emb"
     parallel_attr: str | None = None  # config flag: attention and MLP both read resid_pre
+    parallel: bool = False  # always parallel (Phi: one norm read by both)
+    attn_out_norm: str | None = None  # a norm after the output projection (Gemma 2's sandwich norms)
+    mlp_out_norm: str | None = None
+    softcap_attr: str | None = None  # config: the final logits' soft-cap
+    logit_carry: str | None = None  # a block attribute that, when set, carries logits to the next layer (EA)
+    startable: bool = True  # blocks take (hidden_states, ...) and return the stream: a forward may start at one
+    pass_state: bool = False  # blocks are called block(x, state): the zoo
+    bias_path: str | None = None  # a positional logit-bias module of the attention, when set
+    scores_attr: str | None = None  # SAN: the attention's mode attribute -> scores "san-<mode>"
+    mlp_in: str | None = None  # a plain MLP's two linear layers and activation
+    mlp_proj: str | None = None
+    act: str | None = None
 
 
 LLAMA = Family(
@@ -84,6 +96,45 @@ FAMILIES: dict[str, Family] = {
     "llama": LLAMA,
     "mistral": LLAMA,
     "qwen2": LLAMA,  # q/k/v biases: read where present
+    "gemma": replace(LLAMA, norm="rmsnorm1p"),  # Gemma: x / rms * (1 + weight)
+    "gemma2": Family(
+        blocks="layers",
+        attn="self_attn",
+        q="self_attn.q_proj",
+        k="self_attn.k_proj",
+        v="self_attn.v_proj",
+        o="self_attn.o_proj",
+        ln_attn="input_layernorm",
+        ln_mlp="pre_feedforward_layernorm",
+        attn_out="post_attention_layernorm",
+        attn_out_norm="post_attention_layernorm",
+        mlp_out="post_feedforward_layernorm",
+        mlp_out_norm="post_feedforward_layernorm",
+        mlp="mlp",
+        embed="embed_tokens",
+        norm="rmsnorm1p",
+        final_norm="norm",
+        unembed="lm_head",
+        softcap_attr="final_logit_softcapping",
+        rope="rotary_emb",
+    ),
+    "phi": Family(
+        blocks="layers",
+        attn="self_attn",
+        q="self_attn.q_proj",
+        k="self_attn.k_proj",
+        v="self_attn.v_proj",
+        o="self_attn.dense",
+        ln_attn="input_layernorm",
+        ln_mlp="input_layernorm",
+        mlp="mlp",
+        embed="embed_tokens",
+        norm="layernorm",
+        final_norm="final_layernorm",
+        unembed="lm_head",
+        rope="rotary_emb",
+        parallel=True,
+    ),
     "gpt2": Family(
         blocks="h",
         attn="attn",
@@ -110,7 +161,7 @@ FAMILIES: dict[str, Family] = {
         embed="embed_in",
         norm="layernorm",
         final_norm="final_layer_norm",
-        unembed="embed_out",
+        unembed="lm_head",
         rope="rotary_emb",
         parallel_attr="use_parallel_residual",
     ),
@@ -162,6 +213,33 @@ FAMILIES: dict[str, Family] = {
         final_norm="norm",
         unembed="head",
         unembed_kind="classifier",
+        logit_carry="attn.ea",
+        startable=False,
+        pass_state=True,
+        bias_path="attn.bias",
+        mlp_in="ffn.0",
+        mlp_proj="ffn.3",
+        act="gelu",
+    ),
+    "zoo-san": Family(
+        blocks="encoder.blocks",
+        attn="attn",
+        v="attn.beta",
+        o="attn.out",
+        ln_attn="ln1",
+        ln_mlp="ln2",
+        mlp="ffn",
+        embed="embed",
+        norm="layernorm",
+        final_norm="norm",
+        unembed="head",
+        unembed_kind="classifier",
+        startable=False,
+        pass_state=True,
+        scores_attr="attn.mode",
+        mlp_in="ffn.0",
+        mlp_proj="ffn.3",
+        act="gelu",
     ),
 }
 
@@ -251,7 +329,7 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
             f"model family {family!r} has no Sites entry (blocks, per-head Q/K/V/O weights, norms, unembedding); "
             f"site-based analyses support {', '.join(sorted(FAMILIES))}"
         )
-    body = model if family == "zoo" else getattr(model, "base_model", model)
+    body = model if family.startswith("zoo") else getattr(model, "base_model", model)
     layer_list = _get(body, fam.blocks)
     if layer_list is None:
         raise SitesUnavailableError(f"{type(model).__name__} has no blocks at {fam.blocks!r} ({family} family)")
@@ -259,12 +337,12 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
     missing = _missing(fam, body, blocks_list)
     if missing:
         raise SitesUnavailableError(f"{type(model).__name__} lacks {', '.join(missing)} of the {family} family's entry")
-    if family == "zoo":
+    if family.startswith("zoo"):
         cfg = config or {}
         n_layers, n_heads = int(cfg["depth"]), int(cfg["heads"])
-        attn0 = _get(blocks_list[0], fam.attn)
-        d_head, n_kv = int(attn0.head_dim), n_heads
-        d_model = int(_get(blocks_list[0], fam.v).weight.shape[1])
+        w_v = _get(blocks_list[0], fam.v).weight
+        d_head, n_kv = int(w_v.shape[0]) // n_heads, n_heads
+        d_model = int(w_v.shape[1])
         shared = len(blocks_list) == 1 and n_layers > 1
         parallel = False
     else:
@@ -274,7 +352,7 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         d_model = int(c.hidden_size)
         d_head = int(getattr(c, "head_dim", None) or d_model // n_heads)
         shared = False
-        parallel = bool(getattr(c, fam.parallel_attr, False)) if fam.parallel_attr else False
+        parallel = fam.parallel or (bool(getattr(c, fam.parallel_attr, False)) if fam.parallel_attr else False)
     rope = None
     if fam.rope is not None:
         attn0 = _get(blocks_list[0], fam.attn)
@@ -288,6 +366,11 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         w_q, b_q, w_k, b_k, w_v, b_v = _qkv(fam, blk, n_heads, n_kv, d_head, d_model)
         o = _get(blk, fam.o)
         w_o, b_o = _out_proj(fam, o, n_heads, d_head)
+        mlp_in, mlp_proj = _get(blk, fam.mlp_in), _get(blk, fam.mlp_proj)
+        if fam.scores_attr is not None:
+            scores = f"san-{_get(blk, fam.scores_attr)}"
+        else:
+            scores = "content" if w_q is not None else "none"
         blocks.append(
             BlockSites(
                 index=i,
@@ -308,6 +391,16 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
                 rope=rope,
                 out_scale=_view(_get(blk, fam.out_scale)),
                 mlp_scale=_view(_get(blk, fam.mlp_scale)),
+                logit_edits=fam.logit_carry is None or _get(blk, fam.logit_carry) is None,
+                ln_attn_out=None if fam.attn_out_norm is None else _norm(fam.norm, _get(blk, fam.attn_out_norm)),
+                ln_mlp_out=None if fam.mlp_out_norm is None else _norm(fam.norm, _get(blk, fam.mlp_out_norm)),
+                scores=scores,
+                position_bias=_get(blk, fam.bias_path) is not None,
+                W_in=None if mlp_in is None else _view(mlp_in.weight).T,
+                b_in=None if mlp_in is None else _view(mlp_in.bias),
+                W_out=None if mlp_proj is None else _view(mlp_proj.weight).T,
+                b_out=None if mlp_proj is None else _view(mlp_proj.bias),
+                act=fam.act,
             )
         )
     final = _get(body, fam.final_norm)
@@ -316,7 +409,14 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
     if head is not None and getattr(head, "weight", None) is not None:
         pooling = "position" if fam.unembed_kind == "lm_head" else str((config or {}).get("pool", "mean"))
         if pooling in ("position", "mean", "cls"):
-            unembed = Unembed(_view(head.weight).T, _view(head.bias), fam.unembed_kind, pooling)
+            softcap = getattr(model.config, fam.softcap_attr, None) if fam.softcap_attr else None
+            unembed = Unembed(
+                _view(head.weight).T,
+                _view(head.bias),
+                fam.unembed_kind,
+                pooling,
+                None if softcap is None else float(softcap),
+            )
     return Sites(
         family=family,
         n_layers=n_layers,
@@ -332,6 +432,9 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
         parallel=parallel,
         shared=shared,
         blocks_path=fam.blocks,
+        startable=fam.startable,
+        pass_state=fam.pass_state,
+        shared_state=getattr(model, "shared_block_kwargs", None) if shared else None,
     )
 
 

@@ -27,13 +27,15 @@ Residual bookkeeping (``norm_placement``, ``parallel``), per block ``l``:
 | ``post`` | ``resid_mid = ln_attn(resid_pre + attn_out)``; ``resid_post = ln_mlp(resid_mid + mlp_out)`` |
 
 ``attn_out`` includes the output projection's bias and a layer scale where the family has one
-(``BlockSites.out_scale``: DINOv2's ``lambda``), so ``attn_out = (sum_h z_h W_O[h] + b_O) * out_scale``.
+(``BlockSites.out_scale``: DINOv2's ``lambda``), so ``attn_out = (sum_h z_h W_O[h] + b_O) * out_scale``;
+sandwich norms (Gemma 2: ``BlockSites.ln_attn_out``/``ln_mlp_out``) are applied after it:
+``attn_out = ln_attn_out(sum_h z_h W_O[h])``, so there ``attn_out`` is not linear in the heads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -55,10 +57,11 @@ class SiteOutOfRangeError(ValueError):
 @dataclass(frozen=True)
 class Norm:
     """A normalisation layer: ``kind`` ``layernorm`` (``(x - mean) / sqrt(var + eps) * weight +
-    bias``) or ``rmsnorm`` (``x / sqrt(mean(x^2) + eps) * weight``, in float32 then cast back, as
-    transformers' Llama). ``weight``/``bias`` ``[d_model]`` (None: absent); ``module``: the model's."""
+    bias``), ``rmsnorm`` (``x / sqrt(mean(x^2) + eps) * weight``, in float32 then cast back, as
+    transformers' Llama) or ``rmsnorm1p`` (Gemma: ``* (1 + weight)``, cast after the product).
+    ``weight``/``bias`` ``[d_model]`` (None: absent); ``module``: the model's."""
 
-    kind: Literal["layernorm", "rmsnorm"]
+    kind: Literal["layernorm", "rmsnorm", "rmsnorm1p"]
     weight: torch.Tensor | None
     bias: torch.Tensor | None
     eps: float
@@ -68,18 +71,24 @@ class Norm:
         """``[..., 1]`` the per-position divisor ``sqrt(var + eps)`` (layernorm) or ``sqrt(mean(x^2) +
         eps)`` (rmsnorm) of ``x [..., d_model]``: freeze it and the norm is linear in ``x``."""
         x = x.float()
-        if self.kind == "rmsnorm":
+        if self.kind != "layernorm":
             return torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         """``x [..., d_model]`` -> the normed ``[..., d_model]``, computed as the model computes it."""
+        if self.kind == "rmsnorm1p":
+            h = x.float()
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+            return (h * (1.0 + self.weight.float())).to(x.dtype)
         if self.kind == "rmsnorm":
             dtype = x.dtype
             h = x.float()
             h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
             return h.to(dtype) if self.weight is None else self.weight * h.to(dtype)
-        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        w = None if self.weight is None else self.weight.to(x.dtype)
+        b = None if self.bias is None else self.bias.to(x.dtype)
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b, self.eps)
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,15 @@ class Unembed:
     b_U: torch.Tensor | None
     kind: Literal["lm_head", "classifier"]
     pooling: Literal["position", "mean", "cls"] = "position"
+    softcap: float | None = None
+
+    def logits(self, normed: torch.Tensor) -> torch.Tensor:
+        """``normed [..., d_model]`` (the final norm's output, pooled for a classifier) -> logits
+        ``[..., vocab | classes]``, with the family's final soft-cap ``c tanh(z / c)`` (Gemma 2)."""
+        z = normed @ self.W_U
+        if self.b_U is not None:
+            z = z + self.b_U
+        return z if self.softcap is None else self.softcap * torch.tanh(z / self.softcap)
 
 
 @dataclass(frozen=True)
@@ -119,7 +137,13 @@ class BlockSites:
     ``b_O [d_model]``; biases None where the model has none; ``W_Q``/``W_K`` None for content-free
     heads (the zoo's positional heads). ``out_scale [d_model]``: a layer scale after the output
     projection (and ``mlp_scale`` after the MLP), None for most families.
-    ``rope``: None for absolute / learned positions.
+    ``rope``: None for absolute / learned positions. ``scores``: how the logits are formed,
+    ``content`` (``q k^T``), ``none`` (content-free: a positional bias only), ``san-pairwise`` /
+    ``san-patchwise`` (SAN's relation functions, ``attn.phi/psi/gamma``); ``position_bias``: a
+    positional logit bias is added (the zoo's Gaussian / learned / shift heads); ``logit_edits``:
+    False where the logits flow into the next layer (Evolving Attention).
+    ``W_in [d_model, d_mlp]``/``b_in``, ``W_out [d_mlp, d_model]``/``b_out``, ``act``
+    (``gelu`` exact, ``gelu-tanh``, ``relu``): a plain two-layer MLP, where the table names one.
     """
 
     index: int
@@ -140,13 +164,25 @@ class BlockSites:
     rope: Rope | None = None
     out_scale: torch.Tensor | None = None
     mlp_scale: torch.Tensor | None = None
+    logit_edits: bool = True
+    ln_attn_out: Norm | None = None
+    ln_mlp_out: Norm | None = None
+    scores: str = "content"
+    position_bias: bool = False
+    W_in: torch.Tensor | None = None
+    b_in: torch.Tensor | None = None
+    W_out: torch.Tensor | None = None
+    b_out: torch.Tensor | None = None
+    act: str | None = None
 
 
 @dataclass(frozen=True)
 class Sites:
     """The anatomy of one loaded model (see the module docstring). ``blocks[l]`` for ``l <
     n_layers``; a shared block applied ``n_layers`` times (the zoo's HA models) appears ``n_layers``
-    times (the same modules, ``shared=True``). ``embed``: the token / patch embedding module.
+    times (the same modules, ``shared=True``); ``shared_state(x0 [1, pos, d_model]) -> kwargs`` gives
+    what every pass of it reuses (HA: the keys of the first pass), ``pass_state``: blocks are called
+    ``block(x, state)`` (the zoo). ``embed``: the token / patch embedding module.
     ``final_norm``/``unembed``: None where the family has none (a BERT encoder's output is its last
     block's stream; the missing part is named by ``require``)."""
 
@@ -164,6 +200,15 @@ class Sites:
     parallel: bool = False
     shared: bool = False
     blocks_path: str = ""
+    startable: bool = True
+    pass_state: bool = False
+    shared_state: Callable | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def logit_edits(self) -> bool:
+        """Whether every block's attention logits may be edited (False where a layer's logits flow
+        into the next layer, as in Evolving Attention: editing them is not defined)."""
+        return all(b.logit_edits for b in self.blocks)
 
     def block(self, layer: int) -> BlockSites:
         """``blocks[layer]``, or a ``SiteOutOfRangeError`` naming the range."""
@@ -189,6 +234,8 @@ class Sites:
                 missing.append(part)
             elif part == "lm_head" and (self.unembed is None or self.unembed.kind != "lm_head"):
                 missing.append("an LM head (unembedding of every position)")
+            elif part in ("W_in", "W_out") and any(getattr(b, part) is None for b in self.blocks):
+                missing.append(f"{part} (a plain two-layer MLP)")
             elif part in ("W_Q", "W_K") and any(getattr(b, part) is None for b in self.blocks):
                 missing.append(f"{part} (its heads are content-free)")
         if missing:

@@ -1,8 +1,8 @@
 """A zoo model's shared (HA) block as the map the fixed-key bound is about, with its weights read out.
 
 - ``extract_fixed_key_block(loaded, x0)``: the numbers ``attnscope.analysis.block_bound.FixedKeyBlock`` needs,
-  read from the real block (content heads: ``attnscope.models.zoo.attention.MultiHeadAttention`` with the keys
-  of the first pass on ``x0``; SAN pairwise heads: ``attnscope.models.zoo.san.LocalAttention``).
+  read from the block's ``Sites`` (``attnscope.models.sites``: content heads with the keys of the first
+  pass on ``x0``; SAN pairwise heads through their relation functions).
 - ``BlockHalves``: the block in float64 on the CPU, split as ``T1(x) = x + Attn(LN1 x)`` and
   ``T(x) = T1(x) + FFN(LN2 T1(x))`` (the LN2 input is what the bound's sigma2 is measured on).
 - ``estimate_block_lipschitz``: ``max d_inf(T x', T x) / d_inf(x', x)`` over random (dense and
@@ -28,100 +28,98 @@ from attnscope.analysis.block_bound import (
     mlp_score_radius,
     token_sigma,
 )
-from attnscope.models.loading import LoadedModel
+from attnscope.models.interface import Backend
+from attnscope.models.sites import BlockSites, Sites, SitesUnavailableError
+
+ACTIVATION_LIPSCHITZ = {"gelu": GELU_LIPSCHITZ, "relu": RELU_LIPSCHITZ}
 
 
 class NotFixedKeyBlockError(ValueError):
     """The model's shared block is not one the fixed-key bound covers."""
 
 
-def _owner(loaded: LoadedModel):
-    return loaded.model if hasattr(loaded.model, "shared_block") else loaded
-
-
-def _shared(loaded: LoadedModel) -> torch.nn.Module:
-    block = getattr(_owner(loaded), "shared_block", None)
-    if block is None:
+def shared_sites(loaded: Backend) -> Sites:
+    """The model's ``Sites`` when its one shared block is a pre-LN block the bound covers (the zoo's
+    ``x + Attn(LN1 x)``, then ``+ FFN(LN2 .)``, called with the pass state), else
+    ``NotFixedKeyBlockError`` saying why."""
+    try:
+        sites = loaded.sites
+    except SitesUnavailableError as exc:
+        raise NotFixedKeyBlockError(str(exc)) from None
+    if not sites.shared:
         raise NotFixedKeyBlockError(f"model {loaded.spec.name!r} has no shared (HA) block")
-    if not all(hasattr(block, part) for part in ("ln1", "attn", "ln2", "ffn")):
+    if not (sites.pass_state and sites.norm_placement == "pre" and not sites.parallel):
         raise NotFixedKeyBlockError(
-            f"the bound covers the zoo's pre-LN Block (ln1, attn, ln2, ffn); "
-            f"the shared block of {loaded.spec.name!r} is a {type(block).__name__}"
+            f"the bound covers the zoo's pre-LN Block (LN1, attention, LN2, FFN); "
+            f"the shared block of {loaded.spec.name!r} is a {sites.family} block"
         )
-    return block
+    return sites
 
 
-def _activation_lipschitz(ffn: torch.nn.Module) -> float:
-    acts = [m for m in ffn.modules() if isinstance(m, (torch.nn.GELU, torch.nn.ReLU))]
-    if len(acts) != 1:
-        raise NotFixedKeyBlockError(f"the FFN must have one GELU or ReLU; found {acts}")
-    act = acts[0]
-    if isinstance(act, torch.nn.GELU) and act.approximate != "none":
-        raise NotFixedKeyBlockError("the bound uses the exact GELU's Lipschitz constant; tanh-GELU is not covered")
-    return GELU_LIPSCHITZ if isinstance(act, torch.nn.GELU) else RELU_LIPSCHITZ
+def _activation_lipschitz(blk: BlockSites) -> float:
+    if blk.W_in is None or blk.W_out is None:
+        raise NotFixedKeyBlockError("the bound needs a plain two-layer FFN (W_in, activation, W_out)")
+    if blk.act not in ACTIVATION_LIPSCHITZ:
+        raise NotFixedKeyBlockError(
+            f"the FFN's activation {blk.act!r} is not covered: the bound uses exact GELU's or ReLU's Lipschitz constant"
+        )
+    return ACTIVATION_LIPSCHITZ[blk.act]
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).cpu().numpy()
 
 
-def head_matrices(attn: torch.nn.Module) -> np.ndarray:
-    """``W^h = W_O^h W_V^h`` per head, ``[H, D, D]``, so that ``Attn(u)_i = sum_h W^h sum_j p^h_ij u_j + const``.
-
-    Content heads (``MultiHeadAttention``): head h owns rows ``h*d:(h+1)*d`` of W_V and the same
-    columns of W_O. SAN (``LocalAttention``): channel group h of ``beta`` uses head h's weights."""
-    if hasattr(attn, "gamma"):  # SAN
-        h = attn.heads
-        w_v, w_o = _np(attn.beta.weight), _np(attn.out.weight)
-        c = w_v.shape[0] // h
-    else:
-        h, c = attn.heads, attn.head_dim
-        w_v, w_o = _np(attn.v.weight), _np(attn.out.weight)
-    return np.stack([w_o[:, k * c : (k + 1) * c] @ w_v[k * c : (k + 1) * c] for k in range(h)])
+def head_matrices(blk: BlockSites) -> np.ndarray:
+    """``W^h = (W_V[h] W_O[h])^T`` per head, ``[H, D, D]``, so that ``Attn(u)_i = sum_h W^h sum_j
+    p^h_ij u_j + const`` (``BlockSites`` weights: content heads and SAN's channel groups alike)."""
+    w_v, w_o = _np(blk.W_V), _np(blk.W_O)  # [H, D, d], [H, d, D]
+    return np.stack([(w_v[h] @ w_o[h]).T for h in range(w_v.shape[0])])
 
 
-def _content_radius(attn, keys: torch.Tensor) -> np.ndarray:
-    """``r_h`` for ``MultiHeadAttention`` with the fixed ``keys [1, H, N, d]`` (0 for content-free heads)."""
-    if attn.ea is not None:
+def _content_radius(blk: BlockSites, keys: torch.Tensor | None) -> np.ndarray:
+    """``r_h`` for content heads with the fixed ``keys [1, H, N, d]`` (0 for content-free heads)."""
+    if not blk.logit_edits:
         raise NotFixedKeyBlockError("Evolving Attention passes logits between passes: the block is not one fixed map")
-    if not attn.content:
-        return np.zeros(attn.heads)
-    w_q = _np(attn.q.weight).reshape(attn.heads, attn.head_dim, -1)  # [H, d, D]
+    if blk.scores == "none":
+        return np.zeros(blk.W_V.shape[0])
+    w_q = _np(blk.W_Q).transpose(0, 2, 1)  # [H, d, D]
     return content_score_radius(w_q, _np(keys[0]))
 
 
-def _san_radius(attn) -> np.ndarray:
-    """``r_h`` for SAN pairwise ``LocalAttention`` (a bound on every score gradient, centre 0)."""
-    if attn.mode != "pairwise":
+def _san_radius(blk: BlockSites) -> np.ndarray:
+    """``r_h`` for SAN pairwise heads (a bound on every score gradient, centre 0): reads SAN's
+    relation functions ``phi`` and ``gamma`` (``BlockSites.scores == "san-pairwise"``)."""
+    if blk.scores != "san-pairwise":
         raise NotFixedKeyBlockError(
             "only SAN pairwise attention is covered (patchwise mixes the fixed keys nonlinearly)"
         )
+    attn = blk.attn
     g1, g2 = attn.gamma[0], attn.gamma[2]
     rel = attn.phi.out_features
     return mlp_score_radius(_np(attn.phi.weight), _np(g1.weight)[:, :rel], _np(g2.weight), RELU_LIPSCHITZ)
 
 
-def extract_fixed_key_block(loaded: LoadedModel, x0: np.ndarray) -> FixedKeyBlock:
+def _state(sites: Sites, x0: np.ndarray) -> dict:
+    """What every pass of the shared block reuses (HA: the keys of the first pass on ``x0``), float64."""
+    return sites.shared_state(torch.as_tensor(x0, dtype=torch.float64)[None])["state"]
+
+
+def extract_fixed_key_block(loaded: Backend, x0: np.ndarray) -> FixedKeyBlock:
     """The fixed-key bound's inputs for ``loaded``'s shared block, keys from the first pass on ``x0``."""
-    block = _shared(loaded)
-    attn = block.attn
-    if hasattr(attn, "gamma"):
-        radius = _san_radius(attn)
+    sites = shared_sites(loaded)
+    blk = sites.blocks[0]
+    if blk.scores.startswith("san"):
+        radius = _san_radius(blk)
     else:
-        kwargs = _owner(loaded).shared_block_kwargs(torch.as_tensor(x0, dtype=torch.float64)[None])
-        radius = _content_radius(attn, kwargs["state"]["keys"])
-    norms = np.array([np.linalg.norm(w, 2) for w in head_matrices(attn)])
-    ffn_in, ffn_out = block.ffn[0], block.ffn[-1]
-    ffn = (
-        np.linalg.norm(_np(ffn_out.weight), 2)
-        * _activation_lipschitz(block.ffn)
-        * np.linalg.norm(_np(ffn_in.weight), 2)
-    )
+        radius = _content_radius(blk, None if not blk.logit_edits else _state(sites, x0).get("keys"))
+    norms = np.array([np.linalg.norm(w, 2) for w in head_matrices(blk)])
+    ffn = np.linalg.norm(_np(blk.W_out), 2) * _activation_lipschitz(blk) * np.linalg.norm(_np(blk.W_in), 2)
     return FixedKeyBlock(
-        ln1_gamma=_np(block.ln1.weight),
-        ln1_eps=float(block.ln1.eps),
-        ln2_gamma=_np(block.ln2.weight),
-        ln2_eps=float(block.ln2.eps),
+        ln1_gamma=_np(blk.ln_attn.weight),
+        ln1_eps=float(blk.ln_attn.eps),
+        ln2_gamma=_np(blk.ln_mlp.weight),
+        ln2_eps=float(blk.ln_mlp.eps),
         head_norms=norms,
         score_radius=radius,
         ffn_norm=float(ffn),
@@ -129,19 +127,24 @@ def extract_fixed_key_block(loaded: LoadedModel, x0: np.ndarray) -> FixedKeyBloc
 
 
 class BlockHalves:
-    """The shared block in float64 on the CPU, keys fixed from ``x0``: ``halves(x) -> (T1 x, T x)``."""
+    """The shared block in float64 on the CPU, keys fixed from ``x0``: ``halves(x) -> (T1 x, T x)``
+    with ``T1 x = resid_mid = x + Attn(LN1 x)`` and ``T x = resid_post`` (``attnscope.models.sites``).
+    ``block``: the float64 copy of the block (``attn``, ``mlp``: its attention and MLP)."""
 
-    def __init__(self, loaded: LoadedModel, x0: np.ndarray):
-        owner = _owner(loaded)
-        self.block = copy.deepcopy(_shared(loaded)).double().eval().cpu()
-        self.state = owner.shared_block_kwargs(torch.as_tensor(x0, dtype=torch.float64)[None])["state"]
+    def __init__(self, loaded: Backend, x0: np.ndarray):
+        sites = shared_sites(loaded)
+        blk = sites.blocks[0]
+        memo: dict = {}
+        self.block = copy.deepcopy(blk.block, memo).double().eval().cpu()
+        self.attn, self.mlp = memo[id(blk.attn)], memo[id(blk.mlp)]
+        self.ln_attn, self.ln_mlp = blk.ln_attn, blk.ln_mlp
+        self.state = _state(sites, x0)
 
     def torch_halves(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x [1, token, dim]`` float64 -> ``(T1 x, T x)`` (differentiable)."""
-        b = self.block
-        h, _, _ = b.attn(b.ln1(x), dict(self.state))
+        h = self.attn(self.ln_attn.apply(x), dict(self.state))[0]
         mid = x + h
-        return mid, mid + b.ffn(b.ln2(mid))
+        return mid, mid + self.mlp(self.ln_mlp.apply(mid))
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with torch.no_grad():
@@ -170,7 +173,7 @@ def _pair_record(fk: FixedKeyBlock, x, mid, out, xp, midp, outp) -> tuple[float,
 
 
 def estimate_block_lipschitz(
-    loaded: LoadedModel,
+    loaded: Backend,
     x: np.ndarray,
     x0: np.ndarray | None = None,
     eps: tuple[float, ...] = (1e-3, 1e-2, 1e-1),

@@ -17,7 +17,6 @@ measures and are refused with the reason.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,9 +28,9 @@ from attnscope.analysis.indices import check_index
 from attnscope.analysis.markov_kernel import AttentionParams, scores
 from attnscope.analysis.measure import max_entropy_check
 from attnscope.models.cancel import check_cancelled
-from attnscope.models.capture import Capture, encode_text
-from attnscope.models.loading import LoadedModel
-from attnscope.models.shell import module_shell, submodule_of
+from attnscope.models.capture import encode_text
+from attnscope.models.interface import Backend, BlockSites, Capture, Sites, SitesUnavailableError
+from attnscope.models.session import SiteRecorder, session
 
 log = logging.getLogger(__name__)
 
@@ -40,72 +39,67 @@ class UnsupportedLayerError(ValueError):
     """The model has no BERT-like attention layers (query/key/value + output.dense)."""
 
 
-def _zoo_blocks(loaded: LoadedModel):
-    encoder = getattr(loaded.model, "encoder", None)
-    blocks = getattr(encoder, "blocks", None)
-    return None if blocks is None else (encoder, blocks)
-
-
-def _zoo_refusal(encoder, blocks) -> str | None:
-    """Why the zoo encoder's layers are not maps on token measures (None: they are)."""
-    if encoder.shared:
+def _refusal(sites: Sites) -> str | None:
+    """Why the model's layers are not maps on token measures (None: they are), from its ``Sites``."""
+    if sites.shared:
         return "its shared block keeps the keys of the first pass (HA): see the fixed-point view's fixed-key bound"
-    for block in blocks:
-        attn = block.attn
-        if not hasattr(attn, "q"):
+    for blk in sites.blocks:
+        if blk.scores != "content":
             return "its attention is not query-key content attention (SAN / content-free heads)"
-        if getattr(attn, "ea", None) is not None:
+        if not blk.logit_edits:
             return "Evolving Attention passes each layer's logits to the next"
-        if getattr(attn, "bias", None) is not None:
+        if blk.position_bias:
             return "its scores carry a positional bias, tied to token positions rather than to the tokens"
+        if blk.rope is not None:
+            return "its queries and keys are rotated by position (RoPE), tied to token positions"
+    if sites.unembed is not None and sites.unembed.kind == "lm_head":
+        return "its attention is causal: a query sees only earlier tokens, not the token measure"
     return None
 
 
-def is_pre_norm(loaded: LoadedModel) -> bool:
-    """Zoo blocks are pre-LN: their attention reads ``LN1(x)``; BERT's reads ``x``."""
-    return _zoo_blocks(loaded) is not None
-
-
-def encoder_layers(loaded: LoadedModel) -> list[torch.nn.Module]:
-    """The encoder blocks: ``base_model.encoder.layer`` of a BERT-like model, or the zoo's
-    ``encoder.blocks`` when they are maps on token measures."""
-    zoo = _zoo_blocks(loaded)
-    if zoo is not None:
-        why = _zoo_refusal(*zoo)
-        if why:
-            raise UnsupportedLayerError(
-                f"model {loaded.spec.name!r}: the measure-theoretic layer analyses need "
-                f"attention that is a map on token measures, and {why}; use minilm, vit or "
-                "text-vanilla"
-            )
-        return list(zoo[1])
-    base = getattr(loaded.model, "base_model", loaded.model)
-    layers = getattr(getattr(base, "encoder", None), "layer", None)
-    if layers is None or not all(hasattr(l, "attention") and hasattr(l.attention, "self") for l in layers):
+def measure_sites(loaded: Backend) -> Sites:
+    """The model's ``Sites`` when its layers are maps on token measures (BERT-like encoders, the zoo's
+    plain content attention), else ``UnsupportedLayerError`` with the reason."""
+    try:
+        sites = loaded.sites
+    except SitesUnavailableError as exc:
         raise UnsupportedLayerError(
-            f"model {loaded.spec.name!r} has no BERT-like attention layers (encoder.layer[i].attention."
-            "self.query/key/value); the measure-theoretic layer analyses need one, e.g. minilm"
+            f"model {loaded.spec.name!r} has no BERT-like attention layers ({exc}); the measure-theoretic "
+            "layer analyses need one, e.g. minilm"
+        ) from None
+    why = _refusal(sites)
+    if why:
+        raise UnsupportedLayerError(
+            f"model {loaded.spec.name!r}: the measure-theoretic layer analyses need attention that is a map on "
+            f"token measures, and {why}; use minilm, vit or text-vanilla"
         )
-    return list(layers)
+    return sites
 
 
-def attention_module(loaded: LoadedModel, layer: int) -> torch.nn.Module:
-    """``encoder.layer[layer].attention`` (BERT: self-attention + output projection + LayerNorm) or
-    the zoo block's ``attn`` (``MultiHeadAttention``)."""
+def encoder_layers(loaded: Backend) -> list[BlockSites]:
+    """``[layer]`` the blocks (``BlockSites``) of a model whose layers are maps on token measures."""
+    return list(measure_sites(loaded).blocks)
+
+
+def is_pre_norm(loaded: Backend) -> bool:
+    """Whether the attention reads ``LN1(x)`` (the zoo; pre-norm) rather than ``x`` itself (BERT)."""
+    return loaded.sites.norm_placement == "pre"
+
+
+def _block(loaded: Backend, layer: int) -> BlockSites:
     layers = encoder_layers(loaded)
     check_index("layer", layer, len(layers), f"model {loaded.spec.name!r}")
-    return layers[layer].attn if is_pre_norm(loaded) else layers[layer].attention
+    return layers[layer]
 
 
-def layer_input(loaded: LoadedModel, hidden: np.ndarray, layer: int) -> np.ndarray:
+def layer_input(loaded: Backend, hidden: np.ndarray, layer: int) -> np.ndarray:
     """The token cloud layer ``layer``'s attention reads, from the hidden states ``[layer + 1, token,
-    dim]``: ``hidden[layer]`` (BERT), or ``LN1(hidden[layer])`` (zoo, pre-LN), float64."""
+    dim]``: ``hidden[layer]`` (post-norm: BERT), or ``LN1(hidden[layer])`` (pre-norm: the zoo), float64."""
     x = np.asarray(hidden[layer], dtype=np.float64)
     if not is_pre_norm(loaded):
         return x
-    ln = copy.deepcopy(encoder_layers(loaded)[layer].ln1).double().cpu()
     with torch.no_grad():
-        return ln(torch.as_tensor(x)).numpy()
+        return _block(loaded, layer).ln_attn.apply(torch.as_tensor(x)).numpy()
 
 
 def _np(t: torch.Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -114,27 +108,24 @@ def _np(t: torch.Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
     return t.detach().double().cpu().numpy().reshape(shape)
 
 
-def extract_attention_params(loaded: LoadedModel, layer: int) -> AttentionParams:
-    """Per-head weights of one attention sublayer. Shapes as in ``AttentionParams``."""
-    att = attention_module(loaded, layer)
-    if is_pre_norm(loaded):
-        q, k, v, dense = att.q, att.k, att.v, att.out
-        H, d = int(att.heads), int(att.head_dim)
-    else:
-        sa, dense = att.self, att.output.dense
-        q, k, v = sa.query, sa.key, sa.value
-        H, d = int(sa.num_attention_heads), int(sa.attention_head_size)
-    D = q.weight.shape[1]
+def extract_attention_params(loaded: Backend, layer: int) -> AttentionParams:
+    """Per-head weights of one attention sublayer (from ``Sites``). Shapes as in ``AttentionParams``:
+    ``w_q [H, d, D]`` (``W_Q[h]`` transposed), ``w_o [H, D, d]``, biases ``[H, d]`` / ``[D]``."""
+    blk = _block(loaded, layer)
+    H, D, d = blk.W_Q.shape
+
+    def t(w: torch.Tensor) -> np.ndarray:  # [H, D, d] -> [H, d, D]
+        return w.detach().double().cpu().numpy().transpose(0, 2, 1)
+
     return AttentionParams(
-        w_q=_np(q.weight, (H, d, D)),
-        b_q=_np(q.bias, (H, d)),
-        w_k=_np(k.weight, (H, d, D)),
-        b_k=_np(k.bias, (H, d)),
-        w_v=_np(v.weight, (H, d, D)),
-        b_v=_np(v.bias, (H, d)),
-        # the output projection's weight is [D, H*d]: its columns h*d:(h+1)*d are head h's W_O^h
-        w_o=dense.weight.detach().double().cpu().numpy().reshape(D, H, d).transpose(1, 0, 2),
-        b_o=_np(dense.bias, (D,)),
+        w_q=t(blk.W_Q),
+        b_q=_np(blk.b_Q, (H, d)),
+        w_k=t(blk.W_K),
+        b_k=_np(blk.b_K, (H, d)),
+        w_v=t(blk.W_V),
+        b_v=_np(blk.b_V, (H, d)),
+        w_o=blk.W_O.detach().double().cpu().numpy().transpose(0, 2, 1),  # [H, d, D] -> [H, D, d]
+        b_o=_np(blk.b_O, (D,)),
     )
 
 
@@ -157,51 +148,54 @@ def record_io(module: torch.nn.Module) -> Iterator[list[tuple[tuple, dict, objec
 
 
 @torch.inference_mode()
-def layer_context(loaded: LoadedModel, text: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
+def layer_context(loaded: Backend, text: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """Input ``[token, dim]`` of layer ``layer``'s self-attention and its output ``[token, H*d]``
-    (``softmax(QK^T/sqrt d) V``, heads concatenated), recorded during the model's own forward."""
+    (``softmax(QK^T/sqrt d) V``, heads concatenated: the ``head_z`` site), recorded during the model's
+    own forward in one request session (``attnscope.models.session``: nothing is set on the model)."""
+    _block(loaded, layer)
     if is_pre_norm(loaded):
         raise UnsupportedLayerError(
-            "layer_context records BERT's self-attention module; for zoo layers use AttentionSublayer on layer_input"
+            "layer_context records a post-norm layer's attention input; for zoo layers use AttentionSublayer "
+            "on layer_input"
         )
-    # the recorder hooks a per-request shell (shared weights): a hook on the shared module would also
-    # record every concurrent request's forward pass
-    shell = module_shell(loaded.model)
-    sa = submodule_of(shell, loaded.model, attention_module(loaded, layer).self)
     enc = {k: v.to(loaded.device) for k, v in encode_text(loaded, [text]).items()}
-    with record_io(sa) as calls:
-        shell(**enc)
-    if len(calls) != 1:
-        raise RuntimeError(f"expected one call of layer {layer}'s self-attention, saw {len(calls)}")
-    args, kwargs, output = calls[0]
-    hidden = args[0] if args else kwargs["hidden_states"]
-    context = output[0] if isinstance(output, tuple) else output
-    return hidden[0].double().cpu().numpy(), context[0].double().cpu().numpy()
+    rec = SiteRecorder({"resid_pre", "head_z"}, layers={layer})
+    with session(rec):
+        loaded.model(**enc)
+    hidden, z = rec.values["resid_pre"][layer], rec.values["head_z"][layer]
+    return hidden[0].double().cpu().numpy(), z[0].flatten(-2).double().cpu().numpy()
 
 
 class AttentionSublayer:
     """Phi's point map for one layer, in float64: ``x [token, dim] -> F_mu(x) [token, dim]``.
 
-    ``F_mu(x) = W_O (softmax(QK^T / sqrt d) V) + b_O`` with the layer's own modules (Q/K/V biases
-    included), plus ``x`` when ``residual``; the LayerNorm after the residual is left out.
+    ``F_mu(x) = sum_h softmax((x W_Q[h] + b_Q[h]) (x W_K[h] + b_K[h])^T / sqrt d) (x W_V[h] + b_V[h])
+    W_O[h] + b_O`` from the layer's ``Sites`` weights (float64 copies), plus ``x`` when ``residual``;
+    the LayerNorm after the residual is left out.
     """
 
-    def __init__(self, loaded: LoadedModel, layer: int, residual: bool = False):
-        att = attention_module(loaded, layer)
-        self.attention = copy.deepcopy(att).double().eval().cpu()
-        for prm in self.attention.parameters():
-            prm.requires_grad_(False)
+    def __init__(self, loaded: Backend, layer: int, residual: bool = False):
+        blk = _block(loaded, layer)
+        scale = getattr(getattr(loaded, "attention", None), "scale", None)
+        self.scale = float(scale) if scale else float(blk.W_Q.shape[-1]) ** -0.5
+
+        def f64(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(like.shape[0], like.shape[-1], dtype=torch.float64) if t is None else t.double().cpu()
+
+        self.w_q, self.w_k, self.w_v = (w.detach().double().cpu().clone() for w in (blk.W_Q, blk.W_K, blk.W_V))
+        self.b_q, self.b_k, self.b_v = f64(blk.b_Q, blk.W_Q), f64(blk.b_K, blk.W_K), f64(blk.b_V, blk.W_V)
+        self.w_o = blk.W_O.detach().double().cpu().clone()
+        self.b_o = torch.zeros(self.w_o.shape[-1], dtype=torch.float64) if blk.b_O is None else blk.b_O.double().cpu()
         self.residual = residual
         self.layer = layer
-        self.pre_norm = is_pre_norm(loaded)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         check_cancelled()  # one evaluation per call: a cancelled request stops here (models/cancel.py)
-        if self.pre_norm:  # zoo MultiHeadAttention: output projection included, fresh state
-            out = self.attention(x[None], {})[0][0]
-        else:
-            ctx = self.attention.self(x[None])[0]  # [1, token, H*d]
-            out = self.attention.output.dense(ctx)[0]
+        q = torch.einsum("nD,hDd->hnd", x, self.w_q) + self.b_q[:, None]
+        k = torch.einsum("nD,hDd->hnd", x, self.w_k) + self.b_k[:, None]
+        v = torch.einsum("nD,hDd->hnd", x, self.w_v) + self.b_v[:, None]
+        p = torch.softmax(q @ k.transpose(-1, -2) * self.scale, dim=-1)  # [H, n, n]
+        out = torch.einsum("hnd,hdD->nD", p @ v, self.w_o) + self.b_o
         return out + x if self.residual else out
 
     def numpy(self, x: np.ndarray) -> np.ndarray:
@@ -209,7 +203,7 @@ class AttentionSublayer:
             return self(torch.as_tensor(np.asarray(x, dtype=np.float64))).numpy()
 
 
-def max_entropy_deviation(loaded: LoadedModel, cap: Capture) -> np.ndarray:
+def max_entropy_deviation(loaded: Backend, cap: Capture) -> np.ndarray:
     """``[layer]``: largest |maximum-entropy row - model's attention row| per layer.
 
     Scores are recomputed in float64 from the extracted weights and the cloud each layer's attention

@@ -3,7 +3,7 @@
 ``iterate_shared_block(loaded, text_or_x0, n_steps, layer=None)``:
 
 - a model that offers ``shared_block`` (an ``nn.Module``, on the torch model or on the
-  ``LoadedModel``) is iterated from its first block's input ``hidden_states[0]``; the trained depth
+  ``Backend``) is iterated from its first block's input ``hidden_states[0]``; the trained depth
   is its number of layers. Contract for such models (the HA zoo models): ``shared_block(hidden
   [1, token, dim], **kw)`` returns the next hidden states (a tensor, or a tuple whose first item is
   it); if the model also offers ``shared_block_kwargs(x0 [1, token, dim]) -> dict`` (e.g. the HA
@@ -36,7 +36,7 @@ from attnscope.analysis.indices import check_index
 from attnscope.analysis.lipschitz import lipschitz_bound
 from attnscope.analysis.measure import FixedPoint, fixed_point_iteration
 from attnscope.models.capture import capture
-from attnscope.models.loading import LoadedModel
+from attnscope.models.interface import Backend, SitesUnavailableError
 from attnscope.pipelines.fixed_key_block import (
     BlockEstimate,
     BlockHalves,
@@ -91,12 +91,13 @@ class SharedIteration:
     block_contraction: BlockContraction | None = None
 
 
-def find_shared_block(loaded: LoadedModel) -> torch.nn.Module | None:
-    for owner in (loaded, loaded.model):
-        block = getattr(owner, "shared_block", None)
-        if block is not None:
-            return block
-    return None
+def find_shared_block(loaded: Backend) -> torch.nn.Module | None:
+    """The model's one shared block (``Sites.shared``: the zoo's HA models), or None."""
+    try:
+        sites = loaded.sites
+    except SitesUnavailableError:
+        return None
+    return sites.blocks[0].block if sites.shared else None
 
 
 def _as_step(block: torch.nn.Module, kwargs: dict) -> Callable[[np.ndarray], np.ndarray]:
@@ -109,7 +110,7 @@ def _as_step(block: torch.nn.Module, kwargs: dict) -> Callable[[np.ndarray], np.
     return step
 
 
-def block_step(loaded: LoadedModel, layer: int | None = None, x0: np.ndarray | None = None):
+def block_step(loaded: Backend, layer: int | None = None, x0: np.ndarray | None = None):
     """``(label, step, trained_depth, start_depth, demonstration)`` for the block to iterate."""
     if layer is None:
         block = find_shared_block(loaded)
@@ -118,22 +119,22 @@ def block_step(loaded: LoadedModel, layer: int | None = None, x0: np.ndarray | N
                 f"model {loaded.spec.name!r} has no shared block; name a layer to iterate (a demonstration "
                 "with that layer's own weights) or use a weight-sharing (HA) model"
             )
+        sites = loaded.sites
         block = copy.deepcopy(block).double().eval().cpu()
         kwargs = {}
-        owner = loaded.model if hasattr(loaded.model, "shared_block_kwargs") else loaded
-        if hasattr(owner, "shared_block_kwargs") and x0 is not None:
-            kwargs = owner.shared_block_kwargs(torch.as_tensor(x0, dtype=torch.float64)[None])
+        if sites.shared_state is not None and x0 is not None:
+            kwargs = sites.shared_state(torch.as_tensor(x0, dtype=torch.float64)[None])
         return "shared block", _as_step(block, kwargs), loaded.n_layers, 0, False
     layers = encoder_layers(loaded)
     check_index("layer", layer, len(layers), f"model {loaded.spec.name!r}")
-    block = copy.deepcopy(layers[layer]).double().eval().cpu()
+    block = copy.deepcopy(layers[layer].block).double().eval().cpu()
     label = f"layer {layer} block iterated with its own weights (demonstration, not a trained weight-sharing model)"
-    kwargs = {"state": {}} if is_pre_norm(loaded) else {}  # zoo blocks take the (here empty) pass state
+    kwargs = {"state": {}} if loaded.sites.pass_state else {}  # zoo blocks take the (here empty) pass state
     return label, _as_step(block, kwargs), 1, layer, True
 
 
 def iterate_shared_block(
-    loaded: LoadedModel, text: str | np.ndarray, n_steps: int, layer: int | None = None
+    loaded: Backend, text: str | np.ndarray, n_steps: int, layer: int | None = None
 ) -> SharedIteration:
     """Iterate the shared block (or layer ``layer``'s block) ``n_steps`` times.
 
@@ -160,7 +161,7 @@ def iterate_shared_block(
     return SharedIteration(label, demo, depth, start, result, log10_bound, contraction, block)
 
 
-def _block_contraction(loaded: LoadedModel, x0: np.ndarray, orbit: np.ndarray) -> BlockContraction | None:
+def _block_contraction(loaded: Backend, x0: np.ndarray, orbit: np.ndarray) -> BlockContraction | None:
     """The fixed-key bound for the shared block along ``orbit`` (None for blocks it does not cover)."""
     try:
         fk = extract_fixed_key_block(loaded, x0)

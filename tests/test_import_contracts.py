@@ -63,6 +63,9 @@ def test_the_contracts_catch_imports_against_the_layers(tmp_path):
     (layout / "attnscope" / "server" / "schemas" / "bad_heavy.py").write_text("import torch\n")
     (layout / "attnscope" / "pipelines" / "bad_old.py").write_text("import models.registry\n")
     (layout / "attnscope" / "server" / "jobs" / "bad_web.py").write_text("from attnscope.server.routes import jobs\n")
+    (layout / "attnscope" / "pipelines" / "interventions" / "bad_probe.py").write_text(
+        "def f():\n    from attnscope.models.backends.hf import HFBackend\n    return HFBackend\n"
+    )
     result = lint_imports(layout)
     assert result.returncode != 0
     out = result.stdout
@@ -71,4 +74,5 @@ def test_the_contracts_catch_imports_against_the_layers(tmp_path):
     assert "attnscope.server.schemas.bad_heavy -> torch" in out
     assert "attnscope.pipelines.bad_old -> models" in out
     assert "attnscope.server.jobs.bad_web -> attnscope.server.routes" in out
-    assert f"Contracts: {CONTRACTS - 6} kept, 6 broken." in out
+    assert "attnscope.pipelines.interventions.bad_probe -> attnscope.models.backends.hf" in out
+    assert f"Contracts: {CONTRACTS - 7} kept, 7 broken." in out

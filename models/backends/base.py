@@ -32,6 +32,7 @@ import torch
 
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
+from attnscope.models.outputs import BatchOutput
 from attnscope.models.registry import require_modality
 from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.models.spec import ModelSpec
@@ -177,6 +178,18 @@ class Backend(Protocol):
     @property
     def sites(self) -> Sites: ...
 
+    @property
+    def attention_edit_refusal(self) -> str | None: ...
+
+    def forward_batch(
+        self,
+        inputs: list[ModelInput],
+        want_maps: bool = False,
+        keep: list[int] | None = None,
+        model: torch.nn.Module | None = None,
+        rows: int = 1,
+    ) -> BatchOutput: ...
+
 
 class BackendBase:
     """What every backend shares: the checks of modality, emptiness and length, and defaults."""
@@ -205,6 +218,13 @@ class BackendBase:
                 f"model {self.spec.name!r}: {self._sites_refusal or 'its family has no Sites entry'}"
             )
         return self._sites
+
+    @property
+    def attention_edit_refusal(self) -> str | None:
+        """Why this model's attention cannot be edited per request (head ablation, edge knockout,
+        patching), or None when it can: Hugging Face models under ``attnscope_qk`` and the zoo's
+        multi-head attention apply the session's attention hooks."""
+        return f"model {self.spec.name!r} applies no per-request attention edits"
 
     def _init_sites(self, family: str, config: dict | None = None) -> None:
         """Build ``sites`` from the family table and install the session's taps (once, at load,

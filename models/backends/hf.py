@@ -132,6 +132,17 @@ class HFBackend(BackendBase):
         self.token_labels = TokenLabels(tokenizer)
         self._init_sites(str(getattr(model.config, "model_type", type(model).__name__)))
 
+    @property
+    def attention_edit_refusal(self) -> str | None:
+        """None under ``attnscope_qk`` (lazy capture); eager capture applies no attention hooks."""
+        if self.capture == "lazy":
+            return None
+        return (
+            f"model {self.spec.name!r} runs eager attention capture"
+            + (f" ({self.capture_refusal})" if self.capture_refusal else "")
+            + "; interventions act inside the attnscope_qk attention function: load it with capture='lazy'"
+        )
+
     def lazy_maps(self, records, index: int, length: int, inp: ModelInput) -> AttentionMaps:
         """Lazy maps of example ``index`` (its first ``length`` positions) of a recorded forward."""
         source = QKMapSource.from_records(records, index, length)

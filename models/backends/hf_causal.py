@@ -25,6 +25,7 @@ from attnscope.models.backends.generation import (
 )
 from attnscope.models.backends.hf import HFBackend, lazy_capture
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
+from attnscope.models.outputs import BatchOutput, cut_maps
 
 
 class ClassifierOutput(SimpleNamespace):
@@ -202,6 +203,29 @@ class HFCausalLMBackend(HFBackend):
         hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
         output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
         return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention, recompute_hidden=recompute)
+
+    def forward_batch(
+        self,
+        inputs: list[ModelInput],
+        want_maps: bool = False,
+        keep: list[int] | None = None,
+        model: torch.nn.Module | None = None,
+        rows: int = 1,
+    ) -> BatchOutput:
+        """One padded forward pass of ``inputs`` (inside the caller's session): the logits at the
+        positions ``keep`` (default: each row's last) as ``BatchOutput`` ``[B, P, vocab]`` float32.
+        ``model``: a shell of this model (``start_shell``) whose forward may run ``rows`` rows."""
+        enc = self.model_inputs(inputs)
+        lengths = enc["attention_mask"].sum(1).tolist() * rows
+        keep = sorted(set(keep or ()) | {n - 1 for n in lengths})
+        out = (model or self.model)(
+            **enc,
+            output_attentions=want_maps,
+            use_cache=False,
+            logits_to_keep=torch.tensor(keep, device=enc["input_ids"].device),
+        )
+        maps = cut_maps(torch.stack(out.attentions, dim=1).float().cpu().numpy(), lengths) if want_maps else None
+        return BatchOutput("next-token", lengths, logits=out.logits.float(), positions=tuple(keep), maps=maps)
 
     def continuation(self, inp: ModelInput, n_tokens: int = CONTINUATION_TOKENS) -> str:
         """The greedy continuation of the input (at most ``n_tokens``; no maps kept)."""

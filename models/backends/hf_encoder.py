@@ -10,6 +10,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import Capture, ModelInput
 from attnscope.models.backends.hf import HFBackend, lazy_capture, stack_attentions
+from attnscope.models.outputs import BatchOutput, cut_maps
 
 
 class HFEncoderBackend(HFBackend):
@@ -86,6 +87,28 @@ class HFEncoderBackend(HFBackend):
             hidden = None if hs is None else hs[b, :, :n]
             results.append(Capture(maps, outputs[b], hidden, token_ids=inp.token_ids, attention=self.attention))
         return results
+
+    def forward_batch(
+        self,
+        inputs: list[ModelInput],
+        want_maps: bool = False,
+        keep: list[int] | None = None,
+        model: torch.nn.Module | None = None,
+        rows: int = 1,
+    ) -> BatchOutput:
+        """One padded forward pass of ``inputs`` (inside the caller's session): class logits or the
+        pooled embedding (``BatchOutput``). ``model``: a shell of this model (``start_shell``) whose
+        forward may run ``rows`` rows per input; ``keep`` is for causal LMs."""
+        enc = self.model_inputs(inputs)
+        lengths = enc["attention_mask"].sum(1).tolist() * rows
+        out = (model or self.model)(**enc, output_attentions=want_maps)
+        maps = cut_maps(torch.stack(out.attentions, dim=1).float().cpu().numpy(), lengths) if want_maps else None
+        if self.spec.task == "classification":
+            return BatchOutput("classification", lengths, logits=out.logits.float(), maps=maps)
+        hidden = out.last_hidden_state.float()
+        m = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+        return BatchOutput("embedding", lengths, embedding=torch.nn.functional.normalize(pooled, dim=-1), maps=maps)
 
     def run_batch(self, inputs: list[ModelInput], hidden_states: bool = True) -> list[Capture]:
         """One padded forward pass for the whole batch."""

@@ -14,6 +14,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import AttentionConfig, BackendBase, Capture, ModelInput
 from attnscope.models.errors import TooManyTokensError
+from attnscope.models.outputs import BatchOutput, cut_maps
 from attnscope.models.spec import ModelSpec
 from attnscope.models.zoo import data
 
@@ -57,7 +58,21 @@ class ZooBackend(BackendBase):
             self.max_tokens = self.grid[0] * self.grid[1] + len(model.special)
             # models whose maps cover a zero-padded grid (conv-as-attention) show a padded image
             self.pad = int(getattr(model, "display_pad", 0))
-        self._init_sites("zoo", self.arch)
+        from attnscope.models.session import zoo_family
+
+        self._init_sites(zoo_family(self.arch), self.arch)
+
+    @property
+    def attention_edit_refusal(self) -> str | None:
+        """None for the zoo's multi-head attention (it applies the session's attention hooks)."""
+        from attnscope.models.zoo.attention import MultiHeadAttention
+
+        if all(isinstance(m, MultiHeadAttention) for m in self.attention_modules()):
+            return None
+        return (
+            f"zoo model {self.spec.name!r} ({self.spec.family}) has no per-head attention output to ablate or "
+            "patch; interventions support the zoo's multi-head attention models (e.g. vit, text-vanilla, gauss9-iso)"
+        )
 
     def attention_modules(self) -> list[torch.nn.Module]:
         """``[layer]`` each block's attention (one shared block repeated for HA models; conv-attention's
@@ -137,6 +152,29 @@ class ZooBackend(BackendBase):
             extras["conv_vs_attention"] = trace["first_layer"][0].flatten(2).transpose(1, 2).float().cpu().numpy()
         output = classification(logits, self.labels)
         return Capture(out, output, hidden, extras, token_ids=inp.token_ids, attention=self.attention)
+
+    def forward_batch(
+        self,
+        inputs: list[ModelInput],
+        want_maps: bool = False,
+        keep: list[int] | None = None,
+        model: torch.nn.Module | None = None,
+        rows: int = 1,
+    ) -> BatchOutput:
+        """One forward pass of ``inputs`` (images stacked, token ids zero-padded) inside the caller's
+        session: the class logits (``BatchOutput``) and, when asked, each row's maps."""
+        if inputs[0].pixels is not None:
+            x = torch.cat([i.pixels for i in inputs]).to(self.device)
+        else:
+            n = max(len(i.token_ids) for i in inputs)
+            x = torch.zeros(len(inputs), n, dtype=torch.long)
+            for row, i in enumerate(inputs):
+                x[row, : len(i.token_ids)] = torch.tensor(i.token_ids)
+            x = x.to(self.device)
+        logits, maps = (model or self.model)(x)
+        lengths = [len(i) for i in inputs]
+        cut = cut_maps(maps.float().cpu().numpy(), lengths, always=True) if want_maps else None
+        return BatchOutput("classification", lengths, logits=logits.float(), maps=cut)
 
     # ------------------------------------------------------------------ structure
     def structure(self) -> dict | None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from attnscope.models.attention_fn import current_context, edit_logits, edit_output, edits_logits_at
+
 NEG = -1e9  # additive mask: large negative, finite (EA conv and float16 stay safe)
 
 
@@ -119,8 +121,19 @@ class MultiHeadAttention(nn.Module):
         """``x`` (B, N, D); ``key_mask`` (B, N) True for real positions.
 
         Returns the output (B, N, D), the probabilities (B, H, N, N) and the state passed on.
+
+        Inside a request context (``attnscope.models.attention_fn``) the context's attention hooks
+        edit this layer's logits (content + bias, before the key mask and EA) and its heads' outputs
+        (``[B, N, H, d]``, before the output projection) through the same functions ``attnscope_qk``
+        calls; the layer is the context's cursor (set by the block taps of
+        ``attnscope.models.session``). Nothing is kept on the module.
         """
+        ctx = current_context()
+        hooks = ctx.hooks if ctx is not None else ()
+        layer = ctx.cursor.layer if ctx is not None else -1
         s = self.logits(x, state)
+        if hooks and edits_logits_at(hooks, layer):
+            s = edit_logits(hooks, layer, s.expand(x.shape[0], -1, -1, -1))
         valid = None
         if key_mask is not None:
             valid = key_mask[:, None, None, :]  # (B, 1, 1, N)
@@ -139,8 +152,10 @@ class MultiHeadAttention(nn.Module):
             probs = probs.expand(x.shape[0], -1, -1, -1)
         else:
             y = self.drop(probs) @ v  # (B, H, N, d)
-        y = y.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1)
-        return self.out(y), probs, state
+        y = y.transpose(1, 2)  # (B, N, H, d)
+        if hooks:
+            y = edit_output(hooks, layer, y)
+        return self.out(y.reshape(x.shape[0], x.shape[1], -1)), probs, state
 
 
 class FeedForward(nn.Sequential):

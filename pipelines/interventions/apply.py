@@ -19,10 +19,11 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.models.backends.base import Backend, ModelInput
+from attnscope.models.interface import Backend, ModelInput
+from attnscope.models.sites import SitesUnavailableError
 from attnscope.pipelines.interventions.edits import EditContext, HeadRecorder, build_edits
 from attnscope.pipelines.interventions.metrics import MetricSpec, all_effects, effect, resolve, targets_of
-from attnscope.pipelines.interventions.runner import Outputs, Runner, Start, backend_kind, head_dim
+from attnscope.pipelines.interventions.runner import Outputs, Runner, Start, head_dim
 from attnscope.pipelines.interventions.spec import HeadAblation, HeadPatch, InterventionSet, validate
 
 log = logging.getLogger(__name__)
@@ -255,12 +256,16 @@ def head_effects(
     """The per-head effect grid: ``effect [layer, head]`` (metric change when that head alone is
     ablated or patched), with the clean prediction; ``grids`` adds classifiers' ``flip [layer, head]``.
 
-    Hugging Face models reuse the clean prefix: the heads of layer ``l`` run together (batches of at
-    most ``chunk`` rows, row ``h`` editing head ``h``) through blocks ``l..L-1`` only, from the clean
-    residual stream entering block ``l`` (recorded once), so the grid costs about half of ``L * H``
-    full forward passes. Zoo models run batches of ``chunk`` full passes, each row with its own edit."""
+    Startable families (``Sites.startable``: the Hugging Face ones) reuse the clean prefix: the heads
+    of layer ``l`` run together (batches of at most ``chunk`` rows, row ``h`` editing head ``h``) through
+    blocks ``l..L-1`` only, from the clean residual stream entering block ``l`` (recorded once), so the
+    grid costs about half of ``L * H`` full forward passes. Zoo models run batches of ``chunk`` full
+    passes, each row with its own edit."""
     sets = grid_sets(backend.n_layers, backend.n_heads, method)
-    prefix = backend_kind(backend) != "zoo"
+    try:
+        prefix = backend.sites.startable
+    except SitesUnavailableError:
+        prefix = False  # prepare refuses the model with the reason
     prep = prepare(backend, inp, sets[:1], metric, source, direction, means, record=prefix)
     if any(s.needs_means for s in sets) and prep.ctx.means is None:  # pragma: no cover - prepare saw sets[0]
         prep.ctx.means = (means or HeadMeans()).get(backend, prep.runner)

@@ -10,6 +10,7 @@ import torch
 from attnscope.analysis.block_bound import global_bound, orbit_check
 from attnscope.models.capture import capture, capture_image
 from attnscope.models.loading import load_model
+from attnscope.models.session import attach, zoo_family
 from attnscope.models.zoo import data, samples
 from attnscope.models.zoo.manifest import read_manifest
 from attnscope.models.zoo.nets import TextTransformer, VisionTransformer
@@ -65,7 +66,7 @@ def test_head_matrices_decompose_the_attention_output(ha):
         out, probs, _ = block.attn(u, dict(halves.state))
     if probs.shape[-1] != u.shape[1]:  # SAN: window weights -> dense [query, key]
         probs = block.attn.dense(probs)
-    w = head_matrices(block.attn)  # [H, D, D]
+    w = head_matrices(loaded.sites.blocks[0])  # [H, D, D]
     rebuilt = np.einsum("hqk,kD,hED->qE", probs[0].numpy(), u[0].numpy(), w)
     # the constants (value/output biases) cancel in differences between tokens
     np.testing.assert_allclose(rebuilt - rebuilt[0], out[0].numpy() - out[0, 0].numpy(), atol=1e-9)
@@ -97,6 +98,13 @@ def test_trained_ha_blocks_drift_while_the_standardised_measure_settles(ha):
     assert res.behaviour == "drifts" and res.drift > 0
     assert res.w1_normalised[-1] < 0.05 * res.w1_normalised[0]
     assert res.normalised_order is not None and res.normalised_order > 0.5
+
+
+def _loaded(model, name):
+    """A zoo model built here, with its ``Sites`` (and the session's taps, as a backend attaches them)."""
+    return SimpleNamespace(
+        model=model, spec=SimpleNamespace(name=name), sites=attach(model, zoo_family(model.cfg), model.cfg)
+    )
 
 
 def _sharpen(model: torch.nn.Module, scale: float) -> None:
@@ -158,7 +166,7 @@ def test_bound_holds_on_random_sharpened_ha_blocks(kind, scale):
     torch.manual_seed(0)
     model = TINY[kind]().double().eval()
     _sharpen(model, scale)
-    loaded = SimpleNamespace(model=model, spec=SimpleNamespace(name=f"tiny-{kind}"))
+    loaded = _loaded(model, f"tiny-{kind}")
     rng = np.random.default_rng(0)
     n = 10 if kind == "text" else 16
     x0 = rng.standard_normal((n, 12 if kind != "text" else 16))
@@ -190,7 +198,7 @@ def test_blocks_the_bound_does_not_cover_are_refused():
             "ea": {"alpha": 0.5, "beta": 0.3},
         }
     )
-    loaded = SimpleNamespace(model=ea.double(), spec=SimpleNamespace(name="tiny-ea-ha"))
+    loaded = _loaded(ea.double(), "tiny-ea-ha")
     with pytest.raises(NotFixedKeyBlockError, match="Evolving Attention"):
         extract_fixed_key_block(loaded, np.zeros((4, 8)) + np.arange(8))
     plain = TextTransformer(
@@ -206,4 +214,4 @@ def test_blocks_the_bound_does_not_cover_are_refused():
         }
     )
     with pytest.raises(NotFixedKeyBlockError, match="no shared"):
-        extract_fixed_key_block(SimpleNamespace(model=plain, spec=SimpleNamespace(name="tiny")), np.ones((4, 8)))
+        extract_fixed_key_block(_loaded(plain, "tiny"), np.ones((4, 8)))

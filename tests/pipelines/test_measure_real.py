@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 from transformers import BertConfig
-from transformers.models.bert.modeling_bert import BertLayer
 
 from attnscope.analysis.markov_kernel import head_outputs, push_forward
 from attnscope.analysis.wasserstein import w1_uniform
@@ -82,7 +81,10 @@ def test_the_estimate_never_exceeds_the_derived_bound(minilm, cap, layer):
     assert r.log10_ratio < 0 and r.bound.log10_bound > r.bound.log10_bound_without_bias
 
 
-def tiny_layer(uniform: bool, seed=0):
+def tiny_model(uniform: bool, seed=0):
+    """A one-layer BERT (eager attention, no dropout); with ``uniform`` its queries and keys are zero."""
+    from transformers import BertModel
+
     cfg = BertConfig(
         hidden_size=8,
         num_attention_heads=2,
@@ -93,32 +95,43 @@ def tiny_layer(uniform: bool, seed=0):
         attention_probs_dropout_prob=0.0,
     )
     torch.manual_seed(seed)
-    layer = BertLayer(cfg).eval()
+    model = BertModel(cfg).eval()
     if uniform:
-        for lin in (layer.attention.self.query, layer.attention.self.key):
+        att = model.encoder.layer[0].attention.self
+        for lin in (att.query, att.key):
             torch.nn.init.zeros_(lin.weight)
             torch.nn.init.zeros_(lin.bias)
-    return layer
+    return model
 
 
 class FakeLoaded:
-    """Just enough of a Backend: a BERT-like encoder of one layer (and maybe a shared block)."""
+    """Just enough of a backend: a one-layer BERT with its ``Sites`` (and maybe as a shared block
+    applied three times, through the ``Sites`` contract: ``shared`` and ``shared_state``)."""
 
-    def __init__(self, layer, shared=False):
+    def __init__(self, model, shared=False):
+        from dataclasses import replace
+
+        from attnscope.models.site_table import build_sites
+
         self.spec = type("Spec", (), {"name": "tiny"})()
-        self.model = torch.nn.Module()
-        self.model.encoder = torch.nn.Module()
-        self.model.encoder.layer = torch.nn.ModuleList([layer])
+        self.model = model
         self.n_layers = 3
+        sites = build_sites(model, "bert")
         if shared:
-            self.model.shared_block = layer
-            self.model.shared_block_kwargs = lambda x0: {"attention_mask": None}
+            sites = replace(
+                sites,
+                n_layers=3,
+                blocks=sites.blocks * 3,
+                shared=True,
+                shared_state=lambda x0: {"attention_mask": None},
+            )
+        self.sites = sites
 
 
 def test_gradient_ascent_reaches_the_bound_where_it_is_tight():
     """Uniform attention (W_Q = W_K = 0, no biases reaching the softmax): L = sum_h ||W_O^h W_V^h||
     for one head; with two heads the sum is an upper bound and ||W_O W_V|| (all heads) is reached."""
-    loaded = FakeLoaded(tiny_layer(uniform=True))
+    loaded = FakeLoaded(tiny_model(uniform=True))
     x = np.random.default_rng(0).standard_normal((6, 8))
     r = lipschitz_report(loaded, 0, x, eps=(1e-2,), n_draws=2, ascent_eps=(1e-1,), ascent_steps=40)
     p = extract_attention_params(loaded, 0)
@@ -130,8 +143,16 @@ def test_gradient_ascent_reaches_the_bound_where_it_is_tight():
 def test_unsupported_and_out_of_range_layers_are_refused(minilm):
     with pytest.raises(IndexError, match="0..5"):
         extract_attention_params(minilm, 6)
-    not_bert = FakeLoaded(tiny_layer(False))
-    not_bert.model = torch.nn.Linear(2, 2)
+    from attnscope.models.site_table import build_sites
+
+    class NotBert:  # a model whose family has no Sites entry, as a backend reports it
+        spec = type("Spec", (), {"name": "linear"})()
+
+        @property
+        def sites(self):
+            return build_sites(torch.nn.Linear(2, 2), "linear")
+
+    not_bert = NotBert()
     with pytest.raises(UnsupportedLayerError, match="BERT-like"):
         extract_attention_params(not_bert, 0)
 
@@ -148,8 +169,9 @@ def test_iterating_a_minilm_layer_starts_with_the_models_own_next_layer(minilm, 
 
 
 def test_a_model_with_a_shared_block_is_iterated_through_the_contract():
-    layer = tiny_layer(uniform=False)
-    loaded = FakeLoaded(layer, shared=True)
+    model = tiny_model(uniform=False)
+    layer = model.encoder.layer[0]
+    loaded = FakeLoaded(model, shared=True)
     x0 = np.random.default_rng(1).standard_normal((5, 8))
     it = iterate_shared_block(loaded, x0, 4)
     assert not it.demonstration and it.trained_depth == 3 and it.start_depth == 0

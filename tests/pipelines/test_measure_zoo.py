@@ -47,7 +47,7 @@ def test_the_kernel_formulation_is_the_zoo_layers_own_output(which, request):
     loaded, cap = request.getfixturevalue(which)
     for layer in range(loaded.n_layers):
         u = layer_input(loaded, cap.hidden_states, layer)
-        block = encoder_layers(loaded)[layer]
+        block = encoder_layers(loaded)[layer].block  # the model's own module (BlockSites.block)
         with torch.no_grad():  # the model's own LN1 and attention, in its own float32
             ref_u = block.ln1(torch.as_tensor(cap.hidden_states[layer]))
             out = block.attn(ref_u[None], {})[0][0].double().numpy()
@@ -72,7 +72,7 @@ def test_a_zoo_block_iterates_as_a_demonstration(vanilla):
     loaded, cap = vanilla
     it = iterate_shared_block(loaded, cap.hidden_states[0], 4, layer=0)
     assert it.demonstration and it.log10_bound_attention is None  # pre-LN: the orbit's ball is not the map's
-    block = copy.deepcopy(encoder_layers(loaded)[0]).double()
+    block = copy.deepcopy(encoder_layers(loaded)[0].block).double()
     with torch.no_grad():
         first = block(torch.as_tensor(cap.hidden_states[0], dtype=torch.float64)[None], {})[0][0]
 

@@ -1,0 +1,26 @@
+"""The Sites rewrite (issue #22) holds the numbers: interventions, head-effect grids, lazy maps and
+measure views equal, to 1e-6, what the code before it gave (``tests/pipelines/before_after.py``
+wrote the fixtures with ``main`` at 90cb962)."""
+
+import numpy as np
+import pytest
+from before_after import GROUPS, fixture, measure
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", GROUPS)
+def test_the_rewrite_gives_the_numbers_of_before(group, monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(tmp_path))  # the tiny models' root (restored after)
+    if not fixture(group).exists():
+        pytest.fail(f"no fixture for {group}: run python tests/pipelines/before_after.py {group} on the old code")
+    before = dict(np.load(fixture(group)))
+    after = measure(group, tmp_path)
+    assert sorted(after) == sorted(before)
+    worst = {}
+    for key, ref in before.items():
+        got = np.asarray(after[key], np.float64)
+        assert got.shape == ref.shape, key
+        scale = max(1.0, float(np.abs(ref).max())) if ref.size else 1.0
+        worst[key] = float(np.abs(got - ref).max()) / scale if ref.size else 0.0
+    bad = {k: v for k, v in worst.items() if v > 1e-6}
+    assert not bad, bad
