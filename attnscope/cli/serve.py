@@ -57,8 +57,17 @@ def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
     """Serve the dashboard with gunicorn (one process, ``threads`` threads: callbacks wait on the
     API, sometimes for seconds, so several run at once); Flask's server only if gunicorn is absent."""
     from attnscope.frontend.app import create_dash_app
+    from attnscope.frontend.security import DashSecurity, check_exposure
 
-    app = create_dash_app(api_url)
+    security = DashSecurity.from_env()
+    # compose binds 0.0.0.0 in the container and publishes the port on ATTNSCOPE_BIND of the host
+    check_exposure(
+        host,
+        security.credential,
+        allow_open=env("ATTNSCOPE_DASH_ALLOW_OPEN", "").strip().lower() in ("1", "true", "yes"),
+        exposed_on=env("ATTNSCOPE_DASH_EXPOSED_ON", "").strip() or None,
+    )
+    app = create_dash_app(api_url, security=security)
     log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
     try:
         from gunicorn.app.base import BaseApplication
@@ -133,10 +142,14 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.command == "serve":
-        return _serve(args)
     if args.command == "api":
         run_api(args.host, args.port)
         return 0
-    run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
+    except ValueError as refused:  # check_exposure, or a malformed dashboard setting
+        log.error("%s", refused)
+        return 2
     return 0
