@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     ATTNSCOPE_MAX_BODY_BYTES  largest JSON body, default 1 MiB (413 before the body is read)
     ATTNSCOPE_MAX_UPLOAD_BYTES largest multipart upload, default 11 MiB (a 10 MB image + form overhead)
     ATTNSCOPE_COMPUTE_BUDGET  per-request budget of tokens x steps x explainers (faithfulness), default 400000
+    ATTNSCOPE_REQUEST_DEADLINE seconds a heavy request may run (queue wait included) before it is cancelled
+                              and answered 504 (run it as a job instead), default 180; 0: none
     ATTNSCOPE_RATE_LIMIT      per-client rate limit (the limits package's syntax, e.g. "600/minute"); empty: off
     ATTNSCOPE_DATABASE_URL    SQLAlchemy URL of the database (default: an SQLite file in the state folder)
     ATTNSCOPE_STATE_DIR       folder of that SQLite file ($ATTNSCOPE_DATA_DIR/state, else ~/.local/state/attnscope)
@@ -73,6 +75,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(2**20, ge=1024)
     max_upload_bytes: int = Field(11 * 2**20, ge=1024)
     compute_budget: int = Field(400_000, ge=1)
+    request_deadline: float | None = Field(180.0, ge=0)  # 0 or None: no deadline
     rate_limit: str | None = None
     database_url: str | None = None
     state_dir: str | None = None
@@ -95,6 +98,7 @@ class Settings(BaseSettings):
         "max_body_bytes",
         "max_upload_bytes",
         "compute_budget",
+        "request_deadline",
         "max_queued_jobs",
         "ray_workers",
         "ray_threads",
@@ -114,6 +118,11 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("request_deadline", mode="after")
+    @classmethod
+    def _zero_is_none(cls, value: float | None) -> float | None:
+        return value or None
 
     @field_validator("allowed_hosts", mode="after")
     @classmethod

@@ -64,6 +64,8 @@ DESCRIPTIONS = {
     429: "too much work queued (Retry-After says when to try again) or the per-client rate limit is reached",
     500: "a bug: the detail says so, the traceback is in the server log",
     503: "a model checkpoint is missing or does not match its manifest",
+    504: "the model work ran past the per-request deadline (ATTNSCOPE_REQUEST_DEADLINE) and was stopped: "
+    "ask for less or run it as a job (POST /api/v1/jobs)",
 }
 CSRF_PARAMETER = {
     "name": "X-Requested-With",
@@ -217,6 +219,13 @@ def document_common_errors(app: FastAPI, token: bool = True) -> None:
         if app.openapi_schema is not None:
             return app.openapi_schema
         doc = base_openapi()
+        heavy_ops = {  # (path without the router's prefix, method) on the heavy executor: its deadline answers 504
+            (r.path, m.lower())
+            for top in app.routes
+            for r in getattr(getattr(top, "original_router", None), "routes", [top])
+            if getattr(getattr(r, "endpoint", None), "__heavy__", None)
+            for m in r.methods
+        }
         ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
         doc.setdefault("components", {}).setdefault("schemas", {})["ErrorBody"] = ErrorBody.model_json_schema(
             ref_template="#/components/schemas/{model}"
@@ -225,10 +234,12 @@ def document_common_errors(app: FastAPI, token: bool = True) -> None:
             doc["components"]["schemas"].pop(schema, None)
         if not token:
             doc["components"].pop("securitySchemes", None)
-        for item in doc.get("paths", {}).values():
-            for op in item.values():
+        for path, item in doc.get("paths", {}).items():
+            for method, op in item.items():
                 if not isinstance(op, dict) or "responses" not in op:
                     continue
+                if (path.removeprefix("/api/v1"), method) in heavy_ops or (path, method) in heavy_ops:
+                    op["responses"].setdefault("504", {"description": DESCRIPTIONS[504]})
                 if not token:
                     op.pop("security", None)
                     op["responses"].pop("401", None)

@@ -7,6 +7,9 @@
   ``CancelToken`` is set; queued work is dropped, running work stops at its next
   ``attnscope.models.cancel.check_cancelled()`` (explainer batches, predict batches, Lipschitz
   steps call it).
+- **Deadline**: work still queued or running ``ATTNSCOPE_REQUEST_DEADLINE`` seconds after it was
+  accepted is cancelled the same way, and its request answered **504** ``deadline_exceeded`` at
+  once, saying how to run it as a job (which has no deadline).
 - **Prompt shutdown**: workers are daemon threads and ``shutdown()`` cancels everything, so SIGTERM
   exits within seconds even while heavy work runs (uvicorn gets ``timeout_graceful_shutdown``).
 - ``/health`` never touches this executor nor the threadpool (an ``async def`` reading memory).
@@ -58,13 +61,33 @@ class ExecutorBusy(ApiError):
         )
 
 
-class HeavyExecutor:
-    """``workers`` daemon threads taking work from a queue of at most ``queue_limit`` waiting items."""
+DEADLINE_REASON = "the request's deadline passed"
 
-    def __init__(self, workers: int = 2, queue_limit: int = 16, retry_after: int = 2):
+
+class DeadlinePassed(ApiError):
+    """504: the work ran past ``ATTNSCOPE_REQUEST_DEADLINE``; it was cancelled like a client that left."""
+
+    def __init__(self, deadline: float):
+        super().__init__(
+            504,
+            f"this request ran past this server's per-request deadline of {deadline:g} s (ATTNSCOPE_REQUEST_DEADLINE) "
+            "and was stopped. Ask for less (fewer explainers or steps, a shorter text), or run it as a job, which has "
+            'no deadline and reports progress: POST /api/v1/jobs {"kind": ..., "params": {...}} '
+            "(GET /api/v1/jobs/kinds lists the kinds and their parameters)",
+            code="deadline_exceeded",
+        )
+
+
+class HeavyExecutor:
+    """``workers`` daemon threads taking work from a queue of at most ``queue_limit`` waiting items;
+    ``deadline`` (seconds, None: none): work still queued or running that long after it was submitted
+    is cancelled and its request answered 504."""
+
+    def __init__(self, workers: int = 2, queue_limit: int = 16, retry_after: int = 2, deadline: float | None = None):
         self.workers = max(1, int(workers))
         self.queue_limit = max(0, int(queue_limit))
         self.retry_after = retry_after
+        self.deadline = deadline
         self._queue: queue.Queue = queue.Queue()
         self._slots = threading.BoundedSemaphore(self.workers + self.queue_limit)
         self._tokens: set[CancelToken] = set()
@@ -119,11 +142,21 @@ class HeavyExecutor:
                 self._slots.release()
 
     async def run(self, request: Request | None, fn: Callable, /, *args, **kwargs):
-        """Run ``fn`` on a worker and await it; cancel it when ``request``'s client disconnects."""
+        """Run ``fn`` on a worker and await it; cancel it when ``request``'s client disconnects or the
+        deadline passes (504 at once; the worker stops at its next ``check_cancelled``)."""
         fut, token = self.submit(fn, *args, **kwargs)
         watcher = asyncio.create_task(self._watch(request, token, fut)) if request is not None else None
         try:
-            return await asyncio.wrap_future(fut)
+            waited = asyncio.wrap_future(fut)
+            if self.deadline is None:
+                return await waited
+            try:
+                return await asyncio.wait_for(waited, timeout=self.deadline)
+            except TimeoutError:
+                log.info("deadline of %g s passed: cancelling its work", self.deadline)
+                token.cancel(DEADLINE_REASON)
+                fut.cancel()  # still queued: never starts
+                raise DeadlinePassed(self.deadline) from None
         except asyncio.CancelledError:  # the server cancelled the request task (shutdown)
             token.cancel("the server is shutting down")
             fut.cancel()
@@ -176,4 +209,4 @@ def heavy(fn: Callable) -> Callable:
     return wrapper
 
 
-__all__ = ["Cancelled", "ExecutorBusy", "HeavyExecutor", "heavy"]
+__all__ = ["Cancelled", "DeadlinePassed", "ExecutorBusy", "HeavyExecutor", "heavy"]
