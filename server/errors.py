@@ -113,13 +113,27 @@ def _where(loc: tuple) -> str:
     return ".".join(parts) or "request"
 
 
+MAX_DETAIL_ERRORS = 20  # errors listed in a 422's detail; the rest are counted
+MAX_DETAIL_LINE = 300  # characters of one error's line
+MAX_DETAIL_CHARS = 4000  # characters of the whole detail
+
+
 def validation_detail(errors: list[dict], prefix: str = "") -> str:
-    """One readable line per pydantic error: ``field.path: message`` (the limits pydantic states)."""
-    msgs = []
-    for e in errors:
+    """One readable line per pydantic error: ``field.path: message`` (the limits pydantic states);
+    at most ``MAX_DETAIL_ERRORS`` lines of ``MAX_DETAIL_LINE`` characters, ``MAX_DETAIL_CHARS`` in all,
+    then how many more there were."""
+    msgs: list[str] = []
+    size = 0
+    for e in errors[:MAX_DETAIL_ERRORS]:
         msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
-        where = _where(tuple(e.get("loc", ())))
-        msgs.append(f"{prefix}{where}: {msg}")
+        line = f"{prefix}{_where(tuple(e.get('loc', ())))}: {msg}"
+        line = line if len(line) <= MAX_DETAIL_LINE else line[: MAX_DETAIL_LINE - 1] + "…"
+        if size + len(line) > MAX_DETAIL_CHARS:
+            break
+        msgs.append(line)
+        size += len(line) + 2
+    if len(errors) > len(msgs):
+        msgs.append(f"and {len(errors) - len(msgs):,} more errors")
     return "; ".join(msgs) or "invalid request"
 
 
