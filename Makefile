@@ -21,10 +21,20 @@ AXE_DIR ?= .cache/axe
 AXE_JS := $(AXE_DIR)/node_modules/axe-core/axe.min.js
 # `make docs` serves the documentation here (127.0.0.1 only; 8000/8050 are the API's and the dashboard's)
 DOCS_PORT ?= 8100
+# `make data`: the data sets into the data folder (ATTNSCOPE_DATA_DIR, default ~/.local/share/attnscope/data),
+# from ATTNSCOPE_DATA_SOURCE (a folder or archive) when set, else from the pinned download addresses
+# (docs/guide/data.md). `make test` runs it only when a source is set; without data the tests use the
+# committed cuts in tests/fixtures/data.
+ATTNSCOPE_DATA_SOURCE ?=
+# `make test-nodata`: the tests that need data, from a copy of HEAD in a temporary folder, no data folder reachable
+DATA_TESTS ?= tests/test_cli_data.py tests/models/test_data_registry.py tests/pipelines/test_datasets.py \
+  tests/server/test_routes_datasets.py tests/server/test_jobs_census.py tests/server/test_routes_jobs.py \
+  tests/server/test_routes_faithfulness.py tests/pipelines/test_faithfulness_eval.py \
+  tests/pipelines/test_intervention_dataset.py tests/browser/test_census_page.py tests/browser/test_faithfulness_page.py
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: axe postgresql decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
+.PHONY: data test-nodata axe postgresql decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,8 +86,29 @@ docs: install-test  ## the documentation site on http://127.0.0.1:$(DOCS_PORT)/,
 docs-build: install-test  ## the documentation site into build/site; --strict: a broken link, anchor or formula fails
 	$(MKDOCS) build --strict
 
+data: install  ## the data sets into the data folder, checksums verified (from ATTNSCOPE_DATA_SOURCE when set); idempotent
+	ATTNSCOPE_DATA_SOURCE="$(ATTNSCOPE_DATA_SOURCE)" $(BIN)/attnscope data fetch
+
 test: install-test chromium postgresql axe lint docs-build  ## the whole suite: lint, docs build, unit, real-model, API, browser
+	@if [ -n "$(ATTNSCOPE_DATA_SOURCE)" ]; then $(MAKE) --no-print-directory data; \
+	else echo "no ATTNSCOPE_DATA_SOURCE: the tests that need data use tests/fixtures/data (make data for the full sets)"; fi
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# A copy of HEAD (git archive) in a temporary folder: no data folder beside it, ATTNSCOPE_DATA_DIR unset and
+# XDG_DATA_HOME empty, so only the committed fixtures can be found. The copy imports its own code: symlinks
+# make its attnscope/ folder the whole package, first on PYTHONPATH (this venv's packages serve the rest).
+test-nodata: install-test  ## the tests that need data, run from a bare copy of the repository with no data reachable
+	@tmp=$$(mktemp -d -t attnscope-nodata-XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	git archive HEAD | tar -x -C "$$tmp"; mkdir -p "$$tmp/.empty-data-home"; \
+	for p in analysis models pipelines experiments server frontend; do ln -s "../$$p" "$$tmp/attnscope/$$p"; done; \
+	cd "$$tmp" && start=$$(date +%s) && \
+	env -u ATTNSCOPE_DATA_DIR -u ATTNSCOPE_DATA_SOURCE XDG_DATA_HOME="$$tmp/.empty-data-home" PYTHONPATH="$$tmp" \
+	  $(abspath $(BIN))/python -c 'import attnscope.models.data_registry as r, sys; \
+	  assert r.__file__.startswith(sys.argv[1]), r.__file__; \
+	  print("data folder", r.data_dir(), "present:", [n for n, ok in r.present().items() if ok])' "$$tmp" && \
+	env -u ATTNSCOPE_DATA_DIR -u ATTNSCOPE_DATA_SOURCE XDG_DATA_HOME="$$tmp/.empty-data-home" PYTHONPATH="$$tmp" \
+	  $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider $(DATA_TESTS); rc=$$?; \
+	echo "make test-nodata: pytest exit $$rc in $$(( $$(date +%s) - start )) s"; exit $$rc
 
 contract: install-test  ## the OpenAPI contract alone: schemathesis --checks all, >= 2,000 cases, against a live API (make test runs it too)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/server/test_contract.py

@@ -32,10 +32,10 @@ def census_params(n: int, seed: int = 0):
 
 def in_process_vs_ray(n: int, workers: int, ray_threads: int) -> dict:
     from attnscope.models.loading import ModelCache
-    from attnscope.server.executors import InProcessExecutor, run_kind
-    from attnscope.server.job_kinds import register_job_kinds
-    from attnscope.server.jobs import JOB_KINDS
-    from attnscope.server.ray_executor import RayExecutor
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.kinds import JOB_KINDS
+    from attnscope.server.jobs.ray_shards import RayExecutor
+    from attnscope.server.jobs.shards import InProcessExecutor, run_kind
 
     register_job_kinds()
     kind, params = JOB_KINDS["census"], census_params(n)
@@ -73,8 +73,8 @@ def in_process_vs_ray(n: int, workers: int, ray_threads: int) -> dict:
 def db_overhead(n: int, repeats: int) -> dict:
     from attnscope.models.loading import ModelCache
     from attnscope.server.db.engine import open_database
-    from attnscope.server.job_kinds import register_job_kinds
-    from attnscope.server.job_manager import JobManager
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.manager import JobManager
 
     class _Service:
         models = ModelCache("cpu")
@@ -105,7 +105,7 @@ def db_overhead(n: int, repeats: int) -> dict:
 def write_cost(n: int = 500) -> float:
     """Seconds per progress write (one UPDATE of the job's row in SQLite WAL), mean of ``n``."""
     from attnscope.server.db.engine import open_database
-    from attnscope.server.db.job_records import JobRecords
+    from attnscope.server.jobs.records import JobRecords
 
     with tempfile.TemporaryDirectory() as folder:
         db = open_database(None, folder)

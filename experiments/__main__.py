@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import torch
 
 from attnscope.experiments import seeds
+from attnscope.models.settings import model_settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    torch.set_num_threads(int(os.environ.get("ATTNSCOPE_TRAIN_THREADS", "1")))
+    torch.set_num_threads(model_settings().train_threads or 1)  # ATTNSCOPE_TRAIN_THREADS
     log = logging.getLogger(__name__)
     start = time.time()
     if args.step == "reproduce":

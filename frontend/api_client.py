@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import httpx
 import numpy as np
 from pydantic import TypeAdapter
@@ -16,6 +14,7 @@ from attnscope.analysis.codec import (  # pure numpy: the wire format is defined
 from attnscope.server.schemas import (
     CensusResultPublic,
     ConvAttentionPublic,
+    DataSetList,
     EvolutionPublic,
     ExplainerPublic,
     FaithfulnessPublic,
@@ -53,13 +52,14 @@ class ApiError(Exception):
 
 
 class ApiClient:
-    """Typed access to the attnscope REST API."""
+    """Typed access to the attnscope REST API at ``base_url`` (default ``http://127.0.0.1:8000``), with
+    ``token`` as the bearer token when the API asks for one. Both come from the caller: the command
+    line passes ``ATTNSCOPE_API_URL`` and ``ATTNSCOPE_API_TOKEN`` from the server's settings."""
 
     def __init__(self, base_url: str | None = None, token: str | None = None, timeout: float = 120.0):
-        base = (base_url or os.environ.get("ATTNSCOPE_API_URL") or "http://127.0.0.1:8000").rstrip("/")
+        base = (base_url or "http://127.0.0.1:8000").rstrip("/")
         self.base_url = base
         headers = {}
-        token = token if token is not None else os.environ.get("ATTNSCOPE_API_TOKEN")
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._http = httpx.Client(base_url=f"{base}/api/v1", timeout=timeout, headers=headers)
@@ -229,6 +229,10 @@ class ApiClient:
             headers={"X-Requested-With": "attnscope-dashboard"},  # the API refuses form posts without it (CSRF)
         )
         return RunPublic.model_validate(r.json())
+
+    def datasets(self) -> DataSetList:
+        """The registered data sets, which are in the API's data folder, and the command that fetches each."""
+        return DataSetList.model_validate(self._request("GET", "/datasets").json())
 
     def samples(self, dataset: str = "mnist", offset: int = 0, limit: int = 50) -> SampleList:
         r = self._request("GET", f"/datasets/{dataset}/samples", params={"offset": offset, "limit": limit})

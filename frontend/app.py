@@ -71,8 +71,8 @@ def _security_headers(app: dash.Dash) -> None:
 def create_dash_app(
     api_url: str | None = None, token: str | None = None, security: DashSecurity | None = None
 ) -> dash.Dash:
-    """The dashboard on ``api_url`` (``token``: the API's, else ``ATTNSCOPE_API_TOKEN``), behind the
-    checks of ``attnscope.frontend.security`` (``security``: else ``DashSecurity.from_env``)."""
+    """The dashboard on ``api_url`` (``token``: the API's bearer token), behind the checks of
+    ``attnscope.frontend.security`` (``security``: else the defaults, asking for ``token`` at log-in)."""
     app = dash.Dash(
         __name__,
         title="attnscope",
@@ -89,5 +89,5 @@ def create_dash_app(
     app.layout = shell
     register_export(app)
     _security_headers(app)
-    install_security(app, security or DashSecurity.from_env(api_token=token))
+    install_security(app, security or DashSecurity(credential=token or None))
     return app

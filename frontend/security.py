@@ -29,7 +29,6 @@ import html
 import ipaddress
 import json
 import logging
-import os
 import secrets
 from dataclasses import dataclass, field
 from functools import wraps
@@ -53,39 +52,16 @@ PUBLIC_PREFIXES = ("/login", "/logout", "/assets/", "/_dash-component-suites/", 
 DEFAULT_MAX_CALLBACK_BYTES = 16 * 2**20  # an uploaded 10 MB image travels base64-encoded in a callback
 
 
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip())
-
-
 @dataclass(frozen=True)
 class DashSecurity:
-    """The dashboard's security settings (``from_env`` reads them; tests build them directly)."""
+    """The dashboard's security settings: the command line fills them from ``attnscope.server.config.Settings``
+    (``ATTNSCOPE_DASH_*``, ``ATTNSCOPE_ALLOWED_HOSTS``); the dashboard never reads the environment."""
 
     credential: str | None = None
     allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
     max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES
     secure_cookie: bool | None = None  # None: Secure when the request came over https
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
-
-    @classmethod
-    def from_env(cls, api_token: str | None = None) -> DashSecurity:
-        """``ATTNSCOPE_DASH_TOKEN`` (else ``api_token``, else ``ATTNSCOPE_API_TOKEN``),
-        ``ATTNSCOPE_ALLOWED_HOSTS``, ``ATTNSCOPE_DASH_MAX_CALLBACK_BYTES``, ``ATTNSCOPE_DASH_SECURE_COOKIE``
-        and ``ATTNSCOPE_DASH_SECRET`` (signs sessions; unset: a random key, sessions end on restart)."""
-        env = os.environ.get
-        credential = env("ATTNSCOPE_DASH_TOKEN", "").strip() or api_token or env("ATTNSCOPE_API_TOKEN", "").strip()
-        limit = env("ATTNSCOPE_DASH_MAX_CALLBACK_BYTES", "").strip()
-        if limit and not limit.isdigit():
-            raise ValueError(f"ATTNSCOPE_DASH_MAX_CALLBACK_BYTES={limit!r} is no byte count; write e.g. 16777216")
-        secure = env("ATTNSCOPE_DASH_SECURE_COOKIE", "").strip().lower()
-        secret = env("ATTNSCOPE_DASH_SECRET", "").strip()
-        return cls(
-            credential=credential or None,
-            allowed_hosts=_csv(env("ATTNSCOPE_ALLOWED_HOSTS", "")) or DEFAULT_ALLOWED_HOSTS,
-            max_callback_bytes=int(limit) if limit else DEFAULT_MAX_CALLBACK_BYTES,
-            secure_cookie=None if not secure else secure in ("1", "true", "yes"),
-            **({"secret": secret.encode()} if secret else {}),
-        )
 
 
 def is_loopback(host: str) -> bool:

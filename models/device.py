@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import torch
+
+from attnscope.models.settings import model_settings
 
 
 def pick_device(preference: str | None = None) -> torch.device:
@@ -12,7 +12,7 @@ def pick_device(preference: str | None = None) -> torch.device:
 
     Raises ``ValueError`` when CUDA is asked for but not available.
     """
-    pref = (preference or os.environ.get("ATTNSCOPE_DEVICE") or "auto").strip().lower()
+    pref = (preference or model_settings().device).strip().lower()
     if pref == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(pref)

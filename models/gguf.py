@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from attnscope.models.settings import model_settings
 from attnscope.models.spec import UnsupportedModelError
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,8 @@ STAMP = "attnscope-gguf.json"
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ATTNSCOPE_CACHE_DIR", Path.home() / ".cache" / "attnscope"))
+    """Where converted checkpoints go (``ATTNSCOPE_CACHE_DIR``, default ``~/.cache/attnscope``)."""
+    return model_settings().cache_dir
 
 
 def _stamp(gguf: Path) -> dict:

@@ -25,6 +25,7 @@ from attnscope.models.backends.base import Backend
 from attnscope.models.device import pick_device
 from attnscope.models.locks import LOAD_LOCK
 from attnscope.models.registry import ModelSpec, _minilm_path, check_under_roots, get_spec, smollm2_gguf
+from attnscope.models.settings import model_settings
 from attnscope.models.spec import UnsupportedModelError
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ CAPTURES = ("lazy", "eager")
 
 def capture_setting(capture: str | None = None) -> str:
     """``capture`` or ``ATTNSCOPE_CAPTURE`` (default ``lazy``), checked."""
-    value = (capture or os.environ.get("ATTNSCOPE_CAPTURE") or "lazy").strip().lower()
+    value = (capture or model_settings().capture).strip().lower()
     if value not in CAPTURES:
         raise ValueError(f"capture={value!r} is not one of {', '.join(CAPTURES)} (ATTNSCOPE_CAPTURE)")
     return value

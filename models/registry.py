@@ -17,6 +17,7 @@ from pathlib import Path
 
 from attnscope.models.errors import WrongModalityError
 from attnscope.models.locks import LOAD_LOCK
+from attnscope.models.settings import model_settings
 from attnscope.models.spec import ModelOutsideRootsError, ModelSpec, UnknownModelError, UnsupportedModelError
 from attnscope.models.zoo.catalog import zoo_specs
 
@@ -41,15 +42,13 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "minilm"
-# A causal LM's run materialises [layer, head, token, token]: SmolLM2 (30 x 9 heads) at 512 tokens
-# holds 283 MB. Prompt plus generated tokens stay within this (ATTNSCOPE_MAX_CAUSAL_TOKENS).
-DEFAULT_CAUSAL_TOKENS = 512
+# A causal LM's run materialises [layer, head, token, token]: prompt plus generated tokens stay within
+# ATTNSCOPE_MAX_CAUSAL_TOKENS (DEFAULT_CAUSAL_TOKENS, attnscope.models.settings).
 
 
 def causal_token_cap() -> int:
     """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default 512."""
-    raw = os.environ.get("ATTNSCOPE_MAX_CAUSAL_TOKENS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CAUSAL_TOKENS
+    return model_settings().max_causal_tokens
 
 
 def _minilm_path() -> str:
@@ -157,13 +156,11 @@ def builtin_specs() -> dict[str, ModelSpec]:
 
 def model_roots() -> list[Path]:
     """Configured roots for local checkpoints (existing folders only, resolved)."""
-    raw = os.environ.get("ATTNSCOPE_MODEL_DIRS", "")
     roots = []
-    for part in raw.split(os.pathsep):
-        if part.strip():
-            p = Path(part.strip()).expanduser().resolve()
-            if p.is_dir():
-                roots.append(p)
+    for part in model_settings().model_dirs:
+        p = Path(part).expanduser().resolve()
+        if p.is_dir():
+            roots.append(p)
     return roots
 
 

@@ -1,6 +1,6 @@
 """Readers for the labelled data sets the faithfulness evaluation uses (files are never copied).
 
-The data live in ``ATTNSCOPE_DATA_DIR`` (see docs/guide/configuration.md for its default).
+The files are found through ``attnscope.models.data_registry`` (the one data folder; docs/guide/data.md).
 Every reader returns ``Example`` records: ``words`` (the data set's own word tokenisation), the gold
 ``label`` (an index into ``labels``) and, where humans marked one, ``rationale`` (0/1 per word).
 
@@ -14,10 +14,11 @@ Every reader returns ``Example`` records: ``words`` (the data set's own word tok
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+
+from attnscope.models.data_registry import MOVIES, require
+from attnscope.models.data_registry import data_dir as data_dir  # the one data folder, re-exported
 
 SST2_LABELS = ("negative", "positive")
 HATEXPLAIN_LABELS = ("hatespeech", "normal", "offensive")
@@ -55,33 +56,11 @@ class Example:
         return " ".join(self.words)
 
 
-def data_dir() -> Path:
-    """Folder holding the data sets (``ATTNSCOPE_DATA_DIR``, else a ``shared/data`` folder beside
-    the repository)."""
-    env = os.environ.get("ATTNSCOPE_DATA_DIR")
-    if env:
-        return Path(env).expanduser().resolve()
-    repo = Path(__file__).resolve().parents[1]
-    for candidate in (repo.parent / "shared" / "data", repo.parent.parent / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate
-    return repo.parent / "shared" / "data"
-
-
-def _require(path: Path) -> Path:
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} not found; set ATTNSCOPE_DATA_DIR to the folder holding "
-            "sst2/, movie-rationales-zaidan/ and hatexplain/"
-        )
-    return path
-
-
 def load_sst2(split: str = "dev") -> list[Example]:
     """SST-2 ``train`` (67,349 phrases) or ``dev`` (872 sentences); words split on spaces."""
     if split not in ("train", "dev"):
         raise ValueError(f"SST-2 split must be 'train' or 'dev' (test has no labels); got {split!r}")
-    path = _require(data_dir() / "sst2" / f"{split}.tsv")
+    path = require("sst2", f"{split}.tsv")
     out = []
     with path.open(encoding="utf-8") as f:
         next(f)  # header
@@ -117,7 +96,7 @@ def load_movies(split: str = "rationales") -> list[Example]:
     """
     if split not in ("rationales", "fold10"):
         raise ValueError(f"movies split must be 'rationales' or 'fold10'; got {split!r}")
-    root = _require(data_dir() / "movie-rationales-zaidan")
+    root = require(MOVIES)
     per_label = {}
     for label, polarity in ((1, "pos"), (0, "neg")):
         pattern = f"{polarity}R_*.txt" if split == "rationales" else f"{polarity}_*.txt"
@@ -143,7 +122,7 @@ def load_hatexplain(split: str = "test", *, allow_offensive: bool = False) -> li
         )
     if split not in ("validation", "test"):
         raise ValueError(f"HateXplain split must be 'validation' or 'test'; got {split!r}")
-    path = _require(data_dir() / "hatexplain" / f"{split}.jsonl")
+    path = require("hatexplain", f"{split}.jsonl")
     out = []
     with path.open(encoding="utf-8") as f:
         for line in f:

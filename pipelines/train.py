@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import os
 import time
 
 import numpy as np
@@ -18,6 +17,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from attnscope.models.settings import model_settings
 from attnscope.models.zoo import data
 from attnscope.models.zoo.build import build_model, count_params
 from attnscope.models.zoo.configs import ZOO
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     # 2 threads by default; on a shared, oversubscribed machine 1 thread is several times faster
-    torch.set_num_threads(int(os.environ.get("ATTNSCOPE_TRAIN_THREADS", "2")))
+    torch.set_num_threads(model_settings().train_threads or 2)  # ATTNSCOPE_TRAIN_THREADS
     if args.vocab or not data.VOCAB_FILE.is_file():
         data.VOCAB_FILE.parent.mkdir(parents=True, exist_ok=True)
         data.VOCAB_FILE.write_text("\n".join(data.build_vocab()) + "\n", encoding="utf-8")

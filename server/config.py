@@ -7,7 +7,9 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticUseDefault
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from attnscope.models.settings import ModelSettings
 
 try:
     VERSION = version("attnscope")
@@ -24,10 +26,15 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-class Settings(BaseSettings):
-    """All knobs of the API process.
+class Settings(ModelSettings):
+    """All knobs of the API process, the command line and the dashboard it starts; the only reader of
+    ``ATTNSCOPE_*`` variables besides ``ModelSettings`` (``attnscope.models.settings``), which it extends.
 
     ATTNSCOPE_DEVICE          auto | cpu | cuda[:N]   (auto: CUDA when present)
+    ATTNSCOPE_CAPTURE         lazy | eager: how Hugging Face models capture attention, default lazy
+    ATTNSCOPE_MAX_CAUSAL_TOKENS longest causal-LM run (prompt + generated tokens), default 512
+    ATTNSCOPE_CACHE_DIR       converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
+    ATTNSCOPE_TRAIN_THREADS   torch threads of zoo training and the experiments (default 2 and 1)
     ATTNSCOPE_MAX_RUNS        runs kept in memory (LRU), default 256
     ATTNSCOPE_MAX_RUN_BYTES   bytes the runs kept in memory may hold (LRU by bytes: stored queries/keys of lazy
                               maps, eager maps, hidden states, outputs), default a quarter of physical memory
@@ -35,7 +42,11 @@ class Settings(BaseSettings):
     ATTNSCOPE_ALLOWED_ORIGINS comma-separated CORS origins (empty: same-origin only)
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
     ATTNSCOPE_PRELOAD         comma-separated models loaded at start-up, default minilm (empty: none)
-    ATTNSCOPE_MODEL_DIRS      roots for local Hugging Face checkpoints (read by models.registry)
+    ATTNSCOPE_MODEL_DIRS      roots for local Hugging Face checkpoints (os.pathsep-separated)
+    ATTNSCOPE_DATA_DIR        the data folder, default ~/.local/share/attnscope/data (read by models.data_registry;
+                              filled by `attnscope data fetch`, docs/guide/data.md)
+    ATTNSCOPE_DATA_SOURCE     where `attnscope data fetch` copies the data sets from (a folder or an archive;
+                              empty: the pinned download addresses)
     ATTNSCOPE_ALLOWED_HOSTS   comma-separated Host names the API answers (DNS-rebinding guard; '*' = any),
                               default localhost, 127.0.0.1, ::1, the compose service names api and dashboard,
                               and testserver (Starlette's test client)
@@ -55,6 +66,17 @@ class Settings(BaseSettings):
     ATTNSCOPE_RAY_THREADS     torch threads per Ray actor, default 0: as many as the API uses (the same numbers)
     ATTNSCOPE_RAY_JOIN        1: start a Ray node without CPUs here first (an API in its own container; a driver
                               must run on a node of the cluster), default 0
+    ATTNSCOPE_API_HOST        where ``attnscope serve|api`` binds the API, default 127.0.0.1
+    ATTNSCOPE_API_PORT        its port, default 8000
+    ATTNSCOPE_DASH_HOST       where ``attnscope serve|dashboard`` binds the dashboard, default 127.0.0.1
+    ATTNSCOPE_DASH_PORT       its port, default 8050
+    ATTNSCOPE_API_URL         the API the dashboard talks to (default: http://<api host>:<api port>)
+    ATTNSCOPE_DASH_TOKEN      the token the dashboard's log-in asks for (default: ATTNSCOPE_API_TOKEN; neither: none)
+    ATTNSCOPE_DASH_SECRET     key signing the dashboard's session cookies (default: random per process)
+    ATTNSCOPE_DASH_SECURE_COOKIE 1: the session cookie is always Secure (behind a proxy ending TLS); default: over https
+    ATTNSCOPE_DASH_MAX_CALLBACK_BYTES largest dashboard callback body, default 16 MiB (413 above)
+    ATTNSCOPE_DASH_ALLOW_OPEN 1: serve the dashboard without a token on an address that is not loopback
+    ATTNSCOPE_DASH_EXPOSED_ON where the dashboard is reachable when not at its bind address (compose: ATTNSCOPE_BIND)
 
     ``Settings()`` reads these variables; keyword arguments win over them (``Settings(preload=[])``).
     A malformed value (``ATTNSCOPE_MAX_RUNS=lots``) stops start-up with the variable's name.
@@ -62,7 +84,6 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="ATTNSCOPE_", frozen=True, extra="ignore")
 
-    device: str = "auto"
     max_runs: int = Field(256, ge=1)
     max_run_bytes: int | None = Field(None, ge=1)  # None: attnscope.server.store.default_max_bytes()
     default_model: str = "minilm"
@@ -84,6 +105,17 @@ class Settings(BaseSettings):
     ray_workers: int = Field(2, ge=1)
     ray_threads: int = Field(0, ge=0)
     ray_join: bool = False
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8000, ge=1, le=65535)
+    dash_host: str = "127.0.0.1"
+    dash_port: int = Field(8050, ge=1, le=65535)
+    api_url: str | None = None
+    dash_token: str | None = None
+    dash_secret: str | None = None
+    dash_secure_cookie: bool | None = None
+    dash_max_callback_bytes: int = Field(16 * 2**20, ge=1024)
+    dash_allow_open: bool = False
+    dash_exposed_on: str | None = None
 
     @field_validator("allowed_origins", "preload", "allowed_hosts", mode="before")
     @classmethod
@@ -103,8 +135,13 @@ class Settings(BaseSettings):
         "ray_workers",
         "ray_threads",
         "ray_join",
-        "device",
         "default_model",
+        "api_host",
+        "api_port",
+        "dash_host",
+        "dash_port",
+        "dash_max_callback_bytes",
+        "dash_allow_open",
         mode="before",
     )
     @classmethod
@@ -114,7 +151,19 @@ class Settings(BaseSettings):
             raise PydanticUseDefault()
         return value
 
-    @field_validator("api_token", "rate_limit", "database_url", "state_dir", "ray_address", mode="before")
+    @field_validator(
+        "api_token",
+        "rate_limit",
+        "database_url",
+        "state_dir",
+        "ray_address",
+        "api_url",
+        "dash_token",
+        "dash_secret",
+        "dash_secure_cookie",
+        "dash_exposed_on",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value):
         return None if isinstance(value, str) and not value.strip() else value

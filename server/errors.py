@@ -29,6 +29,7 @@ from starlette.routing import compile_path
 from attnscope.analysis.indices import OutOfRangeError
 from attnscope.models.cancel import Cancelled
 from attnscope.models.capture import EmptyInputError, NotAGeneratorError, TooManyTokensError, WrongModalityError
+from attnscope.models.data_registry import DataSetMissingError
 from attnscope.models.inputs import InvalidImageError
 from attnscope.models.registry import ModelOutsideRootsError, UnknownModelError, UnsupportedModelError
 from attnscope.models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
@@ -63,7 +64,8 @@ DESCRIPTIONS = {
     422: "invalid input: the detail names each field and what to change",
     429: "too much work queued (Retry-After says when to try again) or the per-client rate limit is reached",
     500: "a bug: the detail says so, the traceback is in the server log",
-    503: "a model checkpoint is missing or does not match its manifest",
+    503: "a model checkpoint is missing or does not match its manifest, or a data set is not in the data folder "
+    "(the detail names the command that fetches it)",
     504: "the model work ran past the per-request deadline (ATTNSCOPE_REQUEST_DEADLINE) and was stopped: "
     "ask for less or run it as a job (POST /api/v1/jobs)",
 }
@@ -203,6 +205,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(CheckpointMissingError)
     @app.exception_handler(CheckpointMismatchError)
+    @app.exception_handler(DataSetMissingError)
     async def _checkpoint(_: Request, exc: Exception) -> JSONResponse:
         return error_response(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
 

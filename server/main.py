@@ -15,6 +15,7 @@ from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
 
+from attnscope.models import data_registry
 from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
 from attnscope.server.config import VERSION, Settings
@@ -22,11 +23,11 @@ from attnscope.server.db.engine import open_database
 from attnscope.server.db.run_records import RunRecords
 from attnscope.server.deps import require_token
 from attnscope.server.errors import document_common_errors, install_error_handlers
-from attnscope.server.executor import HeavyExecutor
-from attnscope.server.executors import InProcessExecutor
-from attnscope.server.job_kinds import register_job_kinds
-from attnscope.server.job_manager import JobManager
+from attnscope.server.jobs.dataset_kinds import register_job_kinds
+from attnscope.server.jobs.manager import JobManager
+from attnscope.server.jobs.shards import InProcessExecutor
 from attnscope.server.middleware import install_middleware
+from attnscope.server.request_executor import HeavyExecutor
 from attnscope.server.routes import (
     attention,
     compare,
@@ -61,7 +62,7 @@ def make_executor(settings: Settings, service: RunService):
     """In-process, or Ray when ``ATTNSCOPE_RAY_ADDRESS`` is set (a clear error when it does not answer)."""
     if not settings.ray_address:
         return InProcessExecutor(service)
-    from attnscope.server.ray_executor import RayExecutor
+    from attnscope.server.jobs.ray_shards import RayExecutor
 
     return RayExecutor(
         settings.ray_address,
@@ -70,6 +71,19 @@ def make_executor(settings: Settings, service: RunService):
         threads=settings.ray_threads or None,
         join=settings.ray_join,
     )
+
+
+def _log_missing_data() -> None:
+    """Say at start-up which data sets are not in the data folder and what needs them (the API serves anyway:
+    MiniLM and the explore, compare, structure and measure pages need none)."""
+    missing = [name for name, ok in data_registry.present().items() if not ok]
+    if missing:
+        log.info(
+            "data sets not in the data folder: %s. Census, probe and faithfulness data-set jobs and the vision "
+            "page's MNIST samples need them; fetch them with `%s` (or `make data`); GET /api/v1/datasets lists them",
+            ", ".join(missing),
+            data_registry.FETCH_COMMAND,
+        )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -97,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.jobs.start()
         if settings.preload:
             threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
+        _log_missing_data()
         yield
         app.state.executor.shutdown()
         app.state.jobs.shutdown()

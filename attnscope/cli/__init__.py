@@ -7,9 +7,10 @@
     attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
     attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
     attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
+    attnscope data fetch            # the data sets into the data folder (list, verify: docs/guide/data.md)
 
-Every option also reads an environment variable (shown in ``--help``) so containers can be
-configured without flags.
+Every option also reads an environment variable (shown in ``--help``; read through the server's
+``Settings``) so containers can be configured without flags.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import logging
 import signal
 import sys
 
-from attnscope.cli import datasets, faithfulness, heads, serve
+from pydantic import ValidationError
+
+from attnscope.cli import data, datasets, faithfulness, heads, serve
 
 # each subcommand's module: its parsers and what runs them
 _COMMANDS = {
@@ -31,6 +34,7 @@ _COMMANDS = {
     "faithfulness": faithfulness,
     "heads": heads,
     "head-effects": heads,
+    "data": data,
 }
 
 
@@ -46,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except ValidationError as exc:  # a malformed ATTNSCOPE_* variable: name it, without a traceback
+        sys.stderr.write(f"attnscope: a setting is malformed: {exc}\n")
+        return 2
+    args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop at once on SIGTERM (containers)
     return _COMMANDS[args.command].run(args)

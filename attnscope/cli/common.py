@@ -1,17 +1,19 @@
-"""What the subcommands share: options read from the environment, the Ray executor options, and a job
-kind's result computed on Ray."""
+"""What the subcommands share: defaults from the settings (``ATTNSCOPE_*``, read by
+``attnscope.server.config.Settings``), the Ray executor options, and a job kind's result computed on Ray."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
 
 log = logging.getLogger("attnscope")
 
 
-def env(name: str, default: str) -> str:
-    return os.environ.get(name, default)
+def settings():
+    """The settings the command line's defaults come from (``Settings()``: the environment as it is now)."""
+    from attnscope.server.config import Settings
+
+    return Settings()
 
 
 def add_executor_args(p: argparse.ArgumentParser) -> None:
@@ -23,19 +25,19 @@ def add_executor_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ray-address",
-        default=env("ATTNSCOPE_RAY_ADDRESS", ""),
+        default=settings().ray_address or "",
         help="Ray cluster (host:6379) for --executor ray; empty: a local Ray on this machine (ATTNSCOPE_RAY_ADDRESS)",
     )
     p.add_argument(
         "--ray-workers",
         type=int,
-        default=int(env("ATTNSCOPE_RAY_WORKERS", "2")),
+        default=settings().ray_workers,
         help="Ray actors, each holding the model (ATTNSCOPE_RAY_WORKERS)",
     )
     p.add_argument(
         "--ray-threads",
         type=int,
-        default=int(env("ATTNSCOPE_RAY_THREADS", "0")),
+        default=settings().ray_threads,
         help="torch threads per actor; 0: as many as this process uses (ATTNSCOPE_RAY_THREADS)",
     )
 
@@ -45,10 +47,10 @@ def on_ray(kind_name: str, params: dict, args: argparse.Namespace, progress) -> 
     params (so the same result). None (after logging why) when the params or the cluster are wrong."""
     from pydantic import ValidationError
 
-    from attnscope.server.executors import run_kind
-    from attnscope.server.job_kinds import register_job_kinds
-    from attnscope.server.jobs import JOB_KINDS
-    from attnscope.server.ray_executor import RayExecutor, RayUnavailableError
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.kinds import JOB_KINDS
+    from attnscope.server.jobs.ray_shards import RayExecutor, RayUnavailableError
+    from attnscope.server.jobs.shards import run_kind
 
     register_job_kinds()
     kind = JOB_KINDS[kind_name]

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
 
     from attnscope.models.loading import load_model
     from attnscope.pipelines.dataset_runs import run_census, run_probe
-    from attnscope.server.jobs import rows_to_csv
+    from attnscope.server.jobs.kinds import rows_to_csv
 
     with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
 

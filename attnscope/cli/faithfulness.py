@@ -104,7 +104,7 @@ def _write_faithfulness(args: argparse.Namespace, result: dict) -> int:
     import json
     from pathlib import Path
 
-    from attnscope.server.jobs import rows_to_csv
+    from attnscope.server.jobs.kinds import rows_to_csv
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

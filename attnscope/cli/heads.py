@@ -29,7 +29,7 @@ def run_head_effects(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from attnscope.models.loading import load_model
-    from attnscope.server.jobs import rows_to_csv
+    from attnscope.server.jobs.kinds import rows_to_csv
 
     loaded = load_model(args.model, args.device)
     if args.induction:

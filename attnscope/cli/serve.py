@@ -10,26 +10,22 @@ import subprocess
 import sys
 import time
 
-from attnscope.cli.common import env
+from attnscope.cli.common import settings
 
 log = logging.getLogger("attnscope")
 
 
 def _add_api_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default=env("ATTNSCOPE_API_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_API_HOST)")
-    p.add_argument("--port", type=int, default=int(env("ATTNSCOPE_API_PORT", "8000")), help="port (ATTNSCOPE_API_PORT)")
+    p.add_argument("--host", default=settings().api_host, help="bind address (ATTNSCOPE_API_HOST)")
+    p.add_argument("--port", type=int, default=settings().api_port, help="port (ATTNSCOPE_API_PORT)")
 
 
 def _add_dash_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--dash-host", default=env("ATTNSCOPE_DASH_HOST", "127.0.0.1"), help="bind address (ATTNSCOPE_DASH_HOST)"
-    )
-    p.add_argument(
-        "--dash-port", type=int, default=int(env("ATTNSCOPE_DASH_PORT", "8050")), help="port (ATTNSCOPE_DASH_PORT)"
-    )
+    p.add_argument("--dash-host", default=settings().dash_host, help="bind address (ATTNSCOPE_DASH_HOST)")
+    p.add_argument("--dash-port", type=int, default=settings().dash_port, help="port (ATTNSCOPE_DASH_PORT)")
     p.add_argument(
         "--api-url",
-        default=env("ATTNSCOPE_API_URL", ""),
+        default=settings().api_url or "",
         help="URL of the API the dashboard talks to (ATTNSCOPE_API_URL)",
     )
 
@@ -59,15 +55,17 @@ def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
     from attnscope.frontend.app import create_dash_app
     from attnscope.frontend.security import DashSecurity, check_exposure
 
-    security = DashSecurity.from_env()
-    # compose binds 0.0.0.0 in the container and publishes the port on ATTNSCOPE_BIND of the host
-    check_exposure(
-        host,
-        security.credential,
-        allow_open=env("ATTNSCOPE_DASH_ALLOW_OPEN", "").strip().lower() in ("1", "true", "yes"),
-        exposed_on=env("ATTNSCOPE_DASH_EXPOSED_ON", "").strip() or None,
+    conf = settings()
+    security = DashSecurity(
+        credential=conf.dash_token or conf.api_token,
+        allowed_hosts=tuple(conf.allowed_hosts),
+        max_callback_bytes=conf.dash_max_callback_bytes,
+        secure_cookie=conf.dash_secure_cookie,
+        **({"secret": conf.dash_secret.encode()} if conf.dash_secret else {}),
     )
-    app = create_dash_app(api_url, security=security)
+    # compose binds 0.0.0.0 in the container and publishes the port on ATTNSCOPE_BIND of the host
+    check_exposure(host, security.credential, allow_open=conf.dash_allow_open, exposed_on=conf.dash_exposed_on)
+    app = create_dash_app(api_url, token=conf.api_token, security=security)  # ATTNSCOPE_API_TOKEN: the API asks for it
     log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
     try:
         from gunicorn.app.base import BaseApplication

@@ -6,6 +6,7 @@ job: its progress while it runs, its result once done)."""
 import dash
 from dash import dash_table, dcc, html
 
+from attnscope.frontend.data_status import data_status
 from attnscope.frontend.page_common import control, error_box, panel
 from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.census_callbacks import MAX_N, PARAMS
@@ -69,6 +70,7 @@ def layout(**query):
                         ),
                         html.Button("Start", id="census-start", n_clicks=0, className="run-button"),
                         html.Button("Cancel", id="census-cancel", n_clicks=0, disabled=True, className="small-button"),
+                        data_status("census"),
                         error_box("census"),
                     ],
                 ),

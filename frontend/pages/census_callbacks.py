@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.data_status import register_data_status
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
 from attnscope.frontend.past_jobs import register_past_jobs
@@ -26,6 +27,7 @@ FINISHED = ("done", "failed", "cancelled", "interrupted")
 register_url_sync("census")
 
 register_past_jobs("census", ("census", "probe"), job_store="census-job", poll="census-poll")
+register_data_status("census", "census-dataset")
 
 
 @callback(

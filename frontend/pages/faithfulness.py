@@ -7,6 +7,7 @@ Address: ``/faithfulness?model=M&text=T&convention=eraser&k=0.2&explainers=atten
 import dash
 from dash import dash_table, dcc, html
 
+from attnscope.frontend.data_status import data_status
 from attnscope.frontend.page_common import control, model_picker, panel
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
@@ -159,6 +160,7 @@ def _dataset_panel(state: dict) -> html.Section:
                 html.Span(id="faith-job-status", className="hint"),
             ],
         ),
+        data_status("faith"),
         html.Label("HateXplain opt-in", htmlFor="faith-allow-offensive", className="sr-only"),
         dcc.Checklist(
             id="faith-allow-offensive",

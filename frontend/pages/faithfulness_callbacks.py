@@ -5,6 +5,7 @@ from __future__ import annotations
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 
 from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.data_status import register_data_status
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.past_jobs import register_past_jobs
@@ -32,6 +33,7 @@ def explainer_list(value: str | None) -> list[str]:
 
 
 register_past_jobs("faith", ("faithfulness",), job_store="faith-job", poll="faith-poll")
+register_data_status("faith", "faith-dataset")
 
 
 @callback(

@@ -1,5 +1,5 @@
 """Real data for the zoo: MNIST (the 10,000 test digits, split 8,000 train / 2,000 eval with a
-fixed seed) and SST-2 (train / dev), from the data folder (``ATTNSCOPE_DATA_DIR``, docs/guide/configuration.md).
+fixed seed) and SST-2 (train / dev), from the data folder (``attnscope.models.data_registry``, docs/guide/data.md).
 
 Everything here is deterministic; ``split_hash`` fingerprints what a checkpoint was trained and
 evaluated on, and goes into its manifest.
@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
-import os
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,38 +17,32 @@ from pathlib import Path
 
 import numpy as np
 
+from attnscope.models import data_registry
+
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
 SPLIT_SEED = 0
 MNIST_TRAIN = 8000
+MNIST_SIZE = 10_000  # the full test set; the test fixtures hold 100 of its digits
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
 VOCAB_FILE = Path(__file__).resolve().parent / "checkpoints" / "sst2_vocab.txt"
 
 
 def data_dir() -> Path:
-    """Folder holding ``mnist-test/`` and ``sst2/`` (``ATTNSCOPE_DATA_DIR``, else a ``shared/data``
-    folder beside the repository)."""
-    env = os.environ.get("ATTNSCOPE_DATA_DIR")
-    candidates = [Path(env)] if env else []
-    candidates += [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
-    for c in candidates:
-        if (c / "mnist-test").is_dir():
-            return c
-    raise FileNotFoundError(
-        "shared data not found; set ATTNSCOPE_DATA_DIR to the folder holding mnist-test/ and sst2/ "
-        f"(looked in {', '.join(map(str, candidates))})"
-    )
+    """The data folder (``attnscope.models.data_registry.data_dir``) once it holds ``mnist-test/`` and ``sst2/``;
+    ``DataSetMissingError`` (with the command that fetches them) otherwise."""
+    for name in ("mnist-test", "sst2"):
+        if not data_registry.DATASETS[name].present():
+            raise data_registry.DataSetMissingError(data_registry.missing_message(name))
+    return data_registry.data_dir()
 
 
 def available() -> bool:
-    """Whether the shared data sets can be found (tests that need them skip, with a reason, otherwise)."""
-    try:
-        data_dir()
-    except FileNotFoundError:
-        return False
-    return True
+    """Whether the full MNIST test set and SST-2 are in the data folder (not the test fixtures' cuts): the
+    tests that re-measure checkpoints on them skip, with a reason, otherwise."""
+    return all(data_registry.DATASETS[name].complete() for name in ("mnist-test", "sst2"))
 
 
 def _hash(*arrays: np.ndarray) -> str:
@@ -78,23 +71,24 @@ def mnist_all() -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def mnist_split_indices() -> tuple[np.ndarray, np.ndarray]:
-    """Fixed-seed permutation of the 10,000 digits: first 8,000 train, last 2,000 eval."""
-    perm = np.random.default_rng(SPLIT_SEED).permutation(10_000)
-    return perm[:MNIST_TRAIN], perm[MNIST_TRAIN:]
+def mnist_split_indices(n: int = MNIST_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-seed permutation of ``n`` digits (10,000: the test set): first 80% train (8,000), the rest eval."""
+    perm = np.random.default_rng(SPLIT_SEED).permutation(n)
+    cut = n * MNIST_TRAIN // MNIST_SIZE
+    return perm[:cut], perm[cut:]
 
 
 def mnist(split: str) -> Split:
     """``"train"`` (8,000) or ``"eval"`` (2,000) MNIST digits."""
     x, y = mnist_all()
-    tr, ev = mnist_split_indices()
+    tr, ev = mnist_split_indices(len(y))
     idx = {"train": tr, "eval": ev}[split]
     return Split(x[idx], y[idx])
 
 
 def mnist_split_hash() -> str:
     x, y = mnist_all()
-    tr, ev = mnist_split_indices()
+    tr, ev = mnist_split_indices(len(y))
     return _hash(x, y, tr, ev)
 
 

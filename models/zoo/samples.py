@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from attnscope.models import data_registry
 from attnscope.models.zoo import data
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "cat")
@@ -28,20 +29,22 @@ def _photos() -> list[tuple[np.ndarray, str]]:
 
 
 def datasets() -> dict[str, int]:
-    """Dataset name -> number of samples."""
-    return {"mnist": data.mnist_split_indices()[1].size, "photos": len(_photos())}
+    """Dataset name -> number of samples (MNIST: its eval split, 0 while it is not in the data folder)."""
+    mnist = len(data.mnist("eval").y) if data_registry.DATASETS["mnist-test"].present() else 0
+    return {"mnist": mnist, "photos": len(_photos())}
 
 
 def sample(dataset: str, index: int) -> tuple[np.ndarray, str]:
-    """Image (uint8) and its label: MNIST eval split ``[28, 28]``, photos ``[h, w]`` or ``[h, w, 3]``."""
-    sizes = datasets() if dataset in ("mnist", "photos") else {}
-    if dataset not in sizes:
+    """Image (uint8) and its label: MNIST eval split ``[28, 28]``, photos ``[h, w]`` or ``[h, w, 3]``.
+    MNIST not in the data folder: ``DataSetMissingError`` with the command that fetches it."""
+    if dataset not in ("mnist", "photos"):
         raise UnknownSampleError(f"unknown dataset {dataset!r}; known datasets: mnist, photos")
-    if not 0 <= index < sizes[dataset]:
-        raise UnknownSampleError(f"index {index} is outside dataset {dataset!r} (0..{sizes[dataset] - 1})")
-    if dataset == "mnist":
-        split = data.mnist("eval")
-        return split.x[index], str(int(split.y[index]))
+    items = data.mnist("eval") if dataset == "mnist" else None
+    size = len(items.y) if items is not None else len(_photos())
+    if not 0 <= index < size:
+        raise UnknownSampleError(f"index {index} is outside dataset {dataset!r} (0..{size - 1})")
+    if items is not None:
+        return items.x[index], str(int(items.y[index]))
     return _photos()[index]
 
 

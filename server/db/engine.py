@@ -1,8 +1,9 @@
 """Open the database named by the settings, migrate it to the newest schema, check it is writable.
 
-``ATTNSCOPE_DATABASE_URL`` (any SQLAlchemy URL, e.g. ``postgresql+psycopg2://user@host/db``) wins;
-otherwise an SQLite file ``attnscope.db`` in WAL mode under the state folder:
-``ATTNSCOPE_STATE_DIR``, else ``$ATTNSCOPE_DATA_DIR/state`` when that is set, else
+The caller passes the settings (``Settings.database_url``, ``Settings.state_dir``: the variables
+``ATTNSCOPE_DATABASE_URL`` and ``ATTNSCOPE_STATE_DIR``). A database URL (any SQLAlchemy URL, e.g.
+``postgresql+psycopg2://user@host/db``) wins; otherwise an SQLite file ``attnscope.db`` in WAL mode
+under the state folder: ``state_dir``, else ``$ATTNSCOPE_DATA_DIR/state`` when that is set, else
 ``~/.local/state/attnscope``.
 """
 
@@ -19,6 +20,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from attnscope.models.data_registry import configured_data_dir
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_FILE = "attnscope.db"
 
@@ -28,11 +31,10 @@ class DatabaseUnavailableError(RuntimeError):
 
 
 def default_state_dir() -> Path:
-    """Where the SQLite file lives when no URL is set (see the module docstring)."""
-    if os.environ.get("ATTNSCOPE_STATE_DIR"):
-        return Path(os.environ["ATTNSCOPE_STATE_DIR"])
-    if os.environ.get("ATTNSCOPE_DATA_DIR"):
-        return Path(os.environ["ATTNSCOPE_DATA_DIR"]) / "state"
+    """Where the SQLite file lives when neither a URL nor a state folder is set (see the module docstring)."""
+    data = configured_data_dir()  # ATTNSCOPE_DATA_DIR, read in attnscope.models.data_registry only
+    if data is not None:
+        return data / "state"
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "attnscope"
 

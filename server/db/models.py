@@ -6,8 +6,16 @@ PostgreSQL's own JSON types refuse), times as Unix seconds (floats).
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from sqlalchemy import Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def dumps(value: Any) -> str:
+    """JSON text (NaN allowed: the tables store JSON as text)."""
+    return json.dumps(value, allow_nan=True)
 
 
 class Base(DeclarativeBase):

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import update
 
 from attnscope.server.db.engine import Database
-from attnscope.server.db.job_records import dumps
-from attnscope.server.db.models import RunRecord
+from attnscope.server.db.models import RunRecord, dumps
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from attnscope.analysis.divergence import comparable, head_divergences
 from attnscope.server.deps import ServiceDep, get_run
 from attnscope.server.errors import error_responses
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import HeadComparisonPublic
 
 router = APIRouter(prefix="/compare", tags=["compare"])

@@ -1,4 +1,5 @@
-"""Dataset samples for vision runs: list them (index, label) and fetch one as PNG."""
+"""The data sets: which are in the data folder (and the command that fetches the rest); samples for vision
+runs (index, label) and one as PNG."""
 
 from __future__ import annotations
 
@@ -6,19 +7,48 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from attnscope.models import data_registry
 from attnscope.models.inputs import encode_png
 from attnscope.models.zoo import samples
-from attnscope.server.schemas import DatasetSample, SampleList
+from attnscope.server.errors import error_responses
+from attnscope.server.schemas import DataSetList, DataSetPublic, DatasetSample, SampleList
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
 
-@router.get("", summary="Datasets with samples a vision run can use, and their sizes")
-def read_datasets() -> dict[str, int]:
-    return samples.datasets()
+@router.get(
+    "",
+    response_model=DataSetList,
+    summary="The registered data sets, whether each is in the data folder, and the command that fetches it",
+)
+def read_datasets() -> DataSetList:
+    items = [
+        DataSetPublic(
+            name=d.name,
+            key=d.key,
+            title=d.title,
+            present=d.present(),
+            complete=d.complete(),
+            files=len(d.files),
+            bytes=d.size,
+            licence=d.licence,
+            origin=d.origin,
+            version=d.version,
+            used_for=d.used_for,
+            offensive=d.offensive,
+            fetch=f"{data_registry.FETCH_COMMAND} {d.name}",
+        )
+        for d in data_registry.DATASETS.values()
+    ]
+    return DataSetList(items=items, total=len(items), present=sum(i.present for i in items))
 
 
-@router.get("/{dataset}/samples", response_model=SampleList, summary="Sample indices and labels")
+@router.get(
+    "/{dataset}/samples",
+    response_model=SampleList,
+    summary="Sample indices and labels",
+    responses=error_responses({503: "MNIST is not in the data folder (the detail names the command that fetches it)"}),
+)
 def read_samples(
     dataset: str, offset: Annotated[int, Query(ge=0)] = 0, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> SampleList:
@@ -31,7 +61,9 @@ def read_samples(
 
 
 @router.get(
-    "/{dataset}/samples/{index}/image", responses={200: {"content": {"image/png": {}}}}, summary="One sample as PNG"
+    "/{dataset}/samples/{index}/image",
+    responses={200: {"content": {"image/png": {}}}, **error_responses(503)},
+    summary="One sample as PNG",
 )
 def read_sample_image(dataset: str, index: int) -> Response:
     image, _ = samples.sample(dataset, index)

@@ -35,7 +35,7 @@ from attnscope.pipelines.faithfulness_eval import (
 from attnscope.server.budget import check_budget
 from attnscope.server.deps import RunDep, ServiceDep, SettingsDep
 from attnscope.server.errors import error_responses
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import ExplainerPublic, ExplainerScores, FaithfulnessCreate, FaithfulnessPublic
 
 router = APIRouter(tags=["faithfulness"])

@@ -23,7 +23,7 @@ from attnscope.pipelines.interventions import (
 )
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     HeadEffectsCreate,
     HeadEffectsPublic,

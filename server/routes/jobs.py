@@ -12,8 +12,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 
 from attnscope.server.errors import ApiError, error_responses
-from attnscope.server.job_manager import JobManager, NotResumableError, QueueFullError
-from attnscope.server.jobs import JOB_KINDS, Job, ParamsError, rows_to_csv
+from attnscope.server.jobs.kinds import JOB_KINDS, Job, ParamsError, rows_to_csv
+from attnscope.server.jobs.manager import JobManager, NotResumableError, QueueFullError
 from attnscope.server.schemas import JOB_RESULTS, JobCreate, JobKindPublic, JobPublic, JobResultPublic
 from attnscope.server.schemas.jobs import JobStatus
 

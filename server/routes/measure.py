@@ -20,7 +20,7 @@ from attnscope.pipelines.layers import UnsupportedLayerError, encoder_layers, la
 from attnscope.pipelines.lipschitz import lipschitz_report
 from attnscope.pipelines.shared_block import BlockContraction, NoSharedBlockError, iterate_shared_block
 from attnscope.server.deps import RunDep, ServiceDep
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     BlockBound,
     ErrorBody,

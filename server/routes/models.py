@@ -7,7 +7,7 @@ from fastapi import APIRouter, HTTPException, status
 from attnscope.models.registry import get_spec, list_specs
 from attnscope.server.deps import ServiceDep, SettingsDep
 from attnscope.server.errors import public_message
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import ModelList, ModelPublic, ModelStructurePublic
 
 router = APIRouter(tags=["models"])

@@ -11,7 +11,7 @@ from attnscope.analysis.indices import check_index
 from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     ConvAttentionPublic,
     ErrorBody,

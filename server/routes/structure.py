@@ -16,7 +16,7 @@ from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import EvolutionProfile, EvolutionPublic, HeadsPublic, ImportancePublic, ShiftPublic
 
 router = APIRouter(prefix="/runs", tags=["structure"])

@@ -9,7 +9,7 @@ from attnscope.models.capture import TooManyTokensError
 from attnscope.models.registry import get_spec
 from attnscope.server.deps import ServiceDep
 from attnscope.server.errors import error_responses
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import TokenCountPublic, TokenizeCreate
 
 router = APIRouter(tags=["models"])

@@ -14,7 +14,7 @@ the class names only say which family a model belongs to):
   ``FaithfulnessResultPublic``); ``JOB_RESULTS`` maps each kind's name to its model and
   ``JobResultPublic`` is their union on ``kind`` (``attnscope.server.schemas.job_results`` says how a
   new kind adds its model).
-- ``*List``: a page of a collection with its counts (``ModelList``, ``SampleList``).
+- ``*List``: a page of a collection with its counts (``ModelList``, ``SampleList``, ``DataSetList``).
 - a plain noun: a part nested inside one of the above (``Prediction``, ``GenerationStep``,
   ``HeadScores``, ``ShiftHead``, ``ExplainerScores``, ``BlockBound``, ``CensusRow``, ...).
 - ``ErrorBody``: the one error answer of every route (4xx and 5xx).
@@ -55,6 +55,7 @@ from attnscope.server.schemas.core import (  # noqa: F401
     SampleList,
     SampleRef,
 )
+from attnscope.server.schemas.datasets import DataSetList, DataSetPublic  # noqa: F401
 from attnscope.server.schemas.faithfulness import (  # noqa: F401
     FAITHFULNESS_CONVENTIONS,
     ExplainerPublic,

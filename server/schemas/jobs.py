@@ -3,7 +3,7 @@
 The ``*Params`` models hold the shape and the bounds of every parameter (a 422 before a job is
 queued); what needs the server's registries (is ``model`` a text model, is ``split`` a split of that
 data set, are the explainer and metric names known) is checked by the kind itself
-(``attnscope.server.job_kinds``), so this module stays pure pydantic for the dashboard.
+(``attnscope.server.jobs.dataset_kinds``), so this module stays pure pydantic for the dashboard.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ import uuid
 import httpx
 import pytest
 
+from attnscope.server.config import Settings
 from attnscope.server.db.engine import open_database
-from attnscope.server.db.job_records import JobRecords
+from attnscope.server.jobs.records import JobRecords
 
 pytestmark = pytest.mark.browser
 
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.browser
 def _interrupted_job(kind: str, params: dict, total: int) -> str:
     """A job left ``running`` by a process that died, then marked ``interrupted`` (what start-up does),
     in the database of the tests' API (``ATTNSCOPE_STATE_DIR``)."""
-    db = open_database()
+    settings = Settings()  # the tests' API reads the same ATTNSCOPE_STATE_DIR (tests/conftest.py)
+    db = open_database(settings.database_url, settings.state_dir)
     try:
         records = JobRecords(db)
         job_id = uuid.uuid4().hex[:16]

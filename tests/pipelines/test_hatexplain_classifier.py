@@ -7,13 +7,14 @@ import json
 import numpy as np
 import pytest
 
+from attnscope.models.data_registry import DATASETS
 from attnscope.models.delta import CHECKPOINTS
 from attnscope.models.loading import load_model
-from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, OffensiveContentError, data_dir, load_hatexplain
+from attnscope.pipelines.datasets import HATEXPLAIN_LABELS, OffensiveContentError, load_hatexplain
 from attnscope.pipelines.explainers import encode_words, make_predict
 
 pytestmark = pytest.mark.skipif(
-    not (data_dir() / "hatexplain").is_dir(), reason="hatexplain/ not found in the data folder (ATTNSCOPE_DATA_DIR)"
+    not DATASETS["hatexplain"].complete(), reason="the whole HateXplain test split is not in the data folder: make data"
 )
 
 

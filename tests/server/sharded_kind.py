@@ -43,7 +43,7 @@ def merge(params: SumParams, partials: list[dict]) -> dict:
 
 
 def register() -> None:
-    from attnscope.server.jobs import register_sharded_job_kind
+    from attnscope.server.jobs.kinds import register_sharded_job_kind
 
     register_sharded_job_kind(
         "sumsq-test", SumParams, size=size, run_shard=run_shard, merge=merge, description="test", shard_size=10

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
+from attnscope.models.settings import ModelSettings
 from attnscope.server.config import DEFAULT_ALLOWED_HOSTS, Settings
 
 NAMES = [
     "DEVICE", "MAX_RUNS", "MAX_RUN_BYTES", "DEFAULT_MODEL", "ALLOWED_ORIGINS", "API_TOKEN", "PRELOAD", "ALLOWED_HOSTS",
     "HEAVY_WORKERS", "HEAVY_QUEUE", "MAX_BODY_BYTES", "MAX_UPLOAD_BYTES", "COMPUTE_BUDGET", "RATE_LIMIT",
-    "DATABASE_URL", "STATE_DIR", "MAX_QUEUED_JOBS", "RAY_ADDRESS", "RAY_WORKERS",
+    "DATABASE_URL", "STATE_DIR", "MAX_QUEUED_JOBS", "RAY_ADDRESS", "RAY_WORKERS", "RAY_THREADS", "RAY_JOIN",
+    "CAPTURE", "MODEL_DIRS", "MAX_CAUSAL_TOKENS", "CACHE_DIR", "TRAIN_THREADS",
+    "API_HOST", "API_PORT", "DASH_HOST", "DASH_PORT", "API_URL",
 ]  # fmt: skip
+ROOT = Path(__file__).resolve().parents[2]
+# the settings classes; the container health check (standard library only); the data folder's data_dir()
+# (issue #30 gives it a setting); the zoo's DINOv2 cache folder (models/zoo: to read model_settings().cache_dir)
+READERS = {
+    "models/settings.py", "server/config.py", "deploy/healthcheck.py",
+    "models/zoo/data.py", "pipelines/datasets.py", "server/db/engine.py", "models/zoo/dinov2.py",
+}  # fmt: skip
+ENV_READ = re.compile(r"""(environ(\.get)?\s*[(\[]|getenv\()\s*f?["']ATTNSCOPE_""")
 
 
 @pytest.fixture
@@ -50,6 +64,29 @@ def test_empty_values_and_keyword_arguments(clean_env):
     clean_env.setenv("ATTNSCOPE_HEAVY_WORKERS", "5")
     s = Settings(heavy_workers=3)
     assert s.preload == [] and s.max_runs == 256 and s.heavy_workers == 3
+
+
+def test_the_settings_extend_the_model_settings_and_name_every_field_in_the_docstring(clean_env):
+    assert issubclass(Settings, ModelSettings)
+    s = Settings(preload=[])
+    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], 512, None)
+    assert (s.api_host, s.api_port, s.dash_host, s.dash_port, s.api_url) == ("127.0.0.1", 8000, "127.0.0.1", 8050, None)
+    for field in Settings.model_fields:
+        assert f"ATTNSCOPE_{field.upper()}" in Settings.__doc__, field
+
+
+def test_only_the_settings_read_attnscope_variables():
+    """Every ``ATTNSCOPE_*`` variable of the application is read by ``Settings`` / ``ModelSettings``."""
+    folders = ["analysis", "models", "pipelines", "server", "frontend", "experiments", "attnscope", "deploy"]
+    readers = {
+        str(path.relative_to(ROOT))
+        for folder in folders
+        for path in (ROOT / folder).rglob("*.py")
+        if ENV_READ.search(path.read_text(encoding="utf-8"))
+    }
+    assert readers <= READERS, f"read these through the settings: {sorted(readers - READERS)}"
+    for read in ('os.environ.get("ATTNSCOPE_X")', "os.environ['ATTNSCOPE_X']", 'os.getenv("ATTNSCOPE_X", "")'):
+        assert ENV_READ.search(read), read  # the check sees each way of reading one
 
 
 def test_a_malformed_variable_names_itself(clean_env):

@@ -18,8 +18,8 @@ from sqlalchemy import inspect, text
 
 from attnscope.server.config import Settings
 from attnscope.server.db.engine import MIGRATIONS, SQLITE_FILE, DatabaseUnavailableError, open_database
-from attnscope.server.db.job_records import JobRecords, ShardCheckpoint
 from attnscope.server.db.run_records import RunRecords
+from attnscope.server.jobs.records import JobRecords, ShardCheckpoint
 from attnscope.server.main import create_app
 from tests.conftest import free_port
 

@@ -11,7 +11,7 @@ import pytest
 
 from attnscope.models.cancel import check_cancelled
 from attnscope.server.config import Settings
-from attnscope.server.executor import DeadlinePassed, HeavyExecutor
+from attnscope.server.request_executor import DeadlinePassed, HeavyExecutor
 
 API = "/api/v1"
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from attnscope.server.db.engine import open_database
-from attnscope.server.db.job_records import JobRecords
+from attnscope.server.jobs.records import JobRecords
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

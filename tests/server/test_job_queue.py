@@ -7,8 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnscope.server.config import Settings
-from attnscope.server.db.job_records import JobRecords
-from attnscope.server.jobs import JOB_KINDS
+from attnscope.server.jobs.kinds import JOB_KINDS
+from attnscope.server.jobs.records import JobRecords
 from attnscope.server.main import create_app
 from tests.server import sharded_kind
 

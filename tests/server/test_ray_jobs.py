@@ -14,10 +14,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnscope.server.config import Settings
-from attnscope.server.db.job_records import JobRecords
-from attnscope.server.jobs import JOB_KINDS
+from attnscope.server.jobs.kinds import JOB_KINDS
+from attnscope.server.jobs.ray_shards import RayUnavailableError
+from attnscope.server.jobs.records import JobRecords
 from attnscope.server.main import create_app
-from attnscope.server.ray_executor import RayUnavailableError
 from tests.conftest import free_port
 from tests.server import sharded_kind
 from tests.server.ray_cluster import ROOT, LocalRayCluster

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
-from attnscope.server.jobs import JOB_KINDS, register_job_kind, rows_to_csv
+from attnscope.server.jobs.kinds import JOB_KINDS, register_job_kind, rows_to_csv
 from attnscope.server.schemas import JOB_RESULTS
 from attnscope.server.schemas.job_results import Strict
 
@@ -142,7 +142,9 @@ def test_openapi_documents_one_result_model_per_kind(client):
     assert props["rows"]["items"]["$ref"].endswith("/CensusRow")
 
 
-def test_a_job_whose_data_set_is_missing_fails_with_the_setting_to_fix(client, wait_job, monkeypatch, tmp_path):
+def test_a_job_whose_data_set_is_missing_fails_with_the_command_that_fetches_it(
+    client, wait_job, monkeypatch, tmp_path
+):
     # the census job's example count needs the data set before any shard runs: a missing folder made the
     # job stay "queued" forever (found by the container check, whose image has no data folder)
     monkeypatch.setenv("ATTNSCOPE_DATA_DIR", str(tmp_path))
@@ -150,5 +152,6 @@ def test_a_job_whose_data_set_is_missing_fails_with_the_setting_to_fix(client, w
     assert r.status_code == 202, r.text
     job = wait_job(client, r.json()["id"], timeout=60)
     assert job["status"] == "failed", job
-    assert "FileNotFoundError" in job["error"] and "ATTNSCOPE_DATA_DIR" in job["error"], job["error"]
+    assert "DataSetMissingError" in job["error"] and "ATTNSCOPE_DATA_DIR" in job["error"], job["error"]
+    assert "`attnscope data fetch sst2`" in job["error"], job["error"]
     assert client.get("/api/v1/health").status_code == 200

@@ -102,8 +102,8 @@ def test_every_schema_follows_the_naming_rule():
 
 
 def test_job_params_models_live_here_and_name_every_kind():
-    from attnscope.server.job_kinds import register_job_kinds
-    from attnscope.server.jobs import JOB_KINDS
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.kinds import JOB_KINDS
 
     register_job_kinds()
     assert set(schemas.JOB_PARAMS) == {"census", "probe", "faithfulness", "head-effects"} <= set(JOB_KINDS)

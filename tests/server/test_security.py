@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from attnscope.models.cancel import Cancelled, check_cancelled
 from attnscope.server.config import Settings
-from attnscope.server.executor import ExecutorBusy, HeavyExecutor
 from attnscope.server.main import create_app
+from attnscope.server.request_executor import ExecutorBusy, HeavyExecutor
 
 API = "/api/v1"
 FORM = {"data": {"model": "gauss9-iso"}, "files": {"file": ("x.png", b"\x89PNG", "image/png")}}

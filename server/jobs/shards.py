@@ -1,5 +1,5 @@
 """Where a job's shards run. ``InProcessExecutor`` runs them one after another in the job's thread
-(the default); ``server/ray_executor.py`` runs them as Ray tasks on actors that hold the model.
+(the default); ``server/jobs/ray_shards.py`` runs them as Ray tasks on actors that hold the model.
 
 An executor's ``run(kind, params, pending, sink)`` computes every pending shard
 ``(index, start, stop)`` and hands each partial result to ``sink.shard_done`` (in any order: the
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from attnscope.server.jobs import JobKind
+from attnscope.server.jobs.kinds import JobKind
 
 
 class ShardSink(Protocol):

@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from attnscope.server.db.engine import Database
-from attnscope.server.db.job_records import Job, JobRecords, ShardCheckpoint
-from attnscope.server.executors import InProcessExecutor
-from attnscope.server.jobs import JOB_KINDS, JobCancelled, JobKind
+from attnscope.server.jobs.kinds import JOB_KINDS, JobCancelled, JobKind
+from attnscope.server.jobs.records import Job, JobRecords, ShardCheckpoint
+from attnscope.server.jobs.shards import InProcessExecutor
 
 log = logging.getLogger(__name__)
 

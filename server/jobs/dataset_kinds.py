@@ -15,7 +15,7 @@ from attnscope.pipelines.dataset_runs import census_shard, merge_census, pick_ex
 from attnscope.pipelines.datasets import check_split
 from attnscope.pipelines.explainers import check_explainers
 from attnscope.pipelines.faithfulness_eval import METRICS, check_metrics
-from attnscope.server.jobs import ParamsError, register_job_kind, register_sharded_job_kind
+from attnscope.server.jobs.kinds import ParamsError, register_job_kind, register_sharded_job_kind
 from attnscope.server.schemas.jobs import JOB_PARAMS, CensusParams, FaithfulnessParams, HeadEffectsParams, ProbeParams
 
 

@@ -4,8 +4,8 @@ A **sharded** kind (``register_sharded_job_kind``) says how many examples its pa
 (``size``), computes one shard ``[start, stop)`` of them into a JSON-able partial result
 (``run_shard(params, models, start, stop, progress)``, ``models.get(name)`` gives a loaded model),
 and builds the final result from every partial in shard order (``merge(params, partials)``). The
-job's thread (``server/job_manager.py``) runs the shards in-process or on Ray workers
-(``server/executors.py``, ``server/ray_executor.py``), saves each partial in the database as a
+job's thread (``server/jobs/manager.py``) runs the shards in-process or on Ray workers
+(``server/jobs/shards.py``, ``server/jobs/ray_shards.py``), saves each partial in the database as a
 checkpoint, and merges; so a job resumes after a crash from its last saved shard, and the result is
 the same however and wherever the shards ran. ``shard_size`` is part of the kind, never of the
 executor: the same params always give the same shards. Write ``merge`` so that it only folds the
@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from attnscope.server.db.job_records import Job  # noqa: F401  (what routes show)
+from attnscope.server.jobs.records import Job  # noqa: F401  (what routes show)
 
 Progress = Callable[[int, int], None]
 Runner = Callable[[Any, Any, Progress], dict]

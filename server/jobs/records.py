@@ -13,15 +13,10 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 
 from attnscope.server.db.engine import Database
-from attnscope.server.db.models import JobRecord, ShardRecord
+from attnscope.server.db.models import JobRecord, ShardRecord, dumps
 
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
-
-
-def dumps(value: Any) -> str:
-    """JSON text (NaN allowed: the tables store JSON as text)."""
-    return json.dumps(value, allow_nan=True)
 
 
 @dataclass

@@ -33,8 +33,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from attnscope.server.executors import ShardSink
-from attnscope.server.jobs import JobKind
+from attnscope.server.jobs.kinds import JobKind
+from attnscope.server.jobs.shards import ShardSink
 
 log = logging.getLogger(__name__)
 SETTING = "ATTNSCOPE_RAY_ADDRESS"

@@ -1,0 +1,75 @@
+"""The settings that code below the server reads (models, pipelines, experiments), from ``ATTNSCOPE_*``.
+
+``model_settings()`` reads them from the environment on each call (pydantic-settings: typed and
+checked), so a variable set in-process (a test, a benchmark raising the causal token cap) counts at
+once. The server's ``attnscope.server.config.Settings`` extends ``ModelSettings``: the API validates
+these variables with its own at start-up (a malformed one stops it, naming the field) and documents
+them in one place (``docs/guide/configuration.md``). Why a class here rather than arguments passed
+down from the server: the same knobs serve the command line, the benchmarks and the experiments,
+which run models without the server, and the dependency rule (analysis <- models <- pipelines <-
+server) lets pipelines and experiments read models but never the server.
+
+    ATTNSCOPE_DEVICE             auto | cpu | cuda[:N] (auto: CUDA when present)
+    ATTNSCOPE_CAPTURE            lazy | eager: how Hugging Face models capture attention, default lazy
+    ATTNSCOPE_MODEL_DIRS         roots for local Hugging Face checkpoints (os.pathsep-separated)
+    ATTNSCOPE_MAX_CAUSAL_TOKENS  longest causal-LM run (prompt + generated tokens), default 512
+    ATTNSCOPE_CACHE_DIR          converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
+    ATTNSCOPE_TRAIN_THREADS      torch threads when training the zoo or running the experiments
+                                 (default: 2 for training, 1 for the experiments)
+
+    ATTNSCOPE_DATA_DIR           the data folder (``attnscope.models.data_registry.data_dir()``; default
+                                 ``$XDG_DATA_HOME/attnscope/data``, else ``~/.local/share/attnscope/data``)
+    ATTNSCOPE_DATA_SOURCE        where ``attnscope data fetch`` copies the data sets from (a folder or an
+                                 archive; empty: the pinned download addresses)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticUseDefault
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_CAUSAL_TOKENS = 512  # SmolLM2 (30 x 9 heads) at 512 tokens holds 283 MB of maps
+
+
+def _default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "attnscope"
+
+
+class ModelSettings(BaseSettings):
+    """The knobs of model loading and capture (see the module docstring for the variables)."""
+
+    model_config = SettingsConfigDict(env_prefix="ATTNSCOPE_", frozen=True, extra="ignore")
+
+    device: str = "auto"
+    capture: str = "lazy"  # checked by attnscope.models.loading.capture_setting (its message names the variable)
+    model_dirs: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    max_causal_tokens: int = Field(DEFAULT_CAUSAL_TOKENS, ge=1)
+    cache_dir: Path = Field(default_factory=_default_cache_dir)
+    train_threads: int | None = Field(None, ge=1)
+    data_dir: Path | None = None
+    data_source: str = ""
+
+    @field_validator("model_dirs", mode="before")
+    @classmethod
+    def _split_paths(cls, value):
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(os.pathsep) if part.strip()]
+        return value
+
+    @field_validator("device", "capture", "max_causal_tokens", "cache_dir", "train_threads", "data_dir", mode="before")
+    @classmethod
+    def _empty_model_value_is_default(cls, value):
+        """``ATTNSCOPE_DEVICE=`` (set but empty, as compose passes an unset host variable) keeps the default."""
+        if isinstance(value, str) and not value.strip():
+            raise PydanticUseDefault()
+        return value
+
+
+def model_settings() -> ModelSettings:
+    """The settings as the environment holds them now (read on each call; cheap next to model work)."""
+    return ModelSettings()
