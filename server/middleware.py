@@ -16,6 +16,8 @@ From the outside in (``install_middleware`` adds them in this order):
   few dozen) gets 422 before validation: pydantic would list every unknown key, seconds of the event
   loop and megabytes of detail for a 1 MiB body of 90,000 keys. Counted by a byte scan that can only
   over-count (a ``"`` then ``:``); over the limit, the body is parsed off the loop to count exactly.
+- ``DocsToken`` (only with ``ATTNSCOPE_API_TOKEN``): ``/openapi.json``, ``/docs`` and ``/redoc`` need the
+  bearer token like every route but ``/health`` (the schema names every route and limit).
 - ``CsrfGuard``: a POST/PUT/PATCH/DELETE whose body a cross-site HTML form could send
   (``multipart/form-data``, ``application/x-www-form-urlencoded``, ``text/plain``) must carry
   ``X-Requested-With`` (any value): a browser only lets a page add it after a CORS preflight, which
@@ -24,6 +26,7 @@ From the outside in (``install_middleware`` adds them in this order):
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import re
@@ -267,6 +270,29 @@ class JsonKeyLimit:
         await self.app(scope, replay, send)
 
 
+class DocsToken:
+    """401 for the OpenAPI document and the interactive docs without ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str, paths: tuple[str, ...] = ("/openapi.json", *DOCS_PATHS)):
+        self.app = app
+        self.token = token.encode()
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path in self.paths or path.startswith(tuple(p + "/" for p in self.paths))):
+            scheme, _, value = Headers(scope=scope).get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token):
+                return await error_response(
+                    401,
+                    "this API needs a token, its schema and docs too: send 'Authorization: Bearer "
+                    "<ATTNSCOPE_API_TOKEN>' (the REST API reference of the documentation site lists every route)",
+                    "unauthorized",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 class CsrfGuard:
     """A body a cross-site form could send needs an ``X-Requested-With`` header."""
 
@@ -290,6 +316,8 @@ class CsrfGuard:
 def install_middleware(app, settings) -> None:
     """Wrap ``app`` (FastAPI) in the middlewares above, outermost first as the module docstring lists."""
     app.add_middleware(CsrfGuard)
+    if settings.api_token:
+        app.add_middleware(DocsToken, token=settings.api_token)
     app.add_middleware(JsonKeyLimit)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes, max_upload_bytes=settings.max_upload_bytes)
     if settings.rate_limit:
