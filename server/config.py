@@ -57,6 +57,8 @@ class Settings(ModelSettings):
     ATTNSCOPE_COMPUTE_BUDGET  per-request budget of tokens x steps x explainers (faithfulness), default 400000
     ATTNSCOPE_REQUEST_DEADLINE seconds a heavy request may run (queue wait included) before it is cancelled
                               and answered 504 (run it as a job instead), default 180; 0: none
+    ATTNSCOPE_FORWARDED_ALLOW_IPS addresses of the reverse proxies whose X-Forwarded-For names the client
+                              (the rate limit's key); unset: proxy headers are ignored
     ATTNSCOPE_RATE_LIMIT      per-client rate limit (the limits package's syntax, e.g. "600/minute"); empty: off
     ATTNSCOPE_DATABASE_URL    SQLAlchemy URL of the database (default: an SQLite file in the state folder)
     ATTNSCOPE_STATE_DIR       folder of that SQLite file ($ATTNSCOPE_DATA_DIR/state, else ~/.local/state/attnscope)
@@ -98,6 +100,7 @@ class Settings(ModelSettings):
     compute_budget: int = Field(400_000, ge=1)
     request_deadline: float | None = Field(180.0, ge=0)  # 0 or None: no deadline
     rate_limit: str | None = None
+    forwarded_allow_ips: str | None = None
     database_url: str | None = None
     state_dir: str | None = None
     max_queued_jobs: int = Field(16, ge=0)
@@ -154,6 +157,7 @@ class Settings(ModelSettings):
     @field_validator(
         "api_token",
         "rate_limit",
+        "forwarded_allow_ips",
         "database_url",
         "state_dir",
         "ray_address",

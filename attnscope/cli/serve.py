@@ -30,14 +30,32 @@ def _add_dash_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def uvicorn_options(conf) -> dict:
+    """How uvicorn treats proxy headers, from ``ATTNSCOPE_FORWARDED_ALLOW_IPS`` (``conf``: the settings).
+    Unset: ``X-Forwarded-For``/``-Proto`` are ignored, the client is the socket's peer (uvicorn's own
+    default trusts them from 127.0.0.1, so any local client could name itself anew per request and
+    pass the rate limit). Set (the proxy's addresses): they are honoured from those addresses only."""
+    if not conf.forwarded_allow_ips:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": conf.forwarded_allow_ips}
+
+
 def run_api(host: str, port: int) -> None:
     import uvicorn
 
     from attnscope.server.main import create_app
 
     code = 0
+    conf = settings()
     try:
-        uvicorn.run(create_app(), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+        uvicorn.run(
+            create_app(conf),
+            host=host,
+            port=port,
+            log_level="info",
+            timeout_graceful_shutdown=5,
+            **uvicorn_options(conf),
+        )
     except SystemExit as stop:  # uvicorn raises the SIGTERM it caught again once it has shut down
         code = stop.code if isinstance(stop.code, int) else 0
     # The app's shutdown has run (executors stopped, database closed). Leave without the interpreter's
