@@ -2,7 +2,8 @@
 
 - A fixed number of worker threads (``ATTNSCOPE_HEAVY_WORKERS``) and a bounded queue
   (``ATTNSCOPE_HEAVY_QUEUE``): when both are full the request gets **429** with ``Retry-After``
-  instead of waiting behind an unbounded backlog.
+  instead of waiting behind an unbounded backlog; ``Retry-After`` is the queue's expected wait (the
+  items waiting times the mean run time of recent work, over the workers).
 - **Cancellation**: when the client disconnects (or the server shuts down) the request's
   ``CancelToken`` is set; queued work is dropped, running work stops at its next
   ``attnscope.models.cancel.check_cancelled()`` (explainer batches, predict batches, Lipschitz
@@ -34,8 +35,10 @@ import concurrent.futures
 import functools
 import inspect
 import logging
+import math
 import queue
 import threading
+import time
 import typing
 from collections.abc import Callable
 
@@ -83,11 +86,20 @@ class HeavyExecutor:
     ``deadline`` (seconds, None: none): work still queued or running that long after it was submitted
     is cancelled and its request answered 504."""
 
-    def __init__(self, workers: int = 2, queue_limit: int = 16, retry_after: int = 2, deadline: float | None = None):
+    def __init__(
+        self,
+        workers: int = 2,
+        queue_limit: int = 16,
+        retry_after: int = 2,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.workers = max(1, int(workers))
         self.queue_limit = max(0, int(queue_limit))
-        self.retry_after = retry_after
+        self.retry_after = retry_after  # the Retry-After before any work has finished (no duration known)
         self.deadline = deadline
+        self._clock = clock
+        self._mean_seconds: float | None = None  # moving average of how long one item of work runs
         self._queue: queue.Queue = queue.Queue()
         self._slots = threading.BoundedSemaphore(self.workers + self.queue_limit)
         self._tokens: set[CancelToken] = set()
@@ -104,12 +116,20 @@ class HeavyExecutor:
         with self._lock:
             return len(self._tokens)
 
+    def expected_wait(self) -> int:
+        """Seconds until work submitted now would start: the items waiting (plus this one) times the
+        mean run time, over the workers; ``retry_after`` per item until one has finished. 1..3600."""
+        per_item = self._mean_seconds if self._mean_seconds is not None else self.retry_after
+        waiting = self._queue.qsize() + 1
+        return int(min(3600, max(1, math.ceil(per_item * waiting / self.workers))))
+
     def submit(self, fn: Callable, /, *args, **kwargs) -> tuple[concurrent.futures.Future, CancelToken]:
-        """Queue ``fn(*args, **kwargs)``; ``ExecutorBusy`` (429) when workers and queue are full."""
+        """Queue ``fn(*args, **kwargs)``; ``ExecutorBusy`` (429, ``Retry-After`` from ``expected_wait``)
+        when workers and queue are full."""
         if self._closed:
             raise ApiError(503, "the server is shutting down; retry on the next instance", code="unavailable")
         if not self._slots.acquire(blocking=False):
-            raise ExecutorBusy(self.retry_after, self.workers + self.queue_limit)
+            raise ExecutorBusy(self.expected_wait(), self.workers + self.queue_limit)
         fut: concurrent.futures.Future = concurrent.futures.Future()
         token = CancelToken()
         with self._lock:
@@ -129,17 +149,26 @@ class HeavyExecutor:
                 if token.cancelled:
                     fut.set_exception(Cancelled(token.reason))
                     continue
+                started = self._clock()
                 try:
                     with cancel_scope(token):
                         result = fn(*args, **kwargs)
                 except BaseException as exc:  # delivered to the awaiting request
+                    self._record(started)
                     fut.set_exception(exc)
                 else:
+                    self._record(started)
                     fut.set_result(result)
             finally:
                 with self._lock:
                     self._tokens.discard(token)
                 self._slots.release()
+
+    def _record(self, started: float) -> None:
+        seconds = max(0.0, self._clock() - started)
+        with self._lock:
+            mean = self._mean_seconds
+            self._mean_seconds = seconds if mean is None else 0.8 * mean + 0.2 * seconds
 
     async def run(self, request: Request | None, fn: Callable, /, *args, **kwargs):
         """Run ``fn`` on a worker and await it; cancel it when ``request``'s client disconnects or the

@@ -73,3 +73,43 @@ def test_a_budget_sized_request_is_cut_off_with_504_saying_how_to_run_it_as_a_jo
         while client.get("/health").json()["heavy_in_flight"] and time.time() < wait_until:
             time.sleep(0.2)
         assert client.get("/health").json()["heavy_in_flight"] == 0  # cancelled at its next batch
+
+
+class _Clock:
+    """A time source the test moves by hand (the executor's durations without sleeping)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_retry_after_is_the_queues_expected_wait():
+    """Issue 29 part 5: Retry-After was 2 s whatever the queue held. With work taking 30 s, one worker
+    and one item waiting, the next request waits for that item and the running one: 60 s."""
+    import threading
+
+    from attnscope.server.request_executor import ExecutorBusy
+
+    clock = _Clock()
+    ex = HeavyExecutor(workers=1, queue_limit=1, retry_after=2, clock=clock)
+
+    def takes_30_s():
+        clock.now += 30
+
+    assert ex.expected_wait() == 2  # no work finished yet: retry_after per item
+    fut, _ = ex.submit(takes_30_s)
+    fut.result(timeout=60)
+    release = threading.Event()
+    running, _ = ex.submit(release.wait)
+    waiting_until = time.time() + 60
+    while ex._queue.qsize() and time.time() < waiting_until:  # the worker has taken it
+        time.sleep(0.01)
+    ex.submit(lambda: None)  # waits in the queue
+    with pytest.raises(ExecutorBusy) as busy:
+        ex.submit(lambda: None)
+    assert busy.value.headers["Retry-After"] == "60" and "retry after 60 s" in busy.value.detail
+    release.set()
+    running.result(timeout=60)
+    ex.shutdown()
