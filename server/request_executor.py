@@ -42,7 +42,8 @@ import time
 import typing
 from collections.abc import Callable
 
-from fastapi import Request
+from fastapi import Request, Response
+from fastapi.exceptions import ResponseValidationError
 
 from attnscope.models.cancel import Cancelled, CancelToken, cancel_scope
 from attnscope.server.errors import ApiError
@@ -213,6 +214,20 @@ class HeavyExecutor:
             self._queue.put(_STOP)
 
 
+def _encoded(fn: Callable, route, /, *args, **kwargs):
+    """``fn``'s answer checked against the route's response model and encoded to JSON here, on the
+    worker: for an ``async`` route FastAPI would do both on the event loop (a large answer held every
+    other request, ``/health`` included, while it was encoded). A ``Response`` passes through."""
+    result = fn(*args, **kwargs)
+    field = getattr(route, "response_field", None)
+    if field is None or isinstance(result, Response):
+        return result
+    value, errors = field.validate(result, {}, loc=("response",))
+    if errors:
+        raise ResponseValidationError(errors=errors, body=result)
+    return Response(field.serialize_json(value), status_code=route.status_code or 200, media_type="application/json")
+
+
 def heavy(fn: Callable) -> Callable:
     """Route decorator: run the (plain ``def``) route body on the app's ``HeavyExecutor``."""
     hints = typing.get_type_hints(fn, include_extras=True)
@@ -229,7 +244,7 @@ def heavy(fn: Callable) -> Callable:
         else:
             request = kwargs.pop("_heavy_request")
         executor: HeavyExecutor = request.app.state.executor
-        return await executor.run(request, fn, *args, **kwargs)
+        return await executor.run(request, _encoded, fn, request.scope.get("route"), *args, **kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
     del wrapper.__wrapped__  # FastAPI must read the signature above, not the plain function's

@@ -9,6 +9,7 @@ import threading
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import BaseModel, field_serializer
 
 from attnscope.server.config import Settings
 from attnscope.server.errors import MAX_DETAIL_CHARS, validation_detail
@@ -16,6 +17,20 @@ from attnscope.server.main import create_app
 from attnscope.server.middleware import MAX_JSON_KEYS, count_json_keys
 
 API = "/api/v1"
+
+
+ENCODED_ON: list[str] = []  # threads the answer of the test route below was encoded on
+
+
+class Big(BaseModel):
+    """A large answer whose encoder records the thread it runs on."""
+
+    values: list[float]
+
+    @field_serializer("values")
+    def _record(self, values):
+        ENCODED_ON.append(threading.current_thread().name)
+        return values
 
 
 def many_keys(n: int) -> bytes:
@@ -97,3 +112,26 @@ def test_health_answers_while_pathological_bodies_are_processed(start_api):
         for t in threads:
             t.join()
     assert len(answers) == 6 and all(status == 422 and size < 1024 for status, size in answers)
+
+
+def test_a_heavy_routes_answer_is_validated_and_encoded_on_the_worker_not_the_loop():
+    """For ``async`` routes FastAPI validates and encodes the answer on the event loop; ``@heavy`` does
+    both on its worker. A route of this test records the thread its answer's encoder ran on."""
+    from fastapi import APIRouter
+
+    from attnscope.server.request_executor import heavy
+
+    ENCODED_ON.clear()
+    router = APIRouter()
+
+    @router.get("/test-big", response_model=Big, status_code=203)
+    @heavy
+    def read_big() -> Big:
+        return Big(values=[0.5] * 100_000)
+
+    app = create_app(Settings(preload=[], max_runs=4))
+    app.include_router(router)
+    with TestClient(app) as c:
+        r = c.get("/test-big")
+        assert r.status_code == 203 and len(r.json()["values"]) == 100_000
+    assert ENCODED_ON and all(name.startswith("attnscope-heavy-") for name in ENCODED_ON), ENCODED_ON
