@@ -141,7 +141,7 @@ def runs_stored(api: str) -> int:
     return int(json.loads(raw)["runs_stored"])
 
 
-def check_dashboard(api: str, dash: str, screenshot: str | None) -> None:
+def check_dashboard(api: str, dash: str, screenshot: str | None, token: str | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     expected = MINILM_LAYERS * MINILM_HEADS
@@ -151,6 +151,11 @@ def check_dashboard(api: str, dash: str, screenshot: str | None) -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
             page.goto(dash, wait_until="domcontentloaded")
+            if "/login" in page.url:  # a dashboard in front of a token-protected API asks for a log-in
+                check(token is not None, "the dashboard asks for a log-in and no --token was given")
+                page.fill("#token", token)
+                page.click("#login-button")
+                print("ok  dashboard: asked for a log-in, logged in with the token")
             page.wait_for_selector("#text-input")
             page.wait_for_selector("#run-button")
             # the model list arrives from the API after the page loads: wait until MiniLM is picked
@@ -204,7 +209,7 @@ def main() -> int:
     api, dash = args.api_url.rstrip("/"), args.dash_url.rstrip("/")
     try:
         check_api(api, args.token, dash)
-        check_dashboard(api, dash + "/", args.screenshot)
+        check_dashboard(api, dash + "/", args.screenshot, args.token)
     except CheckFailed as exc:
         print(f"FAIL {exc}", file=sys.stderr)
         return 1

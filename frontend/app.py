@@ -8,6 +8,7 @@ import dash
 
 from attnscope.frontend.api_client import ApiClient
 from attnscope.frontend.plot_config import register_export
+from attnscope.frontend.security import DashSecurity, install_security
 from attnscope.frontend.shell import shell
 
 HERE = Path(__file__).parent
@@ -67,7 +68,11 @@ def _security_headers(app: dash.Dash) -> None:
         return response
 
 
-def create_dash_app(api_url: str | None = None, token: str | None = None) -> dash.Dash:
+def create_dash_app(
+    api_url: str | None = None, token: str | None = None, security: DashSecurity | None = None
+) -> dash.Dash:
+    """The dashboard on ``api_url`` (``token``: the API's bearer token), behind the checks of
+    ``attnscope.frontend.security`` (``security``: else the defaults, asking for ``token`` at log-in)."""
     app = dash.Dash(
         __name__,
         title="attnscope",
@@ -84,4 +89,5 @@ def create_dash_app(api_url: str | None = None, token: str | None = None) -> das
     app.layout = shell
     register_export(app)
     _security_headers(app)
+    install_security(app, security or DashSecurity(credential=token or None))
     return app

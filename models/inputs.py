@@ -30,6 +30,9 @@ class InvalidImageError(ValueError):
         super().__init__(message)
 
 
+MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff")  # the PNG signature, JPEG's start-of-image marker
+
+
 def decode_image(blob: bytes) -> np.ndarray:
     """PNG/JPEG bytes -> uint8 ``[height, width]`` (grayscale) or ``[height, width, 3]`` (RGB)."""
     from PIL import Image, UnidentifiedImageError
@@ -41,10 +44,15 @@ def decode_image(blob: bytes) -> np.ndarray:
             f"the upload is {len(blob):,} bytes; the limit is {MAX_IMAGE_BYTES:,} bytes (10 MB): send a smaller image",
             413,
         )
+    if not blob.startswith(MAGIC):  # before any decoder runs: no other format is parsed at all
+        raise InvalidImageError(
+            "the upload is not a PNG or JPEG image (its first bytes are neither signature); send a PNG or JPEG file",
+            415,
+        )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(blob))
+            img = Image.open(io.BytesIO(blob), formats=list(FORMATS))
             fmt = img.format
             width, height = img.size
             if width * height > MAX_PIXELS:

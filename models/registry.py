@@ -224,13 +224,48 @@ def classify_config(config: dict, where: str = "this checkpoint") -> tuple[str, 
     )
 
 
-def _local_spec(folder: Path, root: Path) -> ModelSpec:
+def _files_inside(folder: Path, root: Path, rel: str) -> None:
+    """``ModelOutsideRootsError`` when a file of the checkpoint (a symlink) resolves outside ``root``:
+    folders are resolved before they are accepted, the files in them must be too."""
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            target = path.resolve()
+            if target != root and root not in target.parents:
+                raise ModelOutsideRootsError(
+                    f"local checkpoint {rel}: {path.relative_to(folder).as_posix()} is a link to a file outside the "
+                    "model roots; copy the file into the checkpoint's folder or add its folder to ATTNSCOPE_MODEL_DIRS"
+                )
+
+
+def _read_config(folder: Path, rel: str) -> dict:
+    """The checkpoint's ``config.json`` as a dict; ``UnsupportedModelError`` (a 4xx) when it is not one."""
     import json
 
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else type(exc).__name__
+        raise UnsupportedModelError(
+            f"local checkpoint {rel}: its config.json cannot be read as JSON ({reason}); fix or replace the file"
+        ) from None
+    if not isinstance(config, dict):
+        raise UnsupportedModelError(
+            f"local checkpoint {rel}: its config.json holds a {type(config).__name__}, not a JSON object"
+        )
+    return config
+
+
+def _local_spec(folder: Path, root: Path) -> ModelSpec:
     rel = folder.relative_to(root).as_posix() or folder.name
-    config = json.loads((folder / "config.json").read_text())
-    task, causal = classify_config(config, f"local checkpoint {folder}")
-    context = int(config.get("max_position_embeddings") or config.get("n_positions") or config.get("n_ctx") or 512)
+    _files_inside(folder, root, rel)
+    config = _read_config(folder, rel)
+    try:
+        task, causal = classify_config(config, f"local checkpoint {rel}")
+        context = int(config.get("max_position_embeddings") or config.get("n_positions") or config.get("n_ctx") or 512)
+    except UnsupportedModelError:
+        raise
+    except (TypeError, ValueError) as exc:  # a field of the wrong type (architectures: 5, n_positions: "x")
+        raise UnsupportedModelError(f"local checkpoint {rel}: its config.json has a malformed field ({exc})") from None
     return ModelSpec(
         name=f"local:{rel}",
         family=str(config.get("model_type", "unknown")),
@@ -256,7 +291,7 @@ def _discover() -> tuple[dict[str, ModelSpec], dict[str, str]]:
             name = f"local:{cfg.parent.relative_to(root).as_posix() or cfg.parent.name}"
             try:
                 spec = _local_spec(cfg.parent, root)
-            except UnsupportedModelError as exc:
+            except (UnsupportedModelError, ModelOutsideRootsError) as exc:
                 refused.setdefault(name, str(exc))
                 continue
             except (ValueError, OSError) as exc:

@@ -45,6 +45,8 @@ class Settings(ModelSettings):
     ATTNSCOPE_MODEL_DIRS      roots for local Hugging Face checkpoints (os.pathsep-separated)
     ATTNSCOPE_DATA_DIR        the data folder, default ~/.local/share/attnscope/data (read by models.data_registry;
                               filled by `attnscope data fetch`, docs/guide/data.md)
+    ATTNSCOPE_DATA_SOURCE     where `attnscope data fetch` copies the data sets from (a folder or an archive;
+                              empty: the pinned download addresses)
     ATTNSCOPE_ALLOWED_HOSTS   comma-separated Host names the API answers (DNS-rebinding guard; '*' = any),
                               default localhost, 127.0.0.1, ::1, the compose service names api and dashboard,
                               and testserver (Starlette's test client)
@@ -55,6 +57,10 @@ class Settings(ModelSettings):
     ATTNSCOPE_MAX_BODY_BYTES  largest JSON body, default 1 MiB (413 before the body is read)
     ATTNSCOPE_MAX_UPLOAD_BYTES largest multipart upload, default 11 MiB (a 10 MB image + form overhead)
     ATTNSCOPE_COMPUTE_BUDGET  per-request budget of tokens x steps x explainers (faithfulness), default 400000
+    ATTNSCOPE_REQUEST_DEADLINE seconds a heavy request may run (queue wait included) before it is cancelled
+                              and answered 504 (run it as a job instead), default 180; 0: none
+    ATTNSCOPE_FORWARDED_ALLOW_IPS addresses of the reverse proxies whose X-Forwarded-For names the client
+                              (the rate limit's key); unset: proxy headers are ignored
     ATTNSCOPE_RATE_LIMIT      per-client rate limit (the limits package's syntax, e.g. "600/minute"); empty: off
     ATTNSCOPE_DATABASE_URL    SQLAlchemy URL of the database (default: an SQLite file in the state folder)
     ATTNSCOPE_STATE_DIR       folder of that SQLite file ($ATTNSCOPE_DATA_DIR/state, else ~/.local/state/attnscope)
@@ -69,6 +75,12 @@ class Settings(ModelSettings):
     ATTNSCOPE_DASH_HOST       where ``attnscope serve|dashboard`` binds the dashboard, default 127.0.0.1
     ATTNSCOPE_DASH_PORT       its port, default 8050
     ATTNSCOPE_API_URL         the API the dashboard talks to (default: http://<api host>:<api port>)
+    ATTNSCOPE_DASH_TOKEN      the token the dashboard's log-in asks for (default: ATTNSCOPE_API_TOKEN; neither: none)
+    ATTNSCOPE_DASH_SECRET     key signing the dashboard's session cookies (default: random per process)
+    ATTNSCOPE_DASH_SECURE_COOKIE 1: the session cookie is always Secure (behind a proxy ending TLS); default: over https
+    ATTNSCOPE_DASH_MAX_CALLBACK_BYTES largest dashboard callback body, default 16 MiB (413 above)
+    ATTNSCOPE_DASH_ALLOW_OPEN 1: serve the dashboard without a token on an address that is not loopback
+    ATTNSCOPE_DASH_EXPOSED_ON where the dashboard is reachable when not at its bind address (compose: ATTNSCOPE_BIND)
 
     ``Settings()`` reads these variables; keyword arguments win over them (``Settings(preload=[])``).
     A malformed value (``ATTNSCOPE_MAX_RUNS=lots``) stops start-up with the variable's name.
@@ -89,7 +101,9 @@ class Settings(ModelSettings):
     max_body_bytes: int = Field(2**20, ge=1024)
     max_upload_bytes: int = Field(11 * 2**20, ge=1024)
     compute_budget: int = Field(400_000, ge=1)
+    request_deadline: float | None = Field(180.0, ge=0)  # 0 or None: no deadline
     rate_limit: str | None = None
+    forwarded_allow_ips: str | None = None
     database_url: str | None = None
     state_dir: str | None = None
     max_queued_jobs: int = Field(16, ge=0)
@@ -102,6 +116,12 @@ class Settings(ModelSettings):
     dash_host: str = "127.0.0.1"
     dash_port: int = Field(8050, ge=1, le=65535)
     api_url: str | None = None
+    dash_token: str | None = None
+    dash_secret: str | None = None
+    dash_secure_cookie: bool | None = None
+    dash_max_callback_bytes: int = Field(16 * 2**20, ge=1024)
+    dash_allow_open: bool = False
+    dash_exposed_on: str | None = None
 
     @field_validator("allowed_origins", "preload", "allowed_hosts", mode="before")
     @classmethod
@@ -117,6 +137,7 @@ class Settings(ModelSettings):
         "max_body_bytes",
         "max_upload_bytes",
         "compute_budget",
+        "request_deadline",
         "max_queued_jobs",
         "ray_workers",
         "ray_threads",
@@ -126,6 +147,8 @@ class Settings(ModelSettings):
         "api_port",
         "dash_host",
         "dash_port",
+        "dash_max_callback_bytes",
+        "dash_allow_open",
         mode="before",
     )
     @classmethod
@@ -135,10 +158,28 @@ class Settings(ModelSettings):
             raise PydanticUseDefault()
         return value
 
-    @field_validator("api_token", "rate_limit", "database_url", "state_dir", "ray_address", "api_url", mode="before")
+    @field_validator(
+        "api_token",
+        "rate_limit",
+        "forwarded_allow_ips",
+        "database_url",
+        "state_dir",
+        "ray_address",
+        "api_url",
+        "dash_token",
+        "dash_secret",
+        "dash_secure_cookie",
+        "dash_exposed_on",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("request_deadline", mode="after")
+    @classmethod
+    def _zero_is_none(cls, value: float | None) -> float | None:
+        return value or None
 
     @field_validator("allowed_hosts", mode="after")
     @classmethod

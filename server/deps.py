@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import secrets
 from typing import Annotated
 
@@ -9,6 +10,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from attnscope.server.config import Settings
+from attnscope.server.request_executor import DEADLINE_REASON, DeadlinePassed
 from attnscope.server.service import RunService
 from attnscope.server.store import Run
 
@@ -43,8 +45,27 @@ async def require_token(
         )
 
 
-def get_run(run_id: str, service: Annotated[RunService, Depends(get_service)]) -> Run:
-    run = service.store.get(run_id) or service.restore(run_id)
+def _restore(request: Request | None, service: RunService, run_id: str) -> Run | None:
+    """A run the database holds, computed again: model work, so it runs on the heavy executor (429
+    when workers and queue are full, its deadline; 40 concurrent reads of a run no longer in memory
+    all restored at once before). An id the database lacks costs no slot. Without ``request`` (a caller
+    already on a worker) it runs here."""
+    executor = getattr(request.app.state, "executor", None) if request is not None else None
+    if executor is None or service.records is None:
+        return service.restore(run_id)
+    if service.records.get(run_id) is None:
+        return None
+    fut, token = executor.submit(service.restore, run_id)  # ExecutorBusy (429) when full
+    try:
+        return fut.result(timeout=executor.deadline)
+    except concurrent.futures.TimeoutError:
+        token.cancel(DEADLINE_REASON)
+        fut.cancel()
+        raise DeadlinePassed(executor.deadline) from None
+
+
+def get_run(run_id: str, service: Annotated[RunService, Depends(get_service)], request: Request = None) -> Run:
+    run = service.store.get(run_id) or _restore(request, service, run_id)
     if run is None and (held := service.store.evicted(run_id)) is not None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,

@@ -66,6 +66,8 @@ DESCRIPTIONS = {
     500: "a bug: the detail says so, the traceback is in the server log",
     503: "a model checkpoint is missing or does not match its manifest, or a data set is not in the data folder "
     "(the detail names the command that fetches it)",
+    504: "the model work ran past the per-request deadline (ATTNSCOPE_REQUEST_DEADLINE) and was stopped: "
+    "ask for less or run it as a job (POST /api/v1/jobs)",
 }
 CSRF_PARAMETER = {
     "name": "X-Requested-With",
@@ -113,13 +115,27 @@ def _where(loc: tuple) -> str:
     return ".".join(parts) or "request"
 
 
+MAX_DETAIL_ERRORS = 20  # errors listed in a 422's detail; the rest are counted
+MAX_DETAIL_LINE = 300  # characters of one error's line
+MAX_DETAIL_CHARS = 4000  # characters of the whole detail
+
+
 def validation_detail(errors: list[dict], prefix: str = "") -> str:
-    """One readable line per pydantic error: ``field.path: message`` (the limits pydantic states)."""
-    msgs = []
-    for e in errors:
+    """One readable line per pydantic error: ``field.path: message`` (the limits pydantic states);
+    at most ``MAX_DETAIL_ERRORS`` lines of ``MAX_DETAIL_LINE`` characters, ``MAX_DETAIL_CHARS`` in all,
+    then how many more there were."""
+    msgs: list[str] = []
+    size = 0
+    for e in errors[:MAX_DETAIL_ERRORS]:
         msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
-        where = _where(tuple(e.get("loc", ())))
-        msgs.append(f"{prefix}{where}: {msg}")
+        line = f"{prefix}{_where(tuple(e.get('loc', ())))}: {msg}"
+        line = line if len(line) <= MAX_DETAIL_LINE else line[: MAX_DETAIL_LINE - 1] + "…"
+        if size + len(line) > MAX_DETAIL_CHARS:
+            break
+        msgs.append(line)
+        size += len(line) + 2
+    if len(errors) > len(msgs):
+        msgs.append(f"and {len(errors) - len(msgs):,} more errors")
     return "; ".join(msgs) or "invalid request"
 
 
@@ -220,6 +236,13 @@ def document_common_errors(app: FastAPI, token: bool = True) -> None:
         if app.openapi_schema is not None:
             return app.openapi_schema
         doc = base_openapi()
+        heavy_ops = {  # (path without the router's prefix, method) on the heavy executor: its deadline answers 504
+            (r.path, m.lower())
+            for top in app.routes
+            for r in getattr(getattr(top, "original_router", None), "routes", [top])
+            if getattr(getattr(r, "endpoint", None), "__heavy__", None)
+            for m in r.methods
+        }
         ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
         doc.setdefault("components", {}).setdefault("schemas", {})["ErrorBody"] = ErrorBody.model_json_schema(
             ref_template="#/components/schemas/{model}"
@@ -228,10 +251,13 @@ def document_common_errors(app: FastAPI, token: bool = True) -> None:
             doc["components"]["schemas"].pop(schema, None)
         if not token:
             doc["components"].pop("securitySchemes", None)
-        for item in doc.get("paths", {}).values():
-            for op in item.values():
+        for path, item in doc.get("paths", {}).items():
+            for method, op in item.items():
                 if not isinstance(op, dict) or "responses" not in op:
                     continue
+                heavy_op = (path.removeprefix("/api/v1"), method) in heavy_ops or (path, method) in heavy_ops
+                if heavy_op or "{run_id}" in path:  # a run read back from the database is restored on the executor
+                    op["responses"].setdefault("504", {"description": DESCRIPTIONS[504]})
                 if not token:
                     op.pop("security", None)
                     op["responses"].pop("401", None)

@@ -101,7 +101,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cache = ModelCache(device=settings.device)
         app.state.settings = settings
         app.state.device_name = str(pick_device(settings.device))
-        app.state.executor = HeavyExecutor(settings.heavy_workers, settings.heavy_queue)
+        app.state.executor = HeavyExecutor(
+            settings.heavy_workers, settings.heavy_queue, deadline=settings.request_deadline
+        )
         app.state.db = db
         app.state.service = RunService(cache, RunStore(settings.max_runs, settings.max_run_bytes), RunRecords(db))
         try:

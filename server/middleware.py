@@ -12,6 +12,12 @@ From the outside in (``install_middleware`` adds them in this order):
 - ``BodyLimit``: 413 when ``Content-Length`` is over the limit, before a byte of the body is read;
   a body without one (chunked) is counted as it streams and cut at the limit. JSON and other
   bodies: ``ATTNSCOPE_MAX_BODY_BYTES``; multipart uploads: ``ATTNSCOPE_MAX_UPLOAD_BYTES``.
+- ``JsonKeyLimit``: a JSON body with more than ``MAX_JSON_KEYS`` object keys (this API's bodies have a
+  few dozen) gets 422 before validation: pydantic would list every unknown key, seconds of the event
+  loop and megabytes of detail for a 1 MiB body of 90,000 keys. Counted by a byte scan that can only
+  over-count (a ``"`` then ``:``); over the limit, the body is parsed off the loop to count exactly.
+- ``DocsToken`` (only with ``ATTNSCOPE_API_TOKEN``): ``/openapi.json``, ``/docs`` and ``/redoc`` need the
+  bearer token like every route but ``/health`` (the schema names every route and limit).
 - ``CsrfGuard``: a POST/PUT/PATCH/DELETE whose body a cross-site HTML form could send
   (``multipart/form-data``, ``application/x-www-form-urlencoded``, ``text/plain``) must carry
   ``X-Requested-With`` (any value): a browser only lets a page add it after a CORS preflight, which
@@ -20,9 +26,13 @@ From the outside in (``install_middleware`` adds them in this order):
 
 from __future__ import annotations
 
+import hmac
+import json
 import math
+import re
 import time
 
+import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -194,6 +204,95 @@ class BodyLimit:
             await error_response(413, exc.detail, headers=exc.headers)(scope, receive, send)
 
 
+MAX_JSON_KEYS = 4096
+_KEY_END = re.compile(rb'"\s*:')  # every object key ends so; a string holding '":' is escaped '\":' (counted too)
+
+
+def count_json_keys(value) -> int:
+    """Object keys in a parsed JSON value, at every depth."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def _exact_keys(body: bytes) -> int | None:
+    try:
+        return count_json_keys(json.loads(body))
+    except ValueError:
+        return None  # not JSON: FastAPI answers that itself
+
+
+class JsonKeyLimit:
+    """422 for a JSON body of more than ``max_keys`` object keys, before it reaches validation."""
+
+    def __init__(self, app: ASGIApp, max_keys: int = MAX_JSON_KEYS):
+        self.app = app
+        self.max_keys = max_keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        ctype = Headers(scope=scope).get("content-type", "").split(";", 1)[0].strip().lower()
+        if not ctype.endswith("json"):
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:  # bounded: BodyLimit (outside) cuts the body at ATTNSCOPE_MAX_BODY_BYTES
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if len(_KEY_END.findall(body)) > self.max_keys:
+            keys = await anyio.to_thread.run_sync(_exact_keys, body)
+            if keys is not None and keys > self.max_keys:
+                return await error_response(
+                    422,
+                    f"the JSON body has {keys:,} object keys; this server takes at most {self.max_keys:,} "
+                    "(a request body has a few dozen fields: see the schema at /docs)",
+                    "invalid",
+                )(scope, receive, send)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class DocsToken:
+    """401 for the OpenAPI document and the interactive docs without ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str, paths: tuple[str, ...] = ("/openapi.json", *DOCS_PATHS)):
+        self.app = app
+        self.token = token.encode()
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path in self.paths or path.startswith(tuple(p + "/" for p in self.paths))):
+            scheme, _, value = Headers(scope=scope).get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token):
+                return await error_response(
+                    401,
+                    "this API needs a token, its schema and docs too: send 'Authorization: Bearer "
+                    "<ATTNSCOPE_API_TOKEN>' (the REST API reference of the documentation site lists every route)",
+                    "unauthorized",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 class CsrfGuard:
     """A body a cross-site form could send needs an ``X-Requested-With`` header."""
 
@@ -217,6 +316,9 @@ class CsrfGuard:
 def install_middleware(app, settings) -> None:
     """Wrap ``app`` (FastAPI) in the middlewares above, outermost first as the module docstring lists."""
     app.add_middleware(CsrfGuard)
+    if settings.api_token:
+        app.add_middleware(DocsToken, token=settings.api_token)
+    app.add_middleware(JsonKeyLimit)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes, max_upload_bytes=settings.max_upload_bytes)
     if settings.rate_limit:
         app.add_middleware(RateLimit, rate=settings.rate_limit)

@@ -233,3 +233,48 @@ def tiny_causal_lms(tmp_path_factory):
         tokenizer.save_pretrained(folder)
         folders[arch] = folder
     return root, folders
+
+
+DASH_TOKEN = "dashboard-test-token-0123456789"
+
+
+@pytest.fixture(scope="session")
+def secured_dashboard(start_api):
+    """``(url, token)``: ``attnscope dashboard`` as users start it (gunicorn, a subprocess) in front of
+    an API that wants ``token``; the dashboard asks for a log-in with it. Callback bodies over 64 KiB
+    are refused (``ATTNSCOPE_DASH_MAX_CALLBACK_BYTES``)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from attnscope.server.config import Settings
+
+    with start_api(Settings(preload=[], api_token=DASH_TOKEN)) as api:
+        port = free_port()
+        env = {**os.environ, "ATTNSCOPE_API_TOKEN": DASH_TOKEN, "ATTNSCOPE_DASH_MAX_CALLBACK_BYTES": "65536"}
+        env.pop("ATTNSCOPE_DASH_TOKEN", None)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "attnscope.cli", "dashboard", "--dash-port", str(port), "--api-url", api],
+            cwd=Path(__file__).resolve().parents[1],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.time() + 120
+            while True:
+                try:
+                    httpx.get(f"{url}/login", timeout=5).raise_for_status()
+                    break
+                except httpx.HTTPError:
+                    if proc.poll() is not None or time.time() > deadline:
+                        raise RuntimeError(f"the dashboard did not start (exit code {proc.poll()})") from None
+                    time.sleep(0.3)
+            yield url, DASH_TOKEN
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()

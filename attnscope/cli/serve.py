@@ -30,14 +30,32 @@ def _add_dash_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def uvicorn_options(conf) -> dict:
+    """How uvicorn treats proxy headers, from ``ATTNSCOPE_FORWARDED_ALLOW_IPS`` (``conf``: the settings).
+    Unset: ``X-Forwarded-For``/``-Proto`` are ignored, the client is the socket's peer (uvicorn's own
+    default trusts them from 127.0.0.1, so any local client could name itself anew per request and
+    pass the rate limit). Set (the proxy's addresses): they are honoured from those addresses only."""
+    if not conf.forwarded_allow_ips:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": conf.forwarded_allow_ips}
+
+
 def run_api(host: str, port: int) -> None:
     import uvicorn
 
     from attnscope.server.main import create_app
 
     code = 0
+    conf = settings()
     try:
-        uvicorn.run(create_app(), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+        uvicorn.run(
+            create_app(conf),
+            host=host,
+            port=port,
+            log_level="info",
+            timeout_graceful_shutdown=5,
+            **uvicorn_options(conf),
+        )
     except SystemExit as stop:  # uvicorn raises the SIGTERM it caught again once it has shut down
         code = stop.code if isinstance(stop.code, int) else 0
     # The app's shutdown has run (executors stopped, database closed). Leave without the interpreter's
@@ -53,8 +71,19 @@ def run_dashboard(api_url: str, host: str, port: int, threads: int = 8) -> None:
     """Serve the dashboard with gunicorn (one process, ``threads`` threads: callbacks wait on the
     API, sometimes for seconds, so several run at once); Flask's server only if gunicorn is absent."""
     from attnscope.frontend.app import create_dash_app
+    from attnscope.frontend.security import DashSecurity, check_exposure
 
-    app = create_dash_app(api_url, token=settings().api_token)  # ATTNSCOPE_API_TOKEN: the API asks for it
+    conf = settings()
+    security = DashSecurity(
+        credential=conf.dash_token or conf.api_token,
+        allowed_hosts=tuple(conf.allowed_hosts),
+        max_callback_bytes=conf.dash_max_callback_bytes,
+        secure_cookie=conf.dash_secure_cookie,
+        **({"secret": conf.dash_secret.encode()} if conf.dash_secret else {}),
+    )
+    # compose binds 0.0.0.0 in the container and publishes the port on ATTNSCOPE_BIND of the host
+    check_exposure(host, security.credential, allow_open=conf.dash_allow_open, exposed_on=conf.dash_exposed_on)
+    app = create_dash_app(api_url, token=conf.api_token, security=security)  # ATTNSCOPE_API_TOKEN: the API asks for it
     log.info("dashboard on http://%s:%d (API %s)", host, port, api_url)
     try:
         from gunicorn.app.base import BaseApplication
@@ -129,10 +158,14 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.command == "serve":
-        return _serve(args)
     if args.command == "api":
         run_api(args.host, args.port)
         return 0
-    run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        run_dashboard(args.api_url or "http://127.0.0.1:8000", args.dash_host, args.dash_port)
+    except ValueError as refused:  # check_exposure, or a malformed dashboard setting
+        log.error("%s", refused)
+        return 2
     return 0

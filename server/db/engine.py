@@ -39,6 +39,17 @@ def default_state_dir() -> Path:
     return Path(base) / "attnscope"
 
 
+def redact_url(url: str) -> str:
+    """``url`` with everything between its user name and the last ``@`` (the password) replaced by
+    ``***``, even when the rest does not parse (a malformed URL is shown to say what is wrong with it)."""
+    at = url.rfind("@")
+    scheme_end = url.find("://")
+    start = scheme_end + 3 if 0 <= scheme_end < at else 0
+    if at < 0 or ":" not in url[start:at]:
+        return url
+    return url[:start] + url[start:at].split(":", 1)[0] + ":***" + url[at:]
+
+
 def resolve_url(database_url: str | None = None, state_dir: str | Path | None = None) -> tuple[str, str]:
     """``(url, setting)``: the URL to open and the name of the setting it came from."""
     if database_url:
@@ -76,8 +87,11 @@ def open_database(database_url: str | None = None, state_dir: str | Path | None 
     url, setting = resolve_url(database_url, state_dir)
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise DatabaseUnavailableError(f"{setting}={url!r} is not a database URL: {exc}") from None
+    except (ArgumentError, ValueError):  # its message repeats the URL, password included
+        raise DatabaseUnavailableError(
+            f"{setting}={redact_url(url)!r} is not a database URL; write dialect+driver://user:password@host/dbname, "
+            "e.g. postgresql+psycopg2://attnscope@db/attnscope or sqlite:////var/lib/attnscope/attnscope.db"
+        ) from None
     shown = parsed.render_as_string(hide_password=True)
     sqlite = parsed.get_backend_name() == "sqlite"
     if sqlite and parsed.database and parsed.database != ":memory:":

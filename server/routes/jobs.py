@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 
-from attnscope.server.errors import ApiError, error_responses
+from attnscope.server.errors import ApiError, error_responses, public_message
 from attnscope.server.jobs.kinds import JOB_KINDS, Job, ParamsError, rows_to_csv
 from attnscope.server.jobs.manager import JobManager, NotResumableError, QueueFullError
 from attnscope.server.schemas import JOB_RESULTS, JobCreate, JobKindPublic, JobPublic, JobResultPublic
@@ -41,8 +41,8 @@ def to_public(job: Job) -> JobPublic:
         shards_done=job.shards_done,
         shards_total=job.shards_total,
         worker=job.worker,
-        message=job.message,
-        error=job.error,
+        message=public_message(job.message) if job.message else job.message,
+        error=public_message(job.error) if job.error else None,  # no server path in an answer
         created=job.created,
         started=job.started,
         finished=job.finished,

@@ -117,7 +117,7 @@ def read_measure(
     except UnsupportedLayerError as exc:
         body.max_entropy_note = f"not available: {exc}"
     if compare is not None:
-        other = service.store.get(compare)
+        other = service.store.get(compare) or service.restore(compare)  # as GET /runs/{id} does
         if other is None:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND,
@@ -156,7 +156,7 @@ def read_lipschitz(
     if run_id is not None and text is not None:
         raise _unprocessable("give run_id or text, not both")
     if run_id is not None:
-        run = service.store.get(run_id)
+        run = service.store.get(run_id) or service.restore(run_id)  # as GET /runs/{id} does
         if run is None:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"no run with id {run_id!r}; create it with POST /api/v1/runs"

@@ -135,7 +135,7 @@ def read_evolution(
 ) -> EvolutionPublic:
     if compare_to is None:
         return EvolutionPublic(run_id=run.id, profile=_profile(run.model, evolution(run.capture.maps)))
-    other = service.store.get(compare_to)
+    other = service.store.get(compare_to) or service.restore(compare_to)  # as GET /runs/{id} does
     if other is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"no run with id {compare_to!r} to compare with; create it first"

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_TEXT_CHARS = 100_000
+MAX_MODEL_NAME_CHARS = 1024  # a registry name or local:<folder> (a path); longer is no model
 MAX_NEW_TOKENS = 256  # = attnscope.models.backends.generation.MAX_NEW_TOKENS (this module stays pure pydantic)
 MAX_TEMPERATURE = 10.0
 
@@ -110,7 +111,13 @@ class RunCreate(BaseModel):
         },
     )
 
-    model: str = Field("minilm", description="registry name from GET /models", examples=["minilm"])
+    model: str = Field(
+        "minilm",
+        min_length=1,
+        max_length=MAX_MODEL_NAME_CHARS,
+        description="registry name from GET /models",
+        examples=["minilm"],
+    )
     text: str | None = Field(
         None,
         max_length=MAX_TEXT_CHARS,

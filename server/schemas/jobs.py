@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
+from attnscope.server.schemas.core import MAX_MODEL_NAME_CHARS
 from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION, DEFAULT_EXPLAINERS, ExplainerOptions
 
 
@@ -20,7 +21,9 @@ class CensusParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")  # a misspelt parameter is a 422, never silently ignored
 
-    model: str = Field("minilm", description="registry name of a text model")
+    model: str = Field(
+        "minilm", min_length=1, max_length=MAX_MODEL_NAME_CHARS, description="registry name of a text model"
+    )
     dataset: Literal["sst2", "movies"] = "sst2"
     n: int = Field(200, ge=1, le=5000, description="examples (a seeded sample of the split)")
     split: str | None = Field(
@@ -48,7 +51,9 @@ class FaithfulnessParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field("minilm-sst2", description="registry name of a text classifier")
+    model: str = Field(
+        "minilm-sst2", min_length=1, max_length=MAX_MODEL_NAME_CHARS, description="registry name of a text classifier"
+    )
     dataset: Literal["sst2", "movies", "hatexplain"] = "movies"
     split: str | None = Field(
         None, description="sst2: dev|train; movies: rationales|fold10; hatexplain: test|validation"
@@ -81,7 +86,9 @@ class FaithfulnessParams(BaseModel):
 class HeadEffectsParams(BaseModel):
     """Parameters of the ``head-effects`` job: every head ablated in turn on each of N examples."""
 
-    model: str = Field("minilm-sst2", description="registry name of a text model")
+    model: str = Field(
+        "minilm-sst2", min_length=1, max_length=MAX_MODEL_NAME_CHARS, description="registry name of a text model"
+    )
     dataset: Literal["sst2", "movies"] = "sst2"
     n: int = Field(50, ge=1, le=1000, description="examples (a seeded sample of the split)")
     split: str | None = Field(None, description="data set split (default: sst2 dev, movies rationales)")

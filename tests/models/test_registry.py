@@ -133,3 +133,52 @@ def test_model_cache_keeps_nothing_of_names_it_could_not_load():
         t.join()
     assert not errors and len({id(m) for m in results}) == 1  # one load, shared by the three callers
     assert cache._loading == {} and cache.loaded_names() == ["minilm"]
+
+
+def _copy_checkpoint(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_file_linked_to_outside_the_roots_is_refused(tiny_checkpoint, tmp_path, monkeypatch):
+    """Issue 29 part 5: folders were resolved and checked, the files in them were not."""
+    from attnscope.models.registry import refused_local
+
+    _, folder = tiny_checkpoint
+    root = tmp_path / "root"
+    linked = _copy_checkpoint(folder, root / "linked")
+    outside = tmp_path / "outside" / "secret.txt"
+    outside.parent.mkdir()
+    outside.write_text("not yours")
+    (linked / "model.safetensors").unlink()
+    (linked / "model.safetensors").symlink_to(outside)
+    inside = _copy_checkpoint(folder, root / "inside")  # a link that stays inside the root is fine
+    (inside / "model.safetensors").unlink()
+    (inside / "model.safetensors").symlink_to(linked.parent / "inside-weights.safetensors")
+    (root / "inside-weights.safetensors").write_bytes((folder / "model.safetensors").read_bytes())
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(root))
+    names = [s.name for s in list_specs()]
+    assert "local:inside" in names and "local:linked" not in names
+    assert "model.safetensors is a link to a file outside the model roots" in refused_local()["local:linked"]
+    with pytest.raises(ModelOutsideRootsError, match="model.safetensors is a link"):
+        get_spec(str(linked))
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [("{not json", "cannot be read as JSON"), ("[1, 2]", "holds a list"), ('{"model_type": 5}', "model_type '5'")],
+)
+def test_a_corrupt_config_json_is_a_clear_unsupported_model(tiny_checkpoint, tmp_path, monkeypatch, text, says):
+    """Issue 29 part 5: a corrupt config.json under a model root answered 500."""
+    from attnscope.models.registry import UnsupportedModelError, refused_local
+
+    _, folder = tiny_checkpoint
+    broken = _copy_checkpoint(folder, tmp_path / "root" / "broken")
+    (broken / "config.json").write_text(text)
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(tmp_path / "root"))
+    with pytest.raises(UnsupportedModelError, match=says) as err:
+        get_spec(str(broken))
+    assert str(tmp_path) not in str(err.value)  # the name under the root, no server path
+    assert says in refused_local()["local:broken"]

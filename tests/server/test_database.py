@@ -162,10 +162,16 @@ def test_a_read_only_sqlite_file_stops_start_up_naming_the_setting_and_keeps_the
         ("not a url", "is not a database URL"),
         ("nosuchdialect://x/y", "cannot use the database"),
         (f"postgresql+psycopg2://u:secret@127.0.0.1:{free_port()}/db", "cannot be opened, migrated or written"),
+        # issue 29 part 5: malformed URLs were echoed, password and all
+        ("postgresql://u:secret@db:notaport/x", "is not a database URL"),
+        ("postgresql://u:secret@@db/x nonsense", "ATTNSCOPE_DATABASE_URL"),
+        ("::u:secret@", "is not a database URL"),
+        ("post gres://u:se:cr@et@host", "is not a database URL"),
     ],
 )
 def test_bad_database_urls_name_the_setting_and_hide_the_password(url, fragment):
     with pytest.raises(DatabaseUnavailableError) as err:
         open_database(url)
     message = str(err.value)
-    assert "ATTNSCOPE_DATABASE_URL" in message and fragment in message and "secret" not in message
+    assert "ATTNSCOPE_DATABASE_URL" in message and fragment in message
+    assert "secret" not in message and "cr@et" not in message

@@ -222,3 +222,25 @@ def test_a_400_megapixel_png_is_413_not_415(client):
     )
     assert r.status_code == 413, r.text
     assert "pixels" in r.json()["detail"]
+
+
+def test_a_model_name_is_bounded_and_not_echoed_back(client):
+    """Issue 29 part 5: a 200,000-character model name was echoed back in the 404."""
+    r = client.post(f"{API}/runs", json={"model": "m" * 200_000, "text": TEXT})
+    assert r.status_code == 422 and "model" in r.json()["detail"] and "1024" in r.json()["detail"]
+    assert len(r.content) < 2_000
+    r = client.post(f"{API}/jobs", json={"kind": "census", "params": {"model": "m" * 5_000}})
+    assert r.status_code == 422 and len(r.content) < 2_000
+
+
+def test_a_corrupt_config_json_under_a_model_root_is_a_4xx(client, tmp_path, monkeypatch):
+    """Issue 29 part 5: it answered 500."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "config.json").write_text("{not json")
+    monkeypatch.setenv("ATTNSCOPE_MODEL_DIRS", str(tmp_path))
+    for model in (str(folder), "local:broken"):
+        r = client.post(f"{API}/runs", json={"model": model, "text": TEXT})
+        assert r.status_code == 422, r.text
+        assert "config.json cannot be read as JSON" in r.json()["detail"] and str(tmp_path) not in r.text
+    assert client.get(f"{API}/models").status_code == 200

@@ -110,6 +110,19 @@ def test_bad_images_get_a_clear_4xx_and_the_server_keeps_serving(client, blob, c
     assert client.get(f"{API}/health").status_code == 200
 
 
+@pytest.mark.parametrize("fmt, side", [("BMP", 8), ("TIFF", 8), ("GIF", 4100), ("WEBP", 4100)])
+def test_other_formats_are_refused_before_any_decoder_runs(client, fmt, side):
+    """Issue 29 part 5: a non-PNG/JPEG image was parsed (and a huge one hit the pixel limit, 413) before
+    its 415. Another format now gets 415 from its first bytes, a 4100x4100 one too."""
+    from attnscope.models.inputs import MAGIC
+
+    blob = png(np.zeros((side, side), np.uint8), fmt=fmt)
+    assert not blob.startswith(MAGIC)
+    r = upload(client, blob)
+    assert r.status_code == 415, r.text
+    assert "first bytes" in r.json()["detail"]
+
+
 def test_zero_size_image_array_is_refused():
     from attnscope.models.inputs import InvalidImageError, check_array
 
