@@ -3,9 +3,8 @@ paired differences and the Holm and Benjamini-Hochberg corrections."""
 
 import math
 
-import pytest
-
 import numpy as np
+import pytest
 
 from attnscope.analysis.stats import (
     adjust,
