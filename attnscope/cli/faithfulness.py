@@ -25,7 +25,7 @@ def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--count",
         default=None,
-        choices=["eraser-code", "ceil", "ferret"],
+        choices=["eraser-code", "eraser-order", "ceil", "ferret"],
         help="counting rule for k%% of the tokens (default: the convention's; eraser: eraser-code)",
     )
     p.add_argument("--k", type=float, default=None, help="hard-rationale fraction (default: per data set)")

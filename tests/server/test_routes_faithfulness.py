@@ -54,6 +54,17 @@ def test_counting_rule_is_an_option_and_is_reported(client, clf_run):
     assert e_code["sufficiency"] != pytest.approx(e_ceil["sufficiency"])  # 4 kept vs 5 kept
 
 
+def test_eraser_order_keeps_eraser_code_counts_and_refuses_masking(client, clf_run):
+    code = post(client, clf_run["id"], explainers=["attention"], k=0.5, count="eraser-code").json()
+    r = post(client, clf_run["id"], explainers=["attention"], k=0.5, count="eraser-order")
+    assert r.status_code == 200, r.text
+    order = r.json()
+    assert order["count"] == "eraser-order"
+    assert order["explainers"][0]["rationale"] == code["explainers"][0]["rationale"]  # same tokens removed
+    bad = post(client, clf_run["id"], explainers=["attention"], removal="mask", count="eraser-order")
+    assert bad.status_code == 422 and "needs removal 'delete'" in bad.text
+
+
 def test_entropy_and_kl_variants_on_request(client, clf_run):
     r = post(
         client,
