@@ -268,3 +268,77 @@ def adjust(pvalues: Sequence[float], method: str = "holm") -> np.ndarray:
 
             out[ok] = false_discovery_control(p[ok], method="bh")
     return out
+
+
+def bootstrap_rows(
+    values: np.ndarray,
+    level: float = 0.95,
+    method: str = "BCa",
+    n_resamples: int = 1999,
+    seed: int = 0,
+) -> list[Interval]:
+    """``bootstrap_interval`` of each row of ``values`` (``[row, example]``, NaN: not measured on that
+    example), computed in one ``scipy.stats.bootstrap`` call per pattern of missing values, so a table
+    of many rows costs a few calls. Rows with the same examples measured share the resampled examples
+    (the same draws as ``bootstrap_interval`` gives each alone, up to the batching)."""
+    _check_level(level)
+    if method not in BOOTSTRAP_METHODS:
+        raise ValueError(f"method must be one of {', '.join(BOOTSTRAP_METHODS)}; got {method!r}")
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"bootstrap_rows needs a [row, example] array; got shape {x.shape}")
+    out: list[Interval | None] = [None] * x.shape[0]
+    ok = np.isfinite(x)
+    groups: dict[bytes, list[int]] = {}
+    for r in range(x.shape[0]):
+        groups.setdefault(np.packbits(ok[r]).tobytes() + ok[r].sum().tobytes(), []).append(r)
+    from scipy.stats import bootstrap
+
+    for rows in groups.values():
+        cols = np.flatnonzero(ok[rows[0]])
+        sub = x[np.ix_(rows, cols)]  # [row, measured example]
+        n = sub.shape[1]
+        means = sub.mean(axis=1) if n else np.full(len(rows), np.nan)
+        low = np.full(len(rows), np.nan)
+        high = np.full(len(rows), np.nan)
+        if n >= 2:
+            flat = np.ptp(sub, axis=1) == 0
+            low[flat], high[flat] = means[flat], means[flat]
+            vary = np.flatnonzero(~flat)
+            if vary.size:
+                res = bootstrap(
+                    (sub[vary],),
+                    np.mean,
+                    n_resamples=n_resamples,
+                    batch=max(1, 4_000_000 // (vary.size * n)),
+                    confidence_level=level,
+                    method=method,
+                    vectorized=True,
+                    axis=-1,
+                    rng=np.random.default_rng(seed),
+                )
+                low[vary] = res.confidence_interval.low
+                high[vary] = res.confidence_interval.high
+        for i, r in enumerate(rows):
+            out[r] = Interval(float(means[i]), float(low[i]), float(high[i]), int(n), float(level), method)
+    return out  # type: ignore[return-value]
+
+
+def t_summary(
+    mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Student's t interval and two-sided p (mean 0) from running statistics: element-wise ``mean``, sample
+    ``sd`` (``ddof = 1``) and count ``n`` of any shape (e.g. ``[layer, head]``), as ``(low, high, p)``; the
+    same numbers as ``t_interval`` and ``scipy.stats.ttest_1samp`` on the values. NaN where ``n < 2``; ``p``
+    is NaN where ``sd`` is 0 (a constant effect has no test)."""
+    from scipy.stats import t as student_t
+
+    _check_level(level)
+    mean, sd = np.asarray(mean, dtype=np.float64), np.asarray(sd, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    df = np.where(n >= 2, n - 1, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = sd / np.sqrt(n)
+        half = student_t.ppf(1 - (1 - level) / 2, df) * se
+        p = np.where(sd > 0, 2 * student_t.sf(np.abs(mean) / se, df), np.nan)
+    return mean - half, mean + half, p

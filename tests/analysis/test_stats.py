@@ -9,6 +9,7 @@ import pytest
 from attnscope.analysis.stats import (
     adjust,
     bootstrap_interval,
+    bootstrap_rows,
     holm,
     one_sample_p,
     paired_difference,
@@ -16,6 +17,7 @@ from attnscope.analysis.stats import (
     summarise,
     t_interval,
     t_quantile,
+    t_summary,
 )
 
 
@@ -162,3 +164,32 @@ def test_holm_and_bh_known_answers():
     assert with_nan[0] == pytest.approx(0.02) and math.isnan(with_nan[1]) and with_nan[2] == pytest.approx(0.04)
     with pytest.raises(ValueError, match="correction"):
         adjust(p, "bonferroni-ish")
+
+
+def test_bootstrap_rows_equals_one_call_per_row_and_handles_missing_values():
+    rng = np.random.default_rng(11)
+    x = rng.exponential(1.0, (4, 30))
+    x[2, :] = 0.5  # constant: zero width
+    x[3, [0, 5]] = np.nan  # two examples not measured: its own group, n = 28
+    got = bootstrap_rows(x, method="percentile", n_resamples=4000)
+    for r in (0, 1):
+        alone = bootstrap_interval(x[r], method="percentile", n_resamples=4000)
+        assert got[r].mean == pytest.approx(alone.mean)
+        assert got[r].low == pytest.approx(alone.low, abs=0.03) and got[r].high == pytest.approx(alone.high, abs=0.03)
+    assert (got[2].low, got[2].high, got[2].n) == (0.5, 0.5, 30)
+    assert got[3].n == 28 and got[3].mean == pytest.approx(np.nanmean(x[3]))
+    single = bootstrap_rows(np.array([[1.0, np.nan, np.nan]]))[0]
+    assert single.n == 1 and math.isnan(single.low)
+
+
+def test_t_summary_matches_ttest_1samp_and_t_interval():
+    from scipy.stats import ttest_1samp
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.1, 1.0, (3, 2, 25))  # [layer, head, example]
+    low, high, p = t_summary(x.mean(-1), x.std(-1, ddof=1), np.full((3, 2), 25))
+    assert p == pytest.approx(ttest_1samp(x, 0.0, axis=-1).pvalue, rel=1e-9)
+    iv = t_interval(x[1, 0])
+    assert (low[1, 0], high[1, 0]) == (pytest.approx(iv.low), pytest.approx(iv.high))
+    flat_low, _, flat_p = t_summary(np.array([0.0, 0.2]), np.array([0.0, 0.1]), np.array([10, 1]))
+    assert math.isnan(flat_p[0]) and math.isnan(flat_low[1])  # no spread: no test; one value: no interval

@@ -2,6 +2,7 @@
 
 import time
 
+import numpy as np
 import pytest
 
 from attnscope.server.schemas import FaithfulnessResultPublic
@@ -213,6 +214,26 @@ def test_dataset_job_gives_json_and_csv(client):
     csv_text = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text
     assert csv_text.splitlines()[0].startswith("explainer,n,comprehensiveness,sufficiency")
     assert len(csv_text.strip().splitlines()) == 3
+    # every mean keeps its examples, its interval over them and n; random's paired difference is 0 on itself
+    assert typed.interval.method == "BCa" and typed.interval.over == "examples" and typed.interval.level == 0.95
+    values = result["per_example"]["values"]
+    assert result["per_example"]["index"] == [0, 1, 2]
+    for row in result["rows"]:
+        e = row["explainer"]
+        comp = values[e]["comprehensiveness"]
+        assert len(comp) == 3 and np.mean(comp) == pytest.approx(row["comprehensiveness"], abs=1e-4)
+        iv = result["intervals"][e]["comprehensiveness"]
+        assert iv["n"] == 3 and iv["mean"] == pytest.approx(row["comprehensiveness"], abs=1e-4)
+        assert iv["low"] <= iv["mean"] <= iv["high"]
+    assert set(result["vs_random"]) == {"rollout"}
+    diff = result["vs_random"]["rollout"]["sufficiency"]
+    want = np.mean(values["rollout"]["sufficiency"]) - np.mean(values["random"]["sufficiency"])
+    assert diff["mean"] == pytest.approx(want, abs=1e-4) and diff["n"] == 3
+    long = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"}).text
+    lines = long.strip().splitlines()
+    assert lines[0] == "example,explainer,metric,value"
+    n_values = sum(v is not None for by_m in values.values() for vs in by_m.values() for v in vs)
+    assert len(lines) == 1 + n_values
 
 
 @pytest.mark.parametrize(
