@@ -342,3 +342,16 @@ def t_summary(
         half = student_t.ppf(1 - (1 - level) / 2, df) * se
         p = np.where(sd > 0, 2 * student_t.sf(np.abs(mean) / se, df), np.nan)
     return mean - half, mean + half, p
+
+
+def proportion_interval(successes: int, n: int, level: float = 0.95, method: str = "wilson") -> Interval:
+    """Interval of a proportion ``successes / n`` (an accuracy over ``n`` held-out predictions, each example
+    predicted once): Wilson's score interval by default, ``"exact"`` for Clopper-Pearson
+    (``scipy.stats.binomtest(...).proportion_ci``)."""
+    from scipy.stats import binomtest
+
+    _check_level(level)
+    if not 0 <= successes <= n or n < 1:
+        raise ValueError(f"a proportion needs 0 <= successes <= n and n >= 1; got {successes} of {n}")
+    ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=level, method=method)
+    return Interval(successes / n, float(ci.low), float(ci.high), int(n), float(level), method)

@@ -14,6 +14,7 @@ from attnscope.analysis.stats import (
     one_sample_p,
     paired_difference,
     paired_gap,
+    proportion_interval,
     summarise,
     t_interval,
     t_quantile,
@@ -193,3 +194,18 @@ def test_t_summary_matches_ttest_1samp_and_t_interval():
     assert (low[1, 0], high[1, 0]) == (pytest.approx(iv.low), pytest.approx(iv.high))
     flat_low, _, flat_p = t_summary(np.array([0.0, 0.2]), np.array([0.0, 0.1]), np.array([10, 1]))
     assert math.isnan(flat_p[0]) and math.isnan(flat_low[1])  # no spread: no test; one value: no interval
+
+
+def test_proportion_interval_is_wilsons_score_interval():
+    # Wilson: (p + z^2 / 2n +/- z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)
+    k, n, z = 218, 300, 1.959963984540054
+    p = k / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    iv = proportion_interval(k, n)
+    assert iv.low == pytest.approx((centre - half) / (1 + z * z / n), rel=1e-9)
+    assert iv.high == pytest.approx((centre + half) / (1 + z * z / n), rel=1e-9)
+    assert iv.mean == pytest.approx(p) and iv.n == 300
+    exact = proportion_interval(0, 10, method="exact")  # Clopper-Pearson at 0 of n: [0, 1 - (alpha / 2)^(1/n)]
+    assert exact.low == 0 and exact.high == pytest.approx(1 - 0.025**0.1, rel=1e-9)
+    with pytest.raises(ValueError, match="successes"):
+        proportion_interval(11, 10)
