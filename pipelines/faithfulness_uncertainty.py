@@ -55,7 +55,9 @@ def per_example(records: list[dict], explainers: Sequence[str], metrics: Sequenc
     }
 
 
-def _table(values: dict, explainers: Sequence[str], metrics: list[str], against: str | None) -> dict:
+def interval_table(values: dict, explainers: Sequence[str], metrics: Sequence[str], against: str | None) -> dict:
+    """``{explainer: {metric: MeanInterval dict | None}}`` of ``values`` (``per_example``'s shape), or of the
+    paired differences ``explainer - against`` (``against`` itself left out)."""
     keys = [(e, m) for e in explainers if e != against for m in metrics]
     if not keys:
         return {}
@@ -79,8 +81,8 @@ def uncertainty(records: list[dict], explainers: Sequence[str], metrics: Sequenc
     means = [m for m in metrics if m not in NOT_A_MEAN]
     return {
         "interval": {"level": LEVEL, "method": METHOD, "resamples": RESAMPLES, "seed": SEED, "over": "examples"},
-        "intervals": _table(values, explainers, means, None),
-        "vs_random": _table(values, explainers, means, BASELINE) if BASELINE in explainers else None,
+        "intervals": interval_table(values, explainers, means, None),
+        "vs_random": interval_table(values, explainers, means, BASELINE) if BASELINE in explainers else None,
         "per_example": {"index": list(range(start, start + len(records))), "values": values},
     }
 
