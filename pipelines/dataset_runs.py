@@ -16,7 +16,7 @@ from attnscope.analysis.heads import sink_scores
 from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.overview import overview
-from attnscope.analysis.stats import t_summary
+from attnscope.analysis.stats import proportion_interval, t_summary
 from attnscope.models.capture import capture_truncated
 from attnscope.models.loading import LoadedModel
 from attnscope.pipelines.datasets import Example, load_dataset
@@ -186,10 +186,21 @@ def run_probe(
         fit_score=fit_score,
         classifier=classifier,
     )
-    rows = [
-        {"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
-        for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)
-    ]
+    rows = []
+    for layer, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std):
+        # every example is predicted once (its held-out fold); folds differ in size by at most one, so the
+        # mean fold accuracy is, to rounding, the proportion of the n predictions that were right
+        iv = proportion_interval(round(float(a) * len(items)), len(items))
+        rows.append(
+            {
+                "layer": int(layer),
+                "accuracy": round(float(a), 4),
+                "accuracy_std": round(float(s), 4),
+                "chance": res.chance,
+                "accuracy_low": round(iv.low, 4),
+                "accuracy_high": round(iv.high, 4),
+            }
+        )
     return {
         "kind": "probe",
         "model": loaded.spec.name,
@@ -199,5 +210,6 @@ def run_probe(
         "size": res.size,
         "classifier": classifier,
         "chance": res.chance,
+        "interval": {"level": 0.95, "method": "wilson", "over": "examples"},
         "rows": rows,
     }

@@ -43,7 +43,9 @@ class IntervalMethod(Strict):
     """How a result's intervals were made (``docs/methods/statistics.md``)."""
 
     level: float = Field(..., description="coverage, 0.95")
-    method: Literal["BCa", "percentile", "t"] = Field(..., description="bootstrap BCa/percentile or Student t")
+    method: Literal["BCa", "percentile", "t", "wilson"] = Field(
+        ..., description="bootstrap BCa/percentile, Student t, or Wilson's interval of a proportion"
+    )
     over: Literal["examples", "seeds", "folds"] = Field(..., description="what the values vary over")
     resamples: int | None = Field(None, description="bootstrap resamples")
     seed: int | None = Field(None, description="the bootstrap's random seed")
@@ -109,6 +111,8 @@ class ProbeRow(Strict):
     accuracy: float = Field(..., description="cross-validated accuracy of the label from this layer's maps")
     accuracy_std: float = Field(..., description="std over the folds")
     chance: float = Field(..., description="accuracy of always answering the majority class")
+    accuracy_low: float | None = Field(None, description="95 % Wilson interval of the accuracy over the n examples")
+    accuracy_high: float | None = None
 
 
 class ProbeResultPublic(Strict):
@@ -122,6 +126,7 @@ class ProbeResultPublic(Strict):
     size: int = Field(..., description="maps cropped/padded to size x size")
     classifier: Literal["logistic", "cnn"]
     chance: float
+    interval: IntervalMethod | None = None
     rows: list[ProbeRow] = Field(..., description="one per layer (the CSV download)")
 
 

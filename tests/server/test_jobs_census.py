@@ -45,6 +45,7 @@ def test_probe_job_reports_accuracy_per_layer(client, wait_job):
     assert ProbeResultPublic.model_validate(result).rows[5].layer == 5
     assert all(0 <= r["accuracy"] <= 1 for r in result["rows"]) and 0.5 <= result["chance"] < 1
     assert result["classifier"] == "logistic"
+    assert all(r["accuracy_low"] <= r["accuracy"] <= r["accuracy_high"] for r in result["rows"])  # Wilson, n = 24
 
 
 def test_probe_job_with_the_cnn_classifier(client, wait_job):
