@@ -12,7 +12,13 @@ from typing import Literal
 
 import numpy as np
 
-from attnscope.analysis.rationale_count import COUNTING_RULES, DEFAULT_RULE, CountingRule, rationale_counts
+from attnscope.analysis.rationale_count import (
+    COUNTING_RULES,
+    DEFAULT_RULE,
+    SCORE_ORDERED_RULES,
+    CountingRule,
+    rationale_counts,
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,9 @@ ENTROPY_KL_METRICS = ("comprehensiveness_entropy", "comprehensiveness_kl", "suff
 
 def get_convention(name: str = "eraser", removal: str | None = None, count: str | None = None) -> Convention:
     """A named convention, optionally with ``removal`` ("delete" or "mask") and the counting rule ``count``
-    ("eraser-code", "ceil" or "ferret"; ``attnscope.analysis.rationale_count``) overridden."""
+    ("eraser-code", "eraser-order", "ceil" or "ferret"; ``attnscope.analysis.rationale_count``) overridden.
+    ``eraser-order`` reorders the tokens it feeds, which only deletion allows: with ``removal="mask"`` it is
+    refused."""
     if name not in CONVENTIONS:
         raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
     conv = CONVENTIONS[name]
@@ -57,6 +65,11 @@ def get_convention(name: str = "eraser", removal: str | None = None, count: str 
         if count not in COUNTING_RULES:
             raise ValueError(f"count must be one of {', '.join(COUNTING_RULES)}; got {count!r}")
         conv = replace(conv, count=count)
+    if conv.count in SCORE_ORDERED_RULES and conv.removal != "delete":
+        raise ValueError(
+            f"count {conv.count!r} feeds the tokens in score order, which needs removal 'delete'; "
+            f"got removal {conv.removal!r}"
+        )
     return conv
 
 
@@ -125,3 +138,46 @@ def keep_tokens(
     keep[list(special)] = True
     keep[positions] = True
     return remove_tokens(ids, np.flatnonzero(~keep), removal, mask_id)
+
+
+def score_ordered(ids: np.ndarray, positions: np.ndarray, special: Sequence[int]) -> np.ndarray:
+    """The tokens at ``positions`` (non-special, in the order given) and the special tokens: each special
+    token stays in its place among the kept ones, the other places are filled in the given order.
+    ``ids``: ``[token]``; returns ``[len(positions) + len(special)]``."""
+    ids = np.asarray(ids)
+    positions = np.asarray(positions, dtype=np.int64)
+    special = np.asarray(list(special), dtype=np.int64)
+    places = np.sort(np.concatenate([special, positions]))
+    out = ids[places].copy()
+    out[~np.isin(places, special)] = ids[positions]
+    return out
+
+
+def perturb(
+    ids: np.ndarray,
+    scores: np.ndarray,
+    selection: tuple[np.ndarray, np.ndarray],
+    candidates: np.ndarray,
+    special: Sequence[int],
+    convention: Convention = ERASER,
+    mask_id: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two inputs scored at one bin: ``ids`` without the removed positions (comprehensiveness) and
+    with only the kept ones (sufficiency), from ``select_rationales``' ``selection``.
+
+    In document order, except under a score-ordered rule (``eraser-order``, as ERASER's ``encode_attend.py``
+    feeds them): the kept tokens from the highest score down, the remaining ones from the lowest score up
+    (ties: earlier position first), special tokens in their places.
+    """
+    removed, kept = selection
+    if convention.count not in SCORE_ORDERED_RULES:
+        return (
+            remove_tokens(ids, removed, convention.removal, mask_id),
+            keep_tokens(ids, kept, special, convention.removal, mask_id),
+        )
+    scores = np.asarray(scores, dtype=np.float64)
+    rest = np.setdiff1d(candidates, removed)
+    rest = rest[np.argsort(scores[rest], kind="stable")]
+    top = np.asarray(kept, dtype=np.int64)
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return score_ordered(ids, rest, special), score_ordered(ids, top, special)

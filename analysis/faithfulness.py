@@ -20,7 +20,9 @@ The counting rule (how many tokens ``k`` means on each side) is ``attnscope.anal
 ``eraser-code`` removes ``n - int((1-k) n)`` and keeps ``int(k n)`` tokens exactly as ERASER's code (a 1% bin
 of a short text keeps nothing: sufficiency is then scored on the special tokens alone), ``ceil`` removes and
 keeps ceil(k n) (the rule before 0.2), ``ferret`` removes and keeps ``int(k n)`` and skips a bin where that is
-0. ``get_convention(name, count=...)`` overrides a convention's rule; ``docs/claims.md`` says why
+0. ``eraser-order`` counts as ``eraser-code`` and also feeds the tokens as ERASER's ``encode_attend.py`` does,
+in score order (kept: highest first; remaining: lowest first) instead of document order.
+``get_convention(name, count=...)`` overrides a convention's rule; ``docs/claims.md`` says why
 ``eraser-code`` is the default.
 ``n`` is the number of non-special tokens. Removal is ``delete`` by default in all three; ``mask``
 replaces removed ids with ``mask_id`` instead (``get_convention(name, removal="mask")``).
@@ -48,7 +50,9 @@ from attnscope.analysis.conventions import (  # noqa: F401 (re-exported: callers
     candidate_positions,
     get_convention,
     keep_tokens,
+    perturb,
     remove_tokens,
+    score_ordered,
     select_rationale,
     select_rationales,
 )
@@ -146,8 +150,8 @@ def evaluate(
             ):
                 entries.append((b, None, None, r))
             else:
-                comp = slot(remove_tokens(ids, sel[0], convention.removal, mask_id))
-                suff = slot(keep_tokens(ids, sel[1], special, convention.removal, mask_id))
+                comp_ids, suff_ids = perturb(ids, s, sel, cand, special, convention, mask_id)
+                comp, suff = slot(comp_ids), slot(suff_ids)
                 entries.append((b, comp, suff, r))
             if b >= 0 and r is not None:
                 previous = r

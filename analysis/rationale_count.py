@@ -7,6 +7,7 @@ tool's code; ``n`` is the number of non-special tokens, ``k`` the fraction:
 | rule | removed (comprehensiveness) | kept (sufficiency) | when a count is 0 |
 |---|---|---|---|
 | `eraser-code` | `n - int((1 - k) * n)` | `int(k * n)` | the example keeps only its special tokens |
+| `eraser-order` | as `eraser-code` | as `eraser-code` | as `eraser-code` |
 | `ceil` | `ceil(k n)`, at least 1 | `ceil(k n)`, at least 1 | never 0 (n > 0) |
 | `ferret` | `int(k * n)` | `int(k * n)` | the bin is skipped |
 
@@ -15,6 +16,13 @@ tokens (sufficiency) and `nsmallest(int((1 - k_fraction) * len(doc)))` (comprehe
 `evaluators/utils_from_soft_to_discrete.py` (`_get_id_tokens_percentage`) takes `v = int(percentage * len(...))`
 for both and returns no rationale unless `v > 0`; `ceil` is attnscope's rule before the counting rules became
 an option (both sides ceil(k n)).
+
+``eraser-code`` copies ERASER's counts only: attnscope then feeds the tokens left in document order.
+``eraser-order`` copies the order too. ``heapq.nlargest`` and ``nsmallest`` return their items sorted by
+score, and ERASER's ``encode_attend.py`` appends them to ``evidence_only_docs`` and ``no_evidence_docs`` as
+returned, so its sufficiency input is the kept tokens from the highest score down and its comprehensiveness
+input the remaining tokens from the lowest score up (``attnscope.analysis.conventions.perturb``). Ties:
+ERASER's tuples ``(score, token)`` fall back to comparing the tokens; attnscope's to the position.
 
 ``eraser-code`` and ``ferret`` use Python's ``int()`` of the floating-point product exactly as the tools do,
 so their quirks carry over (``int(0.29 * 100)`` is 28, because ``0.29 * 100`` is 28.999999999999996);
@@ -29,8 +37,10 @@ from __future__ import annotations
 import math
 from typing import Literal, NamedTuple
 
-CountingRule = Literal["eraser-code", "ceil", "ferret"]
-COUNTING_RULES: tuple[str, ...] = ("eraser-code", "ceil", "ferret")
+CountingRule = Literal["eraser-code", "eraser-order", "ceil", "ferret"]
+COUNTING_RULES: tuple[str, ...] = ("eraser-code", "eraser-order", "ceil", "ferret")
+SCORE_ORDERED_RULES: tuple[str, ...] = ("eraser-order",)
+"""The rules that feed the kept and remaining tokens in score order rather than document order."""
 DEFAULT_RULE: CountingRule = "eraser-code"
 
 
@@ -57,7 +67,7 @@ def rationale_counts(fraction: float, n: int, rule: str = DEFAULT_RULE) -> Ratio
     Args:
         fraction: ``k`` in (0, 1].
         n: number of candidate (non-special) tokens, >= 0.
-        rule: ``"eraser-code"``, ``"ceil"`` or ``"ferret"``.
+        rule: ``"eraser-code"``, ``"eraser-order"`` (same counts), ``"ceil"`` or ``"ferret"``.
 
     Returns:
         ``RationaleCounts(remove, keep)``; under ``ferret`` both are ``None`` when ``int(k n)`` is 0.

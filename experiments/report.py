@@ -5,7 +5,7 @@ cached as ``results/experiments/measures/<arm>-seed<s>.json``), then writes, und
 
 - ``arms.csv``: per arm, metric and layer, the mean and sample sd over seeds and the per-seed values;
 - ``gaps.csv``: per comparison (EA - vanilla, HA - non-HA) and metric, the paired gap over the seeds both arms
-  have, its 95 % t-interval (``df = n - 1``, ``attnscope.analysis.seed_stats``) and the verdict;
+  have, its 95 % t-interval (``df = n - 1``, ``attnscope.analysis.stats``) and the verdict;
 - ``gaussian.csv``: per seed, layer and head of ``gauss9-iso``, the best offset, its mass and the centre;
   ``gaussian_layers.csv``: per layer, the convolution-likeness over seeds;
 - ``claims.json``: all of it, with the verdict per claim and the command that reproduces it;
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnscope.analysis.seed_stats import paired_gap, summarise
+from attnscope.analysis.stats import paired_gap, summarise
 from attnscope.experiments import measure, seeds, tables
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from attnscope.analysis.heads import sink_scores
 from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.analysis.overview import overview
+from attnscope.analysis.stats import proportion_interval, t_summary
 from attnscope.models.capture import capture_truncated
 from attnscope.models.loading import Backend
 from attnscope.pipelines.datasets import Example, load_dataset
@@ -96,7 +97,7 @@ def census_shard(loaded: Backend, examples: list[Example], progress: Progress | 
 def merge_census(partials: list[dict], model: str, dataset: str, split: str | None = None, seed: int = 0) -> dict:
     """The census result from ``census_shard`` outputs, merged in list order (Chan's pairwise update).
 
-    Per-head mean and std of every metric, JSON-able, with CSV ``rows`` (one per head).
+    Per-head mean, std and 95 % t interval of every metric, JSON-able, with CSV ``rows`` (one per head).
     """
     stats = {k: RunningStats() for k in CENSUS_METRICS}
     n = 0
@@ -124,9 +125,24 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
         "split": split,
         "n": n,
         "seed": seed,
-        "metrics": {k: {"mean": mean[k].tolist(), "std": std[k].tolist()} for k in CENSUS_METRICS},
+        "metrics": {
+            k: {"mean": mean[k].tolist(), "std": std[k].tolist(), **_interval(stats[k])} for k in CENSUS_METRICS
+        },
+        "interval": {"level": 0.95, "method": "t", "over": "examples"},
         "rows": rows,
     }
+
+
+def _interval(s: RunningStats) -> dict:
+    """The 95 % t interval of each head's mean (``t_summary``) and its count, ``[layer][head]`` lists."""
+    n = s.count.astype(np.float64)
+    sd = np.where(n >= 2, s.std * np.sqrt(n / np.maximum(n - 1, 1)), np.nan)  # population sd -> ddof 1
+    low, high, _ = t_summary(s.result_mean(), sd, n)
+
+    def grid(x):
+        return [[None if not np.isfinite(v) else round(float(v), 6) for v in row] for row in x]
+
+    return {"low": grid(low), "high": grid(high), "n": s.count.tolist()}
 
 
 def run_census(
@@ -168,10 +184,21 @@ def run_probe(
         fit_score=fit_score,
         classifier=classifier,
     )
-    rows = [
-        {"layer": int(l), "accuracy": round(float(a), 4), "accuracy_std": round(float(s), 4), "chance": res.chance}
-        for l, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std)
-    ]
+    rows = []
+    for layer, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std):
+        # every example is predicted once (its held-out fold); folds differ in size by at most one, so the
+        # mean fold accuracy is, to rounding, the proportion of the n predictions that were right
+        iv = proportion_interval(round(float(a) * len(items)), len(items))
+        rows.append(
+            {
+                "layer": int(layer),
+                "accuracy": round(float(a), 4),
+                "accuracy_std": round(float(s), 4),
+                "chance": res.chance,
+                "accuracy_low": round(iv.low, 4),
+                "accuracy_high": round(iv.high, 4),
+            }
+        )
     return {
         "kind": "probe",
         "model": loaded.spec.name,
@@ -181,5 +208,6 @@ def run_probe(
         "size": res.size,
         "classifier": classifier,
         "chance": res.chance,
+        "interval": {"level": 0.95, "method": "wilson", "over": "examples"},
         "rows": rows,
     }

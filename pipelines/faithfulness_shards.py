@@ -19,6 +19,7 @@ from attnscope.models.loading import Backend
 from attnscope.pipelines.datasets import K_FRACTION, Example, load_dataset
 from attnscope.pipelines.explainers import example_from_words, make_predict, require_classifier
 from attnscope.pipelines.faithfulness_eval import METRICS, _row, check_metrics, explain_example, token_cap
+from attnscope.pipelines.faithfulness_uncertainty import uncertainty
 
 Progress = Callable[[int, int], None]
 
@@ -122,7 +123,8 @@ def merge_faithfulness(
     count: str | None = None,
 ) -> dict:
     """The explainer x metric table (JSON-able, with ``rows`` for CSV) from ``faithfulness_shard``
-    outputs in example order."""
+    outputs in example order, with every mean's interval, the paired differences from ``random`` and
+    the per-example values (``attnscope.pipelines.faithfulness_uncertainty``)."""
     records = [r for part in partials for r in part["examples"]]
     if not records:
         raise ValueError(f"no examples in {dataset!r} from index {start}")
@@ -163,6 +165,7 @@ def merge_faithfulness(
         "curves": curves,
         "wall_time_s": round(sum(p["wall_time_s"] for p in partials), 1),
         "rows": rows,
+        **uncertainty(records, explainers, metrics, start),
     }
 
 

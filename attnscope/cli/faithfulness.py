@@ -25,14 +25,18 @@ def _add_faithfulness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--count",
         default=None,
-        choices=["eraser-code", "ceil", "ferret"],
+        choices=["eraser-code", "eraser-order", "ceil", "ferret"],
         help="counting rule for k%% of the tokens (default: the convention's; eraser: eraser-code)",
     )
     p.add_argument("--k", type=float, default=None, help="hard-rationale fraction (default: per data set)")
     p.add_argument("--max-tokens", type=int, default=None, help="truncate inputs (default: model limit)")
     p.add_argument("--ig-steps", type=int, default=None, help="integrated gradients steps (default 32)")
     p.add_argument("--allow-offensive", action="store_true", help="opt in to HateXplain (offensive text)")
-    p.add_argument("--out", required=True, help="output path without extension: writes OUT.json and OUT.csv")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output path without extension: writes OUT.json, OUT.csv and OUT-examples.csv (every example's values)",
+    )
     add_executor_args(p)
 
 
@@ -110,6 +114,10 @@ def _write_faithfulness(args: argparse.Namespace, result: dict) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     out.with_suffix(".csv").write_text(rows_to_csv(result["rows"]))
+    if result.get("per_example"):  # the long-format table of every example's values
+        from attnscope.pipelines.faithfulness_uncertainty import example_rows
+
+        out.with_name(out.with_suffix("").name + "-examples.csv").write_text(rows_to_csv(example_rows(result)))
     log.info(
         "wrote %s and %s (accuracy %.3f on %d examples)",
         out.with_suffix(".json"),

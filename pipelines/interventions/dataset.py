@@ -20,6 +20,7 @@ import numpy as np
 
 from attnscope.analysis.census import RunningStats
 from attnscope.analysis.interventions import head_confidence, rank_agreement, top_heads
+from attnscope.analysis.stats import CORRECTIONS, adjust, t_summary
 from attnscope.pipelines.datasets import Example
 from attnscope.pipelines.interventions.apply import HeadMeans, head_effects
 from attnscope.pipelines.interventions.metrics import MetricSpec
@@ -47,7 +48,8 @@ def grid_shard(
 ) -> dict:
     """Running statistics of every head's effect and importance over ``examples``: ``{"stats":
     {metric | "importance": RunningStats state}, "examples": [{id, tokens, predicted, rank_rho,
-    rank_p}]}`` (JSON-able; ``rank_rho`` is None where the example's grid or importance is constant)."""
+    rank_p, effect}]}`` (JSON-able; ``rank_rho`` is None where the example's grid or importance is constant;
+    ``effect`` is the example's ``[layer][head]`` grid of the metric's change)."""
     stats: dict[str, RunningStats] = {}
     records = []
     for i, ex in enumerate(examples):
@@ -65,6 +67,7 @@ def grid_shard(
                 "predicted": res["clean"].get("predicted"),
                 "rank_rho": agree.rho,
                 "rank_p": agree.p,
+                "effect": np.round(np.asarray(res["effect"], dtype=np.float64), 6).tolist(),  # [layer][head]
             }
         )
         if progress is not None:
@@ -77,8 +80,10 @@ def grid_shard(
 
 
 def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> dict:
-    """The job's result: per head the mean and std of the effect (and classifiers' flip rate), the
-    heads of largest mean |effect|, the mean |effect| per layer, and one CSV row per head."""
+    """The job's result: per head the mean and std of the effect (and classifiers' flip rate), its 95 %
+    interval and corrected p (``head_tests``), the heads that stand out after correction
+    (``standouts``), the heads of largest mean |effect|, the mean |effect| per layer, one CSV row per
+    head and each example's grid."""
     partials = [p for p in partials if p["stats"]]
     if not partials:
         raise ValueError("the head-effects job got no examples")
@@ -89,6 +94,7 @@ def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> 
         for k, s in merged.items():
             s.merge(RunningStats.from_state(part["stats"][k]))
     mean, std = merged[metric].result_mean(), merged[metric].std
+    tests = head_tests(mean, std, merged[metric].count)
     flip = merged["flip"].mean if "flip" in merged and metric != "flip" else None
     importance = merged[IMPORTANCE].result_mean() if IMPORTANCE in merged else None
     rows = []
@@ -99,6 +105,9 @@ def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> 
             row["flip_rate"] = float(flip[layer, head])
         if importance is not None:
             row["mean_importance"] = float(importance[layer, head])
+        for name in ("effect_low", "effect_high", "p", "p_holm", "p_bh"):
+            v = tests[name][layer, head]
+            row[name] = None if not np.isfinite(v) else float(v)
         rows.append(row)
     examples = [r for p in partials for r in p["examples"]]
     return {
@@ -114,9 +123,53 @@ def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> 
         "top": [{"layer": a, "head": b, "mean_effect": e} for a, b, e in top_heads(mean, 10)],
         "mean_importance": None if importance is None else importance.tolist(),
         "rank_agreement": None if importance is None else rank_summary(examples, mean, importance),
+        "interval": {"level": LEVEL, "method": "t", "over": "examples"},
+        "effect_low": _grid(tests["effect_low"]),
+        "effect_high": _grid(tests["effect_high"]),
+        "standouts": standouts(tests),
         "rows": rows,
         "examples": examples,
     }
+
+
+LEVEL, ALPHA = 0.95, 0.05
+
+
+def _grid(x: np.ndarray) -> list[list[float | None]]:
+    return [[None if not np.isfinite(v) else float(v) for v in row] for row in x]
+
+
+def head_tests(mean: np.ndarray, std: np.ndarray, count: np.ndarray) -> dict[str, np.ndarray]:
+    """Per head (``[layer, head]`` arrays): the 95 % t interval of the mean effect over the examples, the
+    two-sided p of "mean effect 0" and its Holm and Benjamini-Hochberg adjustments across all the heads
+    (``attnscope.analysis.stats``). ``std`` is the population sd of ``RunningStats``; NaN: no test."""
+    n = np.asarray(count, dtype=np.float64)
+    sd = np.where(n >= 2, std * np.sqrt(n / np.maximum(n - 1, 1)), np.nan)  # ddof 0 -> ddof 1
+    low, high, p = t_summary(mean, sd, n, LEVEL)
+    return {"effect_low": low, "effect_high": high, "p": p, **{f"p_{c}": adjust(p, c) for c in CORRECTIONS}}
+
+
+def standouts(tests: dict[str, np.ndarray], alpha: float = ALPHA) -> dict:
+    """The heads whose mean effect differs from 0 after correction at ``alpha``: per correction their
+    count and labels (smallest adjusted p first), with the size of the family tested."""
+    tested = int(np.isfinite(tests["p"]).sum())
+    out: dict = {"alpha": alpha, "tested": tested}
+    for c in CORRECTIONS:
+        adj = tests[f"p_{c}"]
+        hits = [(float(adj[i]), i) for i in np.ndindex(adj.shape) if np.isfinite(adj[i]) and adj[i] < alpha]
+        out[c] = {"count": len(hits), "heads": [f"L{a}H{b}" for _, (a, b) in sorted(hits)]}
+    return out
+
+
+def effect_rows(result: dict) -> list[dict]:
+    """The long-format table of the examples' grids: one row per example and head (``effect``)."""
+    return [
+        {"example": ex["id"], "head": f"L{layer}H{head}", "effect": v}
+        for ex in result["examples"]
+        if ex.get("effect") is not None
+        for layer, by_head in enumerate(ex["effect"])
+        for head, v in enumerate(by_head)
+    ]
 
 
 def rank_summary(examples: list[dict], mean: np.ndarray, importance: np.ndarray) -> dict:

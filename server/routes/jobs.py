@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from attnscope.server.errors import ApiError, error_responses, public_message
 from attnscope.server.jobs.kinds import JOB_KINDS, Job, ParamsError, rows_to_csv
 from attnscope.server.jobs.manager import JobManager, NotResumableError, QueueFullError
+from attnscope.server.result_tables import example_table
 from attnscope.server.schemas import JOB_RESULTS, JobCreate, JobKindPublic, JobPublic, JobResultPublic
 from attnscope.server.schemas.jobs import JobStatus
 
@@ -142,11 +143,24 @@ def typed_result(kind: str, result):
         },
         **NOT_FOUND,
         **error_responses(
-            {409: "the job is not done (the detail says its state)", 422: "format=csv of a result without table rows"}
+            {
+                409: "the job is not done (the detail says its state)",
+                422: "format=csv of a result without table rows (or table=examples without per-example values)",
+            }
         ),
     },
 )
-def read_job_result(job_id: str, request: Request, format: Annotated[Literal["json", "csv"], Query()] = "json"):
+def read_job_result(
+    job_id: str,
+    request: Request,
+    format: Annotated[Literal["json", "csv"], Query()] = "json",
+    table: Annotated[
+        Literal["rows", "examples"],
+        Query(
+            description="CSV: the result's rows, or the per-example values in long format (faithfulness, head-effects)"
+        ),
+    ] = "rows",
+):
     job = _job(request, job_id)
     if job.status != "done":
         detail = (
@@ -159,6 +173,13 @@ def read_job_result(job_id: str, request: Request, format: Annotated[Literal["js
     result = typed_result(job.kind, _manager(request).result(job_id))
     filename = f"attnscope-{job.kind}-{job.id}.{format}"
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
+    if format == "csv" and table == "examples":
+        rows = example_table(job.kind, result)
+        if not rows:
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT, "this job's result keeps no per-example values; use table=rows"
+            )
+        return PlainTextResponse(rows_to_csv(rows), media_type="text/csv", headers=headers)
     if format == "csv":
         rows = result.get("rows") if isinstance(result, dict) else None
         if not rows:

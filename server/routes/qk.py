@@ -13,7 +13,7 @@ from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
 from attnscope.pipelines.qk.explain import explain_pair
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     MAX_QK_PARTS,
     MAX_QK_TERMS,

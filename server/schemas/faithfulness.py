@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 FAITHFULNESS_CONVENTIONS = ("eraser", "eraser-paper", "ferret")
 DEFAULT_EXPLAINERS = ("attention", "rollout", "attn_grad", "integrated_gradients", "random")
@@ -19,9 +19,18 @@ DEFAULT_METRICS = (
 )
 COUNT_DESCRIPTION = (
     "override the convention's counting rule for k% of the tokens: eraser-code (remove n - int((1-k) n), keep "
-    "int(k n), as ERASER's code; the eraser conventions' default), ceil (both ceil(k n)), ferret (both int(k n), "
-    "0 skips the bin; the ferret convention's default)"
+    "int(k n), as ERASER's code; the eraser conventions' default), eraser-order (the same counts, and the tokens "
+    "fed in score order as ERASER's encode_attend.py does: kept ones highest first, remaining ones lowest first; "
+    "needs removal delete), ceil (both ceil(k n)), ferret (both int(k n), 0 skips the bin; the ferret "
+    "convention's default)"
 )
+
+
+def count_fits_removal(count: str | None, removal: str | None) -> str | None:
+    """``eraser-order`` reorders the tokens it feeds, which masking (fixed places) cannot do."""
+    if count == "eraser-order" and removal == "mask":
+        raise ValueError("count 'eraser-order' feeds the tokens in score order, which needs removal 'delete'")
+    return count
 
 
 # Bounds of the explainers' options (the compute budget, ATTNSCOPE_COMPUTE_BUDGET, bounds their product)
@@ -155,7 +164,13 @@ class FaithfulnessCreate(BaseModel):
     metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1, max_length=32)
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = Field(None, description="override the convention's removal")
-    count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
+    count: Literal["eraser-code", "eraser-order", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
+
+    @field_validator("count")
+    @classmethod
+    def _count_fits_removal(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return count_fits_removal(v, info.data.get("removal"))
+
     k: float = Field(0.2, gt=0, le=1, description="hard-rationale size, fraction of non-special tokens")
     target: int | None = Field(
         None,
@@ -222,7 +237,7 @@ class FaithfulnessPublic(BaseModel):
     position: int | None = Field(None, description="causal LMs: the position whose next token is explained")
     convention: str
     removal: str
-    count: str = Field(..., description="the counting rule used (eraser-code, ceil or ferret)")
+    count: str = Field(..., description="the counting rule used (eraser-code, eraser-order, ceil or ferret)")
     k: float
     bins: list[float]
     metrics: list[str]

@@ -29,11 +29,37 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class MeanInterval(Strict):
+    """A mean over ``n`` examples and its interval ``[low, high]`` (``None``: no interval, e.g. one example);
+    the level and method are the table's ``interval``."""
+
+    mean: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int
+
+
+class IntervalMethod(Strict):
+    """How a result's intervals were made (``docs/methods/statistics.md``)."""
+
+    level: float = Field(..., description="coverage, 0.95")
+    method: Literal["BCa", "percentile", "t", "wilson"] = Field(
+        ..., description="bootstrap BCa/percentile, Student t, or Wilson's interval of a proportion"
+    )
+    over: Literal["examples", "seeds", "folds"] = Field(..., description="what the values vary over")
+    resamples: int | None = Field(None, description="bootstrap resamples")
+    seed: int | None = Field(None, description="the bootstrap's random seed")
+
+
 class HeadStats(Strict):
-    """One census metric per head over the examples: ``mean`` and ``std``, each ``[layer][head]``."""
+    """One census metric per head over the examples: ``mean`` and ``std`` (population), each
+    ``[layer][head]``, and the 95 % t interval of the mean ``[low, high]`` with its count ``n``."""
 
     mean: list[list[float]]
     std: list[list[float]]
+    low: list[list[float | None]] | None = None
+    high: list[list[float | None]] | None = None
+    n: list[list[int]] | None = Field(None, description="examples where the metric is defined")
 
 
 class CensusRow(Strict):
@@ -74,6 +100,7 @@ class CensusResultPublic(Strict):
     n: int = Field(..., description="examples measured")
     seed: int
     metrics: dict[str, HeadStats] = Field(..., description="per metric name (shift_score, ..., sink)")
+    interval: IntervalMethod | None = None
     rows: list[CensusRow] = Field(..., description="one per head (the CSV download)")
 
 
@@ -84,6 +111,8 @@ class ProbeRow(Strict):
     accuracy: float = Field(..., description="cross-validated accuracy of the label from this layer's maps")
     accuracy_std: float = Field(..., description="std over the folds")
     chance: float = Field(..., description="accuracy of always answering the majority class")
+    accuracy_low: float | None = Field(None, description="95 % Wilson interval of the accuracy over the n examples")
+    accuracy_high: float | None = None
 
 
 class ProbeResultPublic(Strict):
@@ -97,6 +126,7 @@ class ProbeResultPublic(Strict):
     size: int = Field(..., description="maps cropped/padded to size x size")
     classifier: Literal["logistic", "cnn"]
     chance: float
+    interval: IntervalMethod | None = None
     rows: list[ProbeRow] = Field(..., description="one per layer (the CSV download)")
 
 
@@ -142,6 +172,14 @@ class FaithfulnessCurves(Strict):
     suff_curve: list[float | None]
 
 
+class FaithfulnessPerExample(Strict):
+    """Each example's value of every metric: ``values[explainer][metric][i]`` for the example at data-set
+    index ``index[i]`` (``None``: not measured; IOU F1 is kept as its precision and recall)."""
+
+    index: list[int]
+    values: dict[str, dict[str, list[float | None]]]
+
+
 class FaithfulnessResultPublic(Strict):
     """Result of a ``faithfulness`` job: the explainer x metric table over a data set."""
 
@@ -161,6 +199,18 @@ class FaithfulnessResultPublic(Strict):
     curves: dict[str, FaithfulnessCurves] = Field(..., description="per explainer that ran")
     wall_time_s: float
     rows: list[FaithfulnessRow] = Field(..., description="one per explainer (the CSV download)")
+    interval: IntervalMethod | None = None
+    intervals: dict[str, dict[str, MeanInterval | None]] | None = Field(
+        None, description="per explainer and metric: the row's mean with its interval over the examples and n"
+    )
+    vs_random: dict[str, dict[str, MeanInterval | None]] | None = Field(
+        None,
+        description="per explainer and metric: the paired difference explainer - random on the examples both ran "
+        "on (a difference only when its interval excludes 0); None without the random explainer",
+    )
+    per_example: FaithfulnessPerExample | None = Field(
+        None, description="every example's value (long-format CSV: format=csv&table=examples)"
+    )
 
 
 class HeadEffectRow(Strict):
@@ -176,6 +226,11 @@ class HeadEffectRow(Strict):
     mean_importance: float | None = Field(
         None, description="the head's attention-based importance (confidence: mean max weight), averaged"
     )
+    effect_low: float | None = Field(None, description="95 % t interval of mean_effect over the examples")
+    effect_high: float | None = None
+    p: float | None = Field(None, description="two-sided p of mean effect 0 (t test; None: a constant effect)")
+    p_holm: float | None = Field(None, description="p adjusted by Holm across all the heads")
+    p_bh: float | None = Field(None, description="p adjusted by Benjamini-Hochberg across all the heads")
 
 
 class TopHead(Strict):
@@ -195,6 +250,7 @@ class HeadEffectExample(Strict):
     predicted: int | str | None = None
     rank_rho: float | None = Field(None, description="Spearman rho over the heads (None: a constant grid)")
     rank_p: float | None = Field(None, description="two-sided p of rank_rho")
+    effect: list[list[float]] | None = Field(None, description="[layer][head] this example's effect grid")
 
 
 class RankSpread(Strict):
@@ -223,6 +279,22 @@ class HeadEffectsRankAgreement(Strict):
     of_means: RankOfMeans
 
 
+class StandoutHeads(Strict):
+    """Heads whose mean effect differs from 0 after one correction: how many, and which (most certain first)."""
+
+    count: int
+    heads: list[str]
+
+
+class HeadEffectsStandouts(Strict):
+    """The heads that stand out at ``alpha`` among the ``tested`` ones, after Holm and after BH."""
+
+    alpha: float
+    tested: int = Field(..., description="heads with a test (an effect constant over the examples has none)")
+    holm: StandoutHeads
+    bh: StandoutHeads
+
+
 class HeadEffectsResultPublic(Strict):
     """Result of a ``head-effects`` job: one ablation per head on every example, the effect's mean and
     spread per head (``[layer][head]``), the heads of largest mean |effect| and one CSV row per head."""
@@ -243,6 +315,12 @@ class HeadEffectsResultPublic(Strict):
     )
     rank_agreement: HeadEffectsRankAgreement | None = Field(
         None, description="Spearman correlation of |effect| with importance: per example (spread) and of the means"
+    )
+    interval: IntervalMethod | None = None
+    effect_low: list[list[float | None]] | None = Field(None, description="[layer][head] 95 % interval, low end")
+    effect_high: list[list[float | None]] | None = Field(None, description="[layer][head] 95 % interval, high end")
+    standouts: HeadEffectsStandouts | None = Field(
+        None, description="heads whose mean effect differs from 0 after Holm and after Benjamini-Hochberg"
     )
     rows: list[HeadEffectRow] = Field(..., description="one per head (the CSV download)")
     examples: list[HeadEffectExample]

@@ -13,7 +13,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
 from attnscope.server.schemas.core import MAX_MODEL_NAME_CHARS
-from attnscope.server.schemas.faithfulness import COUNT_DESCRIPTION, DEFAULT_EXPLAINERS, ExplainerOptions
+from attnscope.server.schemas.faithfulness import (
+    COUNT_DESCRIPTION,
+    DEFAULT_EXPLAINERS,
+    ExplainerOptions,
+    count_fits_removal,
+)
 
 
 class CensusParams(BaseModel):
@@ -66,7 +71,7 @@ class FaithfulnessParams(BaseModel):
     start: int = Field(0, ge=0, le=100_000, description="index of the first example")
     convention: Literal["eraser", "eraser-paper", "ferret"] = "eraser"
     removal: Literal["delete", "mask"] | None = None
-    count: Literal["eraser-code", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
+    count: Literal["eraser-code", "eraser-order", "ceil", "ferret"] | None = Field(None, description=COUNT_DESCRIPTION)
     k: float | None = Field(None, gt=0, le=1, description="default: per data set (movies 0.07)")
     max_tokens: int | None = Field(None, ge=8, le=512, description="truncate inputs (default: model limit)")
     allow_offensive: bool = Field(False, validate_default=True, description="explicit opt-in needed for hatexplain")
@@ -74,6 +79,11 @@ class FaithfulnessParams(BaseModel):
         default_factory=ExplainerOptions,
         description="per-explainer options, bounded as in POST /runs/{id}/faithfulness",
     )
+
+    @field_validator("count")
+    @classmethod
+    def _count_fits_removal(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return count_fits_removal(v, info.data.get("removal"))
 
     @field_validator("allow_offensive")
     @classmethod

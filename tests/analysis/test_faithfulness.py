@@ -1,5 +1,7 @@
 """ERASER metrics on a toy predictor whose probabilities are known in closed form (hand-computed)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from attnscope.analysis.faithfulness import (
     get_convention,
     keep_tokens,
     remove_tokens,
+    score_ordered,
     select_rationale,
     sufficiency,
     token_count,
@@ -187,3 +190,56 @@ def test_entropy_and_kl_variants_by_hand():
     assert r.sufficiency_kl == pytest.approx(0.0, abs=1e-12)
     agg = aggregate([r, r])
     assert agg["comprehensiveness_kl"] == pytest.approx(r.comprehensiveness_kl)
+
+
+def test_eraser_order_feeds_kept_tokens_highest_first_and_the_rest_lowest_first():
+    # ids 10..13 at positions 1..4 with scores 0.1, 0.5, 0.9, 0.05; k = 0.5 of n = 4: 2 removed, 2 kept.
+    # kept {12 (0.9), 11 (0.5)} highest first; remaining {13 (0.05), 10 (0.1)} lowest first (ERASER's
+    # nlargest / nsmallest order); eraser-code feeds the same tokens in document order
+    ids = np.array([CLS, 10, 11, 12, 13, SEP])
+    scores = np.array([0.0, 0.1, 0.5, 0.9, 0.05, 0.0])
+    fed = {}
+    for rule in ("eraser-code", "eraser-order"):
+        toy = Toy()
+        conv = replace(ERASER, bins=(0.5,), count=rule)
+        r = evaluate(toy, ids, {"e": scores}, special=SPECIAL, k=0.5, convention=conv)["e"]
+        assert r.count == rule
+        fed[rule] = [b.tolist() for b in toy.calls[0]]
+    assert fed["eraser-code"] == [ids.tolist(), [CLS, 10, 13, SEP], [CLS, 11, 12, SEP]]
+    assert fed["eraser-order"] == [ids.tolist(), [CLS, 13, 10, SEP], [CLS, 12, 11, SEP]]
+
+
+def test_eraser_order_equals_eraser_code_on_a_bag_of_words_model_and_not_on_an_order_sensitive_one():
+    rng = np.random.default_rng(0)
+    ids = np.array([CLS, *range(20, 36), SEP])
+    special = (0, len(ids) - 1)
+    scores = rng.normal(size=len(ids))
+
+    def first_token(batch):  # p(class 1) grows with the first non-special id: order matters
+        p1 = np.array([0.1 + 0.8 * (b[1] - 20) / 16 if len(b) > 2 else 0.5 for b in batch])
+        return np.stack([1 - p1, p1], axis=1)
+
+    code = get_convention("eraser", count="eraser-code")
+    order = get_convention("eraser", count="eraser-order")
+    bag = {
+        c.count: evaluate(Toy(), ids, {"e": scores}, special=special, k=0.2, convention=c)["e"] for c in (code, order)
+    }
+    assert bag["eraser-order"].comp_curve == pytest.approx(bag["eraser-code"].comp_curve)
+    assert bag["eraser-order"].aopc_sufficiency == pytest.approx(bag["eraser-code"].aopc_sufficiency)
+    seq = {
+        c.count: evaluate(first_token, ids, {"e": scores}, special=special, k=0.5, convention=c)["e"]
+        for c in (code, order)
+    }
+    assert seq["eraser-order"].sufficiency != pytest.approx(seq["eraser-code"].sufficiency)
+
+
+def test_eraser_order_refuses_masking():
+    with pytest.raises(ValueError, match="needs removal 'delete'"):
+        get_convention("eraser", removal="mask", count="eraser-order")
+
+
+def test_score_ordered_keeps_special_tokens_in_their_places():
+    ids = np.array([CLS, 1, 2, SEP, 3, 4, SEP])  # a pair: [CLS] a b [SEP] c d [SEP]
+    got = score_ordered(ids, np.array([5, 1, 4]), (0, 3, 6))
+    # kept places 0, 1, 3, 4, 5, 6; the non-special ones (1, 4, 5) take ids[5], ids[1], ids[4] in that order
+    assert got.tolist() == [CLS, 4, SEP, 1, 3, SEP]

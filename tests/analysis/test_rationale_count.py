@@ -42,8 +42,14 @@ def test_token_count_modes_and_errors():
     assert token_count(0.2, 16) == 4 and token_count(0.2, 16, "floor") == 3
     with pytest.raises(ValueError, match="'ceil' or 'floor'"):
         token_count(0.2, 16, "round")
-    with pytest.raises(ValueError, match="choose one of eraser-code, ceil, ferret"):
+    with pytest.raises(ValueError, match="choose one of eraser-code, eraser-order, ceil, ferret"):
         rationale_counts(0.2, 16, "round")
     with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\]"):
         rationale_counts(0.0, 16, "ceil")
-    assert COUNTING_RULES == ("eraser-code", "ceil", "ferret")
+    assert COUNTING_RULES == ("eraser-code", "eraser-order", "ceil", "ferret")
+
+
+def test_eraser_order_counts_as_eraser_code():
+    for n in range(0, 40):
+        for k in (0.01, 0.07, 0.2, 0.5, 1.0):
+            assert rationale_counts(k, n, "eraser-order") == rationale_counts(k, n, "eraser-code")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from attnscope.analysis.seed_stats import paired_gap
+from attnscope.analysis.stats import paired_gap
 from attnscope.experiments import report, seeds
 from attnscope.models.zoo.manifest import ROOT as ZOO_ROOT
 

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from attnscope.experiments.faithfulness_tables import markdown, pooled
@@ -42,3 +43,29 @@ def test_windows_pool_as_one_run_of_all_examples():
 def test_windows_of_different_runs_are_refused():
     with pytest.raises(ValueError, match="count"):
         pooled([_window(20, 0.1, 0.2, 0.4, 0.8), _window(20, 0.1, 0.2, 0.4, 0.8, count="ceil")])
+
+
+def _with_examples(window, comp_attention, comp_random):
+    window = {**window, "per_example": {"index": list(range(len(comp_attention)))}}
+    window["per_example"]["values"] = {
+        "attention": {"comprehensiveness": comp_attention},
+        "random": {"comprehensiveness": comp_random},
+    }
+    return window
+
+
+def test_intervals_pool_the_windows_examples_and_verdicts_follow_the_paired_interval():
+    from attnscope.experiments.faithfulness_tables import interval_markdown, verdict
+
+    rng = np.random.default_rng(2)
+    r1, r2 = rng.uniform(0, 0.3, 20), rng.uniform(0, 0.3, 30)
+    w1 = _with_examples(_window(20, 0.1, 0.2, 0.4, 0.8), list(r1 + 0.05), list(r1))  # attention = random + 0.05
+    w2 = _with_examples(_window(30, 0.2, 0.4, 0.1, 0.9), list(r2 + 0.05), list(r2))
+    text = interval_markdown([w1, w2])
+    assert "over the 50 examples" in text
+    assert "| attention | +0.050 [+0.050, +0.050] better |" in text  # every example: +0.05, paired
+    assert interval_markdown([w1, _window(30, 0.2, 0.4, 0.1, 0.9)]) is None  # a window without examples
+    assert verdict({"mean": 0.01, "low": -0.02, "high": 0.04, "n": 40}, "higher") == "no difference"
+    assert verdict({"mean": 0.05, "low": 0.01, "high": 0.09, "n": 40}, "lower") == "worse"
+    assert verdict({"mean": -0.05, "low": -0.09, "high": -0.01, "n": 40}, "lower") == "better"
+    assert verdict(None, "higher") == "no interval"

@@ -7,10 +7,42 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from attnscope.analysis.census import RunningStats
 from attnscope.analysis.interventions import head_confidence
 from attnscope.pipelines.dataset_runs import pick_examples
 from attnscope.pipelines.interventions import head_effects
-from attnscope.pipelines.interventions.dataset import IMPORTANCE, encode_example, grid_shard, merge_grids, rank_summary
+from attnscope.pipelines.interventions.dataset import (
+    IMPORTANCE,
+    encode_example,
+    grid_shard,
+    head_tests,
+    merge_grids,
+    rank_summary,
+    standouts,
+)
+
+
+def test_planted_heads_stand_out_after_correction_and_noise_does_not():
+    # 40 examples x 6 x 12 heads of N(0, 1) effects, except L2H5 (mean 1.5) and L4H0 (mean -1.0): Holm
+    # names exactly those two; a head constant at 0 has no test and leaves the family
+    rng = np.random.default_rng(0)
+    grids = rng.normal(0.0, 1.0, (40, 6, 12))
+    grids[:, 2, 5] += 1.5
+    grids[:, 4, 0] -= 1.0
+    grids[:, 5, 11] = 0.0
+    stats = RunningStats()
+    for g in grids:
+        stats.add(g)
+    tests = head_tests(stats.result_mean(), stats.std, stats.count)
+    out = standouts(tests)
+    assert out["tested"] == 71 and out["alpha"] == 0.05
+    assert out["holm"] == {"count": 2, "heads": ["L2H5", "L4H0"]}
+    assert {"L2H5", "L4H0"} <= set(out["bh"]["heads"]) and out["bh"]["count"] <= 4
+    assert np.isnan(tests["p"][5, 11]) and np.isnan(tests["p_holm"][5, 11])
+    # the interval is Student's over the 40 examples: mean +/- t_{0.975, 39} sd / sqrt(40)
+    x = grids[:, 2, 5]
+    half = 2.0226909 * x.std(ddof=1) / np.sqrt(40)
+    assert tests["effect_low"][2, 5] == pytest.approx(x.mean() - half, rel=1e-6)
 
 
 @pytest.fixture(scope="module")

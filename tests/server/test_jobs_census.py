@@ -20,11 +20,18 @@ def test_census_job_aggregates_per_head(client, wait_job):
     assert job["done"] == job["total"] == 6
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert result["n"] == 6 and len(result["rows"]) == 72
-    assert list(result) == ["kind", "model", "dataset", "split", "n", "seed", "metrics", "rows"]
+    assert list(result) == ["kind", "model", "dataset", "split", "n", "seed", "metrics", "interval", "rows"]
     assert CensusResultPublic.model_validate(result).rows[2].head == "L0H2"
     prev = np.asarray(result["metrics"]["previous"]["mean"])
     assert prev.shape == (6, 12) and prev.argmax() == 2  # L0H2 leads on previous-token mass over SST-2
     assert np.asarray(result["metrics"]["norm_entropy"]["std"]).min() >= 0
+    # each head's mean with its 95 % t interval over the 6 examples (sd with ddof 1: std * sqrt(6 / 5))
+    ent = result["metrics"]["norm_entropy"]
+    mean, std = np.asarray(ent["mean"]), np.asarray(ent["std"])
+    half = 2.5705818 * std * np.sqrt(6 / 5) / np.sqrt(6)
+    assert np.asarray(ent["low"]) == pytest.approx(mean - half, abs=1e-5)
+    assert np.asarray(ent["high"]) == pytest.approx(mean + half, abs=1e-5)
+    assert np.asarray(ent["n"]).min() == 6 and result["interval"]["method"] == "t"
     csv = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text.splitlines()
     assert csv[0].startswith("head,layer,head_index,shift_score_mean") and len(csv) == 73
 
@@ -38,6 +45,7 @@ def test_probe_job_reports_accuracy_per_layer(client, wait_job):
     assert ProbeResultPublic.model_validate(result).rows[5].layer == 5
     assert all(0 <= r["accuracy"] <= 1 for r in result["rows"]) and 0.5 <= result["chance"] < 1
     assert result["classifier"] == "logistic"
+    assert all(r["accuracy_low"] <= r["accuracy"] <= r["accuracy_high"] for r in result["rows"])  # Wilson, n = 24
 
 
 def test_probe_job_with_the_cnn_classifier(client, wait_job):

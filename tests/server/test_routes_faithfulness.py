@@ -2,6 +2,7 @@
 
 import time
 
+import numpy as np
 import pytest
 
 from attnscope.server.schemas import FaithfulnessResultPublic
@@ -52,6 +53,17 @@ def test_counting_rule_is_an_option_and_is_reported(client, clf_run):
     e_code, e_ceil = got["eraser-code"]["explainers"][0], got["ceil"]["explainers"][0]
     assert e_code["comprehensiveness"] == pytest.approx(e_ceil["comprehensiveness"])  # same 5 removed
     assert e_code["sufficiency"] != pytest.approx(e_ceil["sufficiency"])  # 4 kept vs 5 kept
+
+
+def test_eraser_order_keeps_eraser_code_counts_and_refuses_masking(client, clf_run):
+    code = post(client, clf_run["id"], explainers=["attention"], k=0.5, count="eraser-code").json()
+    r = post(client, clf_run["id"], explainers=["attention"], k=0.5, count="eraser-order")
+    assert r.status_code == 200, r.text
+    order = r.json()
+    assert order["count"] == "eraser-order"
+    assert order["explainers"][0]["rationale"] == code["explainers"][0]["rationale"]  # same tokens removed
+    bad = post(client, clf_run["id"], explainers=["attention"], removal="mask", count="eraser-order")
+    assert bad.status_code == 422 and "needs removal 'delete'" in bad.text
 
 
 def test_entropy_and_kl_variants_on_request(client, clf_run):
@@ -202,6 +214,26 @@ def test_dataset_job_gives_json_and_csv(client):
     csv_text = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text
     assert csv_text.splitlines()[0].startswith("explainer,n,comprehensiveness,sufficiency")
     assert len(csv_text.strip().splitlines()) == 3
+    # every mean keeps its examples, its interval over them and n; random's paired difference is 0 on itself
+    assert typed.interval.method == "BCa" and typed.interval.over == "examples" and typed.interval.level == 0.95
+    values = result["per_example"]["values"]
+    assert result["per_example"]["index"] == [0, 1, 2]
+    for row in result["rows"]:
+        e = row["explainer"]
+        comp = values[e]["comprehensiveness"]
+        assert len(comp) == 3 and np.mean(comp) == pytest.approx(row["comprehensiveness"], abs=1e-4)
+        iv = result["intervals"][e]["comprehensiveness"]
+        assert iv["n"] == 3 and iv["mean"] == pytest.approx(row["comprehensiveness"], abs=1e-4)
+        assert iv["low"] <= iv["mean"] <= iv["high"]
+    assert set(result["vs_random"]) == {"rollout"}
+    diff = result["vs_random"]["rollout"]["sufficiency"]
+    want = np.mean(values["rollout"]["sufficiency"]) - np.mean(values["random"]["sufficiency"])
+    assert diff["mean"] == pytest.approx(want, abs=1e-4) and diff["n"] == 3
+    long = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"}).text
+    lines = long.strip().splitlines()
+    assert lines[0] == "example,explainer,metric,value"
+    n_values = sum(v is not None for by_m in values.values() for vs in by_m.values() for v in vs)
+    assert len(lines) == 1 + n_values
 
 
 @pytest.mark.parametrize(

@@ -173,6 +173,27 @@ def test_head_effects_job_with_progress_json_and_csv(api):
     assert per["n"] == 3 and per["mean"] == pytest.approx(np.mean(rhos)) and per["std"] == pytest.approx(np.std(rhos))
     assert np.asarray(result["mean_importance"]).shape == (6, 12)
     csv = api.get(f"/jobs/{job_id}/result", params={"format": "csv"}).text.splitlines()
-    assert csv[0] == "head,layer,head_index,mean_effect,std_effect,flip_rate,mean_importance" and len(csv) == 73
+    assert csv[0] == (
+        "head,layer,head_index,mean_effect,std_effect,flip_rate,mean_importance,effect_low,effect_high,p,p_holm,p_bh"
+    )
+    assert len(csv) == 73
+    # each example's grid is kept; the per-head tests recomputed from them with scipy agree
+    from scipy.stats import ttest_1samp
+
+    grids = np.asarray([e["effect"] for e in result["examples"]])  # [example, layer, head]
+    assert grids.shape == (3, 6, 12)
+    assert grids.mean(axis=0) == pytest.approx(np.asarray(result["mean_effect"]), abs=1e-5)
+    p = np.array([[np.nan if r["p"] is None else r["p"] for r in result["rows"]]]).reshape(6, 12)
+    ok = np.isfinite(p)
+    with np.errstate(all="ignore"):
+        want = ttest_1samp(grids, 0.0, axis=0).pvalue
+    assert p[ok] == pytest.approx(want[ok], rel=1e-3, abs=1e-6)
+    holm = np.array([np.nan if r["p_holm"] is None else r["p_holm"] for r in result["rows"]])
+    assert np.all(holm[ok.reshape(-1)] >= p.reshape(-1)[ok.reshape(-1)] - 1e-12)
+    out = result["standouts"]
+    assert out["tested"] == int(ok.sum()) and out["holm"]["count"] == len(out["holm"]["heads"])
+    assert out["holm"]["count"] == int((holm[np.isfinite(holm)] < 0.05).sum()) <= out["bh"]["count"]
+    long = api.get(f"/jobs/{job_id}/result", params={"format": "csv", "table": "examples"}).text.splitlines()
+    assert long[0] == "example,head,effect" and len(long) == 1 + 3 * 72
     bad = api.post("/jobs", json={"kind": "head-effects", "params": {**params, "max_tokens": 1000}})
     assert bad.status_code == 422 and "max_tokens" in bad.json()["detail"]

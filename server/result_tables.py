@@ -1,0 +1,19 @@
+"""The long-format tables of a job's per-example values (``GET /jobs/{id}/result?format=csv&table=examples``):
+one row per example and cell, for the kinds that keep per-example values (faithfulness, head-effects)."""
+
+from __future__ import annotations
+
+from attnscope.pipelines.faithfulness_uncertainty import example_rows as faithfulness_rows
+from attnscope.pipelines.interventions.dataset import effect_rows
+
+EXAMPLE_TABLES = {"faithfulness": faithfulness_rows, "head-effects": effect_rows}
+
+
+def example_table(kind: str, result: dict) -> list[dict] | None:
+    """The per-example rows of ``result`` (None: the kind, or this older result, keeps none)."""
+    build = EXAMPLE_TABLES.get(kind)
+    if build is None or not isinstance(result, dict):
+        return None
+    if kind == "faithfulness" and not result.get("per_example"):
+        return None
+    return build(result) or None
