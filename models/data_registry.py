@@ -56,6 +56,8 @@ class DataSet:
     mirror_paths: tuple[tuple[str, str], ...]
     files: tuple[DataFile, ...] = ()
     offensive: bool = False
+    # what "present" needs, as globs each matching a file, when not every file (the fixtures keep a few reviews)
+    present_globs: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -72,9 +74,12 @@ class DataSet:
         return (root or data_dir()) / self.name
 
     def present(self, root: Path | None = None) -> bool:
-        """Every file is there (any size: the test fixtures are smaller cuts of the same files)."""
+        """Every file (or a match of each of ``present_globs``) is there, of any size: the test fixtures are
+        smaller cuts of the same files. A job on the set can start."""
         folder = self.folder(root)
-        return all((folder / f.path).is_file() for f in self.files) if self.name != MOVIES else _movies_present(folder)
+        if self.present_globs:
+            return all(any(folder.glob(g)) for g in self.present_globs)
+        return all((folder / f.path).is_file() for f in self.files)
 
     def complete(self, root: Path | None = None) -> bool:
         """Every file is there with the registered size (``verify`` also checks the sha256)."""
@@ -119,6 +124,7 @@ DATASETS: dict[str, DataSet] = {
             mirror="yezhang-xiaofan/Rationale-CNN",
             commit="724f528851df593e239436a6d582f5b790397318",
             mirror_paths=(("", "movies/"),),
+            present_globs=("withRats_pos/posR_*.txt", "withRats_neg/negR_*.txt"),
         ),
         DataSet(
             name="hatexplain",
@@ -210,8 +216,3 @@ def _size(path: Path) -> int | None:
         return path.stat().st_size
     except OSError:
         return None
-
-
-def _movies_present(folder: Path) -> bool:
-    """The review folders hold at least one annotated review each (fixtures keep a handful)."""
-    return all(any((folder / f"withRats_{p}").glob(f"{p}R_*.txt")) for p in ("pos", "neg"))
