@@ -108,14 +108,29 @@ class QKRecorder:
         return [self.layers[i] for i in sorted(self.layers)]
 
 
+@dataclass
+class LayerCursor:
+    """The block a forward pass is in, for modules applied more than once (a shared block): the
+    block taps of ``attnscope.models.session`` advance it, sub-module taps and the zoo's attention
+    read it. One per context (per request)."""
+
+    layer: int = -1
+    calls: int = 0
+
+
 @dataclass(frozen=True)
 class AttentionContext:
-    """The current request's view of attention: a recorder and/or hooks. Add fields here for new
-    per-request work; the attention function reads them, the model is never touched."""
+    """The current request's view of the model: a recorder, attention hooks, and site hooks
+    (``attnscope.models.session``: objects with ``edit_site(site, layer, value) -> value`` that the
+    site taps call for the residual stream, head outputs, attention and MLP outputs). Add fields
+    here for new per-request work; the attention function and the taps read them, the model is never
+    touched."""
 
     recorder: QKRecorder | None = None
     hooks: tuple[Any, ...] = ()
     return_probs: bool = False
+    site_hooks: tuple[Any, ...] = ()
+    cursor: LayerCursor = field(default_factory=LayerCursor)
 
 
 _CONTEXT: contextvars.ContextVar[AttentionContext | None] = contextvars.ContextVar("attnscope_attention", default=None)
@@ -123,16 +138,22 @@ _CONTEXT: contextvars.ContextVar[AttentionContext | None] = contextvars.ContextV
 
 @contextmanager
 def attention_context(
-    recorder: QKRecorder | None = None, hooks: Sequence[AttentionHook] = (), return_probs: bool = False
+    recorder: QKRecorder | None = None,
+    hooks: Sequence[AttentionHook] = (),
+    return_probs: bool = False,
+    site_hooks: Sequence[Any] = (),
 ) -> Iterator[AttentionContext]:
-    """Within the block, ``attnscope_qk`` layers record into ``recorder`` and apply ``hooks`` for
-    this thread/task only; the previous context is restored on exit (contexts nest: an inner one
-    adds its hooks after the outer ones and records into its own recorder if given)."""
+    """Within the block, ``attnscope_qk`` layers record into ``recorder`` and apply ``hooks``, and
+    the site taps call ``site_hooks``, for this thread/task only; the previous context is restored
+    on exit (contexts nest: an inner one adds its hooks after the outer ones and records into its
+    own recorder if given)."""
     outer = _CONTEXT.get()
     ctx = AttentionContext(
         recorder=recorder if recorder is not None else (outer.recorder if outer else None),
         hooks=(*(outer.hooks if outer else ()), *hooks),
         return_probs=return_probs or (outer.return_probs if outer else False),
+        site_hooks=(*(outer.site_hooks if outer else ()), *site_hooks),
+        cursor=outer.cursor if outer else LayerCursor(),
     )
     token = _CONTEXT.set(ctx)
     try:

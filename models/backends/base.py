@@ -33,6 +33,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
 from attnscope.models.registry import require_modality
+from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.models.spec import ModelSpec
 
 
@@ -173,6 +174,9 @@ class Backend(Protocol):
 
     def structure(self) -> dict | None: ...
 
+    @property
+    def sites(self) -> Sites: ...
+
 
 class BackendBase:
     """What every backend shares: the checks of modality, emptiness and length, and defaults."""
@@ -185,10 +189,35 @@ class BackendBase:
     attention: AttentionConfig
     tokenizer: TextTokenizer | None = None
     classifier: torch.nn.Module | None = None
+    _sites: Sites | None = None
+    _sites_refusal: str | None = None
 
     @property
     def n_layers(self) -> int:
         return self.attention.n_layers
+
+    @property
+    def sites(self) -> Sites:
+        """The model's anatomy (``attnscope.models.sites``), or ``SitesUnavailableError`` (422) naming
+        what its family lacks: the model still serves maps."""
+        if self._sites is None:
+            raise SitesUnavailableError(
+                f"model {self.spec.name!r}: {self._sites_refusal or 'its family has no Sites entry'}"
+            )
+        return self._sites
+
+    def _init_sites(self, family: str, config: dict | None = None) -> None:
+        """Build ``sites`` from the family table and install the session's taps (once, at load,
+        before the model is shared); a family without an entry keeps the reason for ``sites``."""
+        from attnscope.models.session import install_taps
+        from attnscope.models.site_table import build_sites
+
+        try:
+            self._sites = build_sites(self.model, family, config)
+        except SitesUnavailableError as exc:
+            self._sites, self._sites_refusal = None, str(exc)
+            return
+        install_taps(self.model, self._sites)
 
     @property
     def n_heads(self) -> int:

@@ -26,6 +26,7 @@ class Dinov2Backend(BackendBase):
         self.max_tokens = self.grid[0] * self.grid[1] + 1
         self._modules = find_attention_modules(self.model, int(self.model.config.num_hidden_layers))
         self.attention: AttentionConfig = attention_config(self.model.config, self._modules, causal=False)
+        self._init_sites("dinov2")
 
     def attention_modules(self) -> list[torch.nn.Module]:
         return list(self._modules)

@@ -130,6 +130,7 @@ class HFBackend(BackendBase):
             self._attention_modules = []
         self.attention = attention_config(model.config, self._attention_modules, causal)
         self.token_labels = TokenLabels(tokenizer)
+        self._init_sites(str(getattr(model.config, "model_type", type(model).__name__)))
 
     def lazy_maps(self, records, index: int, length: int, inp: ModelInput) -> AttentionMaps:
         """Lazy maps of example ``index`` (its first ``length`` positions) of a recorded forward."""

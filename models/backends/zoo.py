@@ -57,6 +57,7 @@ class ZooBackend(BackendBase):
             self.max_tokens = self.grid[0] * self.grid[1] + len(model.special)
             # models whose maps cover a zero-padded grid (conv-as-attention) show a padded image
             self.pad = int(getattr(model, "display_pad", 0))
+        self._init_sites("zoo", self.arch)
 
     def attention_modules(self) -> list[torch.nn.Module]:
         """``[layer]`` each block's attention (one shared block repeated for HA models; conv-attention's

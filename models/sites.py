@@ -1,0 +1,195 @@
+"""A model's anatomy as data: ``Sites``, built once per loaded model from its family's table entry
+(``attnscope.models.site_table``).
+
+Engines that look inside a forward pass (recording, interventions, logit lens, QK attribution)
+read ``backend.sites`` and never branch on model kind::
+
+    sites = backend.sites                 # SitesUnavailableError (422) for a family without an entry
+    blk = sites.blocks[3]
+    blk.W_Q                               # [n_heads, d_model, d_head], a view of the model's weight
+    blk.W_O                               # [n_heads, d_head, d_model]
+    sites.final_norm.apply(resid)         # [..., d_model] -> the normed stream the unembedding reads
+    sites.unembed.W_U                     # [d_model, vocab | classes]
+
+Weights are views of the model's own parameters (``detach()``: no copy, no gradient); nothing here
+writes to them. Per-head weights follow the TransformerLens convention: ``q[b, p, h] =
+x[b, p] @ W_Q[h] + b_Q[h]`` with ``x`` the normed stream entering the attention, and the attention
+output is ``sum_h z[b, p, h] @ W_O[h] + b_O`` with ``z`` the head outputs before the output
+projection (``head_z``, ``[batch, pos, head, head_dim]``). Grouped-query attention: ``W_K``/``W_V``
+have ``n_kv_heads`` heads and query head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)``.
+
+Residual bookkeeping (``norm_placement``, ``parallel``), per block ``l``:
+
+| placement | stream |
+|---|---|
+| ``pre`` | ``resid_mid = resid_pre + attn_out``; ``resid_post = resid_mid + mlp_out`` |
+| ``pre`` + ``parallel`` | ``resid_post = resid_pre + attn_out + mlp_out`` (both read ``resid_pre``) |
+| ``post`` | ``resid_mid = ln_attn(resid_pre + attn_out)``; ``resid_post = ln_mlp(resid_mid + mlp_out)`` |
+
+``attn_out`` includes the output projection's bias and a layer scale where the family has one
+(``BlockSites.out_scale``: DINOv2's ``lambda``), so ``attn_out = (sum_h z_h W_O[h] + b_O) * out_scale``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+SITE_NAMES = ("resid_pre", "head_z", "attn_out", "resid_mid", "mlp_out", "resid_post")
+"""The sites a session records or edits, per block: ``resid_pre``/``resid_mid``/``resid_post``/
+``attn_out``/``mlp_out`` ``[batch, pos, d_model]``, ``head_z`` ``[batch, pos, head, head_dim]``."""
+
+
+class SitesUnavailableError(ValueError):
+    """The model's family has no ``Sites`` entry (or lacks a part a feature needs); the message names
+    what is missing. The API answers 422: the model still loads for maps."""
+
+
+class SiteOutOfRangeError(ValueError):
+    """A block or head index outside the model (422 naming the range)."""
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A normalisation layer: ``kind`` ``layernorm`` (``(x - mean) / sqrt(var + eps) * weight +
+    bias``) or ``rmsnorm`` (``x / sqrt(mean(x^2) + eps) * weight``, in float32 then cast back, as
+    transformers' Llama). ``weight``/``bias`` ``[d_model]`` (None: absent); ``module``: the model's."""
+
+    kind: Literal["layernorm", "rmsnorm"]
+    weight: torch.Tensor | None
+    bias: torch.Tensor | None
+    eps: float
+    module: torch.nn.Module | None = None
+
+    def scale(self, x: torch.Tensor) -> torch.Tensor:
+        """``[..., 1]`` the per-position divisor ``sqrt(var + eps)`` (layernorm) or ``sqrt(mean(x^2) +
+        eps)`` (rmsnorm) of ``x [..., d_model]``: freeze it and the norm is linear in ``x``."""
+        x = x.float()
+        if self.kind == "rmsnorm":
+            return torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps)
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [..., d_model]`` -> the normed ``[..., d_model]``, computed as the model computes it."""
+        if self.kind == "rmsnorm":
+            dtype = x.dtype
+            h = x.float()
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+            return h.to(dtype) if self.weight is None else self.weight * h.to(dtype)
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+
+
+@dataclass(frozen=True)
+class Unembed:
+    """What reads the last residual stream: ``logits = final_norm(resid) @ W_U + b_U``.
+
+    ``W_U [d_model, vocab | classes]``. ``kind``: ``lm_head`` (every position has logits) or
+    ``classifier`` (the normed stream is pooled first: ``pooling`` ``mean`` over real positions,
+    ``cls`` position 0, or ``position`` for an LM head)."""
+
+    W_U: torch.Tensor
+    b_U: torch.Tensor | None
+    kind: Literal["lm_head", "classifier"]
+    pooling: Literal["position", "mean", "cls"] = "position"
+
+
+@dataclass(frozen=True)
+class Rope:
+    """Rotary position embedding as the family applies it: ``apply(q, k, positions)`` rotates
+    ``q [batch, head, pos, d_head]`` and ``k [batch, kv_head, pos, d_head]`` (post-projection, bias
+    included) by the angles of ``positions [batch, pos]`` (long) and returns ``(q, k)``."""
+
+    rotary: torch.nn.Module
+    rotate: Callable
+
+    def apply(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        cos, sin = self.rotary(q, positions.to(q.device))
+        return self.rotate(q, k, cos, sin)
+
+
+@dataclass(frozen=True)
+class BlockSites:
+    """Block ``l``'s handles. Modules are the model's own (read them, never set anything on them).
+
+    ``W_Q [n_heads, d_model, d_head]``, ``b_Q [n_heads, d_head]``; ``W_K``/``W_V [n_kv_heads,
+    d_model, d_head]``, ``b_K``/``b_V [n_kv_heads, d_head]``; ``W_O [n_heads, d_head, d_model]``,
+    ``b_O [d_model]``; biases None where the model has none; ``W_Q``/``W_K`` None for content-free
+    heads (the zoo's positional heads). ``out_scale [d_model]``: a layer scale after the output
+    projection (and ``mlp_scale`` after the MLP), None for most families.
+    ``rope``: None for absolute / learned positions.
+    """
+
+    index: int
+    block: torch.nn.Module
+    attn: torch.nn.Module
+    out_proj: torch.nn.Module
+    mlp: torch.nn.Module
+    W_Q: torch.Tensor | None
+    b_Q: torch.Tensor | None
+    W_K: torch.Tensor | None
+    b_K: torch.Tensor | None
+    W_V: torch.Tensor
+    b_V: torch.Tensor | None
+    W_O: torch.Tensor
+    b_O: torch.Tensor | None
+    ln_attn: Norm
+    ln_mlp: Norm
+    rope: Rope | None = None
+    out_scale: torch.Tensor | None = None
+    mlp_scale: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class Sites:
+    """The anatomy of one loaded model (see the module docstring). ``blocks[l]`` for ``l <
+    n_layers``; a shared block applied ``n_layers`` times (the zoo's HA models) appears ``n_layers``
+    times (the same modules, ``shared=True``). ``embed``: the token / patch embedding module.
+    ``final_norm``/``unembed``: None where the family has none (a BERT encoder's output is its last
+    block's stream; the missing part is named by ``require``)."""
+
+    family: str
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_model: int
+    d_head: int
+    blocks: tuple[BlockSites, ...]
+    embed: torch.nn.Module
+    final_norm: Norm | None
+    unembed: Unembed | None
+    norm_placement: Literal["pre", "post"]
+    parallel: bool = False
+    shared: bool = False
+    blocks_path: str = ""
+
+    def block(self, layer: int) -> BlockSites:
+        """``blocks[layer]``, or a ``SiteOutOfRangeError`` naming the range."""
+        if not 0 <= int(layer) < self.n_layers:
+            raise SiteOutOfRangeError(f"layer {layer} is out of range: this model has layers 0..{self.n_layers - 1}")
+        return self.blocks[int(layer)]
+
+    def check_head(self, head: int) -> int:
+        if not 0 <= int(head) < self.n_heads:
+            raise SiteOutOfRangeError(f"head {head} is out of range: this model has heads 0..{self.n_heads - 1}")
+        return int(head)
+
+    def kv_head_of(self, head: int) -> int:
+        """The key/value head query head ``head`` reads (grouped-query attention)."""
+        return int(head) // (self.n_heads // self.n_kv_heads)
+
+    def require(self, *parts: str, feature: str = "this analysis") -> None:
+        """Refuse (``SitesUnavailableError``) when a part a feature needs is missing: ``final_norm``,
+        ``unembed``, ``lm_head`` (an unembedding of every position), ``W_Q``/``W_K`` (content heads)."""
+        missing = []
+        for part in parts:
+            if part in ("final_norm", "unembed") and getattr(self, part) is None:
+                missing.append(part)
+            elif part == "lm_head" and (self.unembed is None or self.unembed.kind != "lm_head"):
+                missing.append("an LM head (unembedding of every position)")
+            elif part in ("W_Q", "W_K") and any(getattr(b, part) is None for b in self.blocks):
+                missing.append(f"{part} (its heads are content-free)")
+        if missing:
+            raise SitesUnavailableError(f"{feature} needs {', '.join(missing)}; the {self.family} family has none")
