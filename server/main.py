@@ -40,6 +40,7 @@ from attnscope.server.routes import (
     runs,
     structure,
     tokens,
+    writes,
 )
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
@@ -129,5 +130,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(faithfulness.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(compare.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(tokens.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(writes.router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app, token=bool(settings.api_token))
     return app

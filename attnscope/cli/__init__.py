@@ -7,6 +7,8 @@
     attnscope probe --model minilm --dataset sst2 --n 300 --out probe.json
     attnscope faithfulness --model minilm-sst2 --dataset movies --n 50 --out results/movies
     attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
+    attnscope lens --text "The capital of France is" --target " Paris"   # the logit lens, layer by layer
+    attnscope attribute --text "The capital of France is"   # which heads and MLPs write the next token
 
 Every option also reads an environment variable (shown in ``--help``) so containers can be
 configured without flags.
@@ -19,7 +21,7 @@ import logging
 import signal
 import sys
 
-from attnscope.cli import datasets, faithfulness, heads, serve
+from attnscope.cli import datasets, faithfulness, heads, serve, writes
 
 # each subcommand's module: its parsers and what runs them
 _COMMANDS = {
@@ -31,6 +33,8 @@ _COMMANDS = {
     "faithfulness": faithfulness,
     "heads": heads,
     "head-effects": heads,
+    "lens": writes,
+    "attribute": writes,
 }
 
 

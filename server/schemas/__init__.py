@@ -114,3 +114,14 @@ from attnscope.server.schemas.structure import (  # noqa: F401
     ShiftPublic,
 )
 from attnscope.server.schemas.tokens import TokenCountPublic, TokenizeCreate  # noqa: F401
+from attnscope.server.schemas.writes import (  # noqa: F401
+    MAX_LENS_K,
+    MAX_LENS_POSITIONS,
+    AttributionCreate,
+    AttributionPublic,
+    HeadSplit,
+    LensCell,
+    LensCreate,
+    LensPublic,
+    TokenProb,
+)
