@@ -118,4 +118,10 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_lens(args) if args.command == "lens" else run_attribute(args)
+    """Run the subcommand; input the model cannot take (an answer of several tokens, a position out of
+    range, a model without an unembedding) is a message on stderr and exit status 2."""
+    try:
+        return run_lens(args) if args.command == "lens" else run_attribute(args)
+    except ValueError as exc:  # WritesInputError, SitesUnavailableError, SiteOutOfRangeError
+        sys.stderr.write(f"attnscope {args.command}: {exc}\n")
+        return 2

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
+from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.session import SiteRecorder, session
 from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.pipelines.writes.dla import Attribution, BlockWrites, direct_logit_attribution
 from attnscope.pipelines.writes.frozen_norm import FinalNorm
 from attnscope.pipelines.writes.lens import LensRows, Unembedding, logit_lens
+from attnscope.pipelines.writes.value_maps import ValueWeightedSource, value_norms
 
 RECORDED_SITES = ("resid_pre", "resid_post", "head_z", "mlp_out")
 
@@ -67,13 +70,23 @@ class RecordedWrites:
         v = torch.einsum("pm,hmd->hpd", h.float(), blk.W_V.float())
         return v if blk.b_V is None else v + blk.b_V.float()[:, None, :]
 
-    def block_writes(self, layer: int, position: int, split: bool = True) -> BlockWrites:
-        """What block ``layer`` wrote at ``position`` (``out_scale`` folded into ``W_O`` and ``b_O``)."""
+    def output_projection(self, layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(W_O [head, d_head, d_model], b_O [d_model] | None)`` of block ``layer`` in float32, a layer
+        scale after the projection (``out_scale``) folded in."""
         blk = self.sites.block(layer)
         W_O, b_O = blk.W_O.float(), None if blk.b_O is None else blk.b_O.float()
         if blk.out_scale is not None:
             W_O = W_O * blk.out_scale.float()
             b_O = None if b_O is None else b_O * blk.out_scale.float()
+        return W_O, b_O
+
+    def value_norms(self, layer: int) -> np.ndarray:
+        """float32 ``[head, key]``: ``||v_j W_O[h]||`` of block ``layer`` (``value_maps``)."""
+        return value_norms(self.values(layer), self.output_projection(layer)[0]).cpu().numpy()
+
+    def block_writes(self, layer: int, position: int, split: bool = True) -> BlockWrites:
+        """What block ``layer`` wrote at ``position`` (``out_scale`` folded into ``W_O`` and ``b_O``)."""
+        W_O, b_O = self.output_projection(layer)
         probs = values = None
         if split:
             keys = slice(0, position + 1) if self.maps.causal else slice(None)
@@ -125,4 +138,24 @@ def attribute(
     blocks = [writes.block_writes(layer, position, split) for layer in range(writes.sites.n_layers)]
     return direct_logit_attribution(
         writes.resid[0, position], blocks, writes.resid[-1, position], norm, unembed, target, contrast
+    )
+
+
+
+def value_weighted_source(writes: RecordedWrites, normalize: bool = False) -> ValueWeightedSource:
+    """Blocks ``[head, rows, cols]`` of the recorded run's value-weighted maps ``a_ij ||v_j W_O||``
+    (Kobayashi et al. 2020; ``normalize``: each row divided by its sum), from the run's maps and one
+    ``[head, key]`` norm table per layer."""
+    norms = [writes.value_norms(layer) for layer in range(writes.sites.n_layers)]
+    return ValueWeightedSource(writes.maps, norms, normalize=normalize)
+
+
+def value_weighted_maps(writes: RecordedWrites) -> AttentionMaps:
+    """The row-normalised value-weighted maps ``[layer, head, query, key]`` as an ``AttentionMaps``
+    (rows sum to 1), so every analysis and view reads them as it reads the weights; computed block
+    by block on request, never stored."""
+    maps = writes.maps
+    src = value_weighted_source(writes, normalize=True)
+    return AttentionMaps.lazy(
+        src, maps.tokens, grid=maps.grid, special=maps.special, model=maps.model, causal=maps.causal
     )

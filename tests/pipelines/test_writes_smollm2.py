@@ -97,3 +97,33 @@ def test_readouts_of_a_run_check_their_input(smollm2, run):
     assert grid.layers == smollm2.sites.n_layers + 1 and grid.asked
     first = grid.first_top_layer(0)
     assert first is not None and 0 < first < grid.layers
+
+
+@torch.inference_mode()
+def test_value_weighted_maps_equal_an_eager_reference_from_hooked_values(smollm2, run):
+    """Values read by hand from ``v_proj``'s output, each key's ``a_ij v_j W_O[h]`` formed as a
+    ``[key, d_model]`` tensor and its norm taken: equal to the lazy value-weighted blocks."""
+    from attnscope.pipelines.writes.recorded import value_weighted_maps, value_weighted_source
+
+    inp, writes, _ = run
+    model = smollm2.model
+    layer, n = 7, len(inp)
+    attn = model.model.layers[layer].self_attn
+    got = {}
+    handle = attn.v_proj.register_forward_hook(lambda m, a, o: got.__setitem__("v", o))
+    try:
+        model.model(input_ids=inp.ids_tensor(smollm2.device), use_cache=False)
+    finally:
+        handle.remove()
+    n_heads, n_kv, d_head = model.config.num_attention_heads, model.config.num_key_value_heads, model.config.head_dim
+    v = got["v"][0].float().reshape(n, n_kv, d_head)  # [key, kv_head, d_head]
+    W_O = attn.o_proj.weight.float()  # [d_model, head * d_head]
+    a = writes.maps.block(layer)  # [head, query, key]
+    raw = value_weighted_source(writes).block(layer, [0, 4, 8], slice(None), slice(None))
+    for idx, h in enumerate((0, 4, 8)):
+        out = v[:, h // (n_heads // n_kv)] @ W_O[:, h * d_head : (h + 1) * d_head].T  # [key, d_model]
+        eager = torch.as_tensor(a[h])[:, :, None] * out[None]  # [query, key, d_model]
+        np.testing.assert_allclose(raw[idx], eager.norm(dim=-1).numpy(), atol=1e-5, rtol=1e-4)
+    vw = value_weighted_maps(writes)
+    assert vw.shape == writes.maps.shape and vw.causal
+    np.testing.assert_allclose(vw.layer(layer).sum(-1), 1.0, atol=1e-5)
