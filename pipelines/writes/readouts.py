@@ -11,9 +11,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnscope.analysis.maps import AttentionMaps
 from attnscope.pipelines.writes.dla import Attribution
 from attnscope.pipelines.writes.lens import LensRows
-from attnscope.pipelines.writes.recorded import RecordedWrites, attribute, lens_grid, readout_parts, record_writes
+from attnscope.pipelines.writes.recorded import (
+    RecordedWrites,
+    attribute,
+    lens_grid,
+    readout_parts,
+    record_writes,
+    value_weighted_maps,
+)
 
 
 class WritesInputError(ValueError):
@@ -145,3 +153,14 @@ def attribution_of_run(
     heads = tuple((int(a), int(b)) for a, b in split_heads)
     splits = np.stack([att.sources[a, b] for a, b in heads]) if heads else None
     return AttributionResult(position, tid, cid, att, heads, splits)
+
+
+def value_weighted_of_run(backend, inp, maps: AttentionMaps) -> AttentionMaps:
+    """The row-normalised value-weighted maps of a run (``maps``, its attention ``[layer, head,
+    query, key]``, and ``inp``, its model input): one recorded forward gives the values, the
+    ``[head, key]`` norm tables are kept and the run's own maps give the weights, block by block."""
+    backend.sites  # noqa: B018 - refuses (422) a model without an anatomy entry before running it
+    writes = record_writes(backend, inp)
+    if tuple(writes.maps.shape) != tuple(maps.shape):
+        raise WritesInputError(f"the recorded forward has maps {writes.maps.shape}, the run {maps.shape}")
+    return value_weighted_maps(writes, maps)

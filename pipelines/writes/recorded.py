@@ -64,9 +64,11 @@ class RecordedWrites:
         return int(self.resid.shape[1])
 
     def values(self, layer: int) -> torch.Tensor:
-        """``[kv_head, pos, d_head]``: ``v_j = ln_attn(resid_pre_j) @ W_V + b_V`` of block ``layer``."""
+        """``[kv_head, pos, d_head]``: ``v_j = ln_attn(resid_pre_j) @ W_V + b_V`` of block ``layer``
+        (``resid_pre_j`` itself for a post-norm block)."""
         blk = self.sites.block(layer)
-        h = blk.ln_attn.apply(self.resid[layer])  # [pos, d_model]
+        x = self.resid[layer]  # [pos, d_model]; a post-norm block reads the stream itself
+        h = blk.ln_attn.apply(x) if self.sites.norm_placement == "pre" else x
         v = torch.einsum("pm,hmd->hpd", h.float(), blk.W_V.float())
         return v if blk.b_V is None else v + blk.b_V.float()[:, None, :]
 
@@ -111,7 +113,7 @@ def record_writes(backend, inp) -> RecordedWrites:
         head_z=rec.stacked("head_z")[:, 0].float(),
         mlp_out=rec.stacked("mlp_out")[:, 0].float(),
         maps=cap.maps,
-        token_ids=tuple(inp.token_ids),
+        token_ids=() if inp.token_ids is None else tuple(inp.token_ids),
     )
 
 
@@ -141,21 +143,20 @@ def attribute(
     )
 
 
-
-def value_weighted_source(writes: RecordedWrites, normalize: bool = False) -> ValueWeightedSource:
-    """Blocks ``[head, rows, cols]`` of the recorded run's value-weighted maps ``a_ij ||v_j W_O||``
-    (Kobayashi et al. 2020; ``normalize``: each row divided by its sum), from the run's maps and one
-    ``[head, key]`` norm table per layer."""
+def value_weighted_source(writes: RecordedWrites, maps=None, normalize: bool = False) -> ValueWeightedSource:
+    """Blocks ``[head, rows, cols]`` of the value-weighted maps ``a_ij ||v_j W_O||`` (Kobayashi et al.
+    2020; ``normalize``: each row divided by its sum) of ``maps`` (default the recording's own; a run's
+    maps of the same input give the same weights) and one ``[head, key]`` norm table per layer."""
     norms = [writes.value_norms(layer) for layer in range(writes.sites.n_layers)]
-    return ValueWeightedSource(writes.maps, norms, normalize=normalize)
+    return ValueWeightedSource(writes.maps if maps is None else maps, norms, normalize=normalize)
 
 
-def value_weighted_maps(writes: RecordedWrites) -> AttentionMaps:
+def value_weighted_maps(writes: RecordedWrites, maps=None) -> AttentionMaps:
     """The row-normalised value-weighted maps ``[layer, head, query, key]`` as an ``AttentionMaps``
     (rows sum to 1), so every analysis and view reads them as it reads the weights; computed block
-    by block on request, never stored."""
-    maps = writes.maps
-    src = value_weighted_source(writes, normalize=True)
+    by block on request from ``maps`` (default the recording's own) and the norm tables."""
+    maps = writes.maps if maps is None else maps
+    src = value_weighted_source(writes, maps, normalize=True)
     return AttentionMaps.lazy(
         src, maps.tokens, grid=maps.grid, special=maps.special, model=maps.model, causal=maps.causal
     )

@@ -1,14 +1,20 @@
-"""What heads write on one run: its logit lens (``POST /runs/{id}/lens``) and the direct logit
-attribution of one prediction (``POST /runs/{id}/attribution``); the work is in
-``attnscope.pipelines.writes.readouts``."""
+"""What heads write on one run: its logit lens (``POST /runs/{id}/lens``), the direct logit
+attribution of one prediction (``POST /runs/{id}/attribution``) and its value-weighted maps served as
+a run (``POST /runs/{id}/value-weighted``); the work is in ``attnscope.pipelines.writes.readouts``."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, status
 
 from attnscope.analysis.slices import parse_range
+from attnscope.models.backends.base import Capture
 from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
-from attnscope.pipelines.writes.readouts import WritesInputError, attribution_of_run, lens_of_run
+from attnscope.pipelines.writes.readouts import (
+    WritesInputError,
+    attribution_of_run,
+    lens_of_run,
+    value_weighted_of_run,
+)
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.executor import heavy
@@ -21,8 +27,9 @@ from attnscope.server.schemas import (
     LensCreate,
     LensPublic,
     TokenProb,
+    ValueWeightedPublic,
 )
-from attnscope.server.store import Run
+from attnscope.server.store import Run, run_key
 
 router = APIRouter(prefix="/runs", tags=["writes"])
 ERRORS = error_responses(
@@ -137,3 +144,26 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
             for (a, b), row in zip(res.split_heads, splits)
         ],
     )
+
+
+@router.post(
+    "/{run_id}/value-weighted",
+    response_model=ValueWeightedPublic,
+    responses=error_responses(404, {422: "the model has no anatomy entry (the detail names what is missing)"}),
+    summary="The value-weighted maps of a run (Kobayashi et al. 2020: the norm of what each key adds, "
+    "a_ij ||v_j W_O||, each row normalised to sum to 1), served as a run that every map route reads",
+)
+@heavy
+def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPublic:
+    vw_id = run_key(run.model, f"value-weighted\x00{run.id}")
+    stored = service.store.get(vw_id)
+    if stored is None:
+        try:
+            backend = service.models.get(run.model)
+            inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
+            maps = value_weighted_of_run(backend, inp, run.capture.maps)
+        except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+            raise _invalid(exc) from None
+        cap = Capture(maps, run.capture.output, None, token_ids=run.capture.token_ids, attention=run.capture.attention)
+        stored = service.store.put(Run(id=vw_id, model=run.model, text=run.text, capture=cap, image=run.image))
+    return ValueWeightedPublic(run_id=run.id, value_weighted_run_id=vw_id, shape=list(stored.capture.maps.shape))

@@ -124,4 +124,5 @@ from attnscope.server.schemas.writes import (  # noqa: F401
     LensCreate,
     LensPublic,
     TokenProb,
+    ValueWeightedPublic,
 )

@@ -107,3 +107,13 @@ class AttributionPublic(BaseModel):
     residual_error: float = Field(..., description="logit minus the sum of the parts (float rounding)")
     tokens: list[str] = Field(..., description="the source tokens 0..position")
     splits: list[HeadSplit]
+
+
+class ValueWeightedPublic(BaseModel):
+    run_id: str
+    value_weighted_run_id: str = Field(
+        ...,
+        description="a run whose maps are the value-weighted maps of this run (rows normalised to sum to 1): "
+        "read it with every map route (attention slices, rows, heads, structure)",
+    )
+    shape: list[int] = Field(..., description="[layer, head, query, key]")

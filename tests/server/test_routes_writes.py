@@ -1,6 +1,7 @@
 """The logit lens and direct logit attribution routes over HTTP: SmolLM2's lens grid and attribution
 of " Paris", the parts summing to the logit, and every bad input refused with a 422 saying why."""
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -79,3 +80,27 @@ def test_a_model_without_an_unembedding_is_a_422_naming_what_it_lacks(client):
         r = client.post(f"{API}/runs/{run['id']}/{path}", json={})
         assert r.status_code == 422, r.text
         assert "unembed" in r.json()["detail"] or "LM head" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "model, text", [("smollm2", "The capital of France is"), ("minilm", "The cat sat on the mat.")]
+)
+def test_value_weighted_maps_are_served_as_a_run_every_map_route_reads(client, model, text):
+    """Pre-norm (SmolLM2) and post-norm (MiniLM): rows sum to 1, keys the weights give 0 stay 0, and the
+    maps differ from the weights (the value norms are not all equal)."""
+    run = client.post(f"{API}/runs", json={"model": model, "text": text}).json()
+    r = client.post(f"{API}/runs/{run['id']}/value-weighted")
+    assert r.status_code == 200, r.text
+    vw = r.json()
+    assert vw["shape"] == run["shape"]
+    again = client.post(f"{API}/runs/{run['id']}/value-weighted").json()
+    assert again["value_weighted_run_id"] == vw["value_weighted_run_id"]
+    for layer in (0, 3):
+        w = np.array(client.get(f"{API}/runs/{run['id']}/attention", params={"layer": layer}).json()["weights"])
+        got = client.get(f"{API}/runs/{vw['value_weighted_run_id']}/attention", params={"layer": layer})
+        assert got.status_code == 200, got.text
+        v = np.array(got.json()["weights"])
+        np.testing.assert_allclose(v.sum(-1), 1.0, atol=1e-4)
+        assert np.all(v[w == 0] == 0) and np.abs(v - w).max() > 1e-3
+    heads = client.get(f"{API}/runs/{vw['value_weighted_run_id']}/heads")
+    assert heads.status_code == 200, heads.text
