@@ -43,6 +43,7 @@ from attnscope.server.routes import (
     runs,
     structure,
     tokens,
+    writes,
 )
 from attnscope.server.service import RunService
 from attnscope.server.store import RunStore
@@ -152,5 +153,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(tokens.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(qk.runs_router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(qk.models_router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(writes.router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app, token=bool(settings.api_token))
     return app

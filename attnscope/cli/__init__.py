@@ -9,6 +9,8 @@
     attnscope heads --model smollm2 # a decoder's sink, previous-token, duplicate and induction heads
     attnscope data fetch            # the data sets into the data folder (list, verify: docs/guide/data.md)
     attnscope qk-induction --model smollm2 --out results/qk/smollm2-induction.json   # why they attend
+    attnscope lens --text "The capital of France is" --target " Paris"   # the logit lens, layer by layer
+    attnscope attribute --text "The capital of France is"   # which heads and MLPs write the next token
 
 Every option also reads an environment variable (shown in ``--help``; read through the server's
 ``Settings``) so containers can be configured without flags.
@@ -23,7 +25,7 @@ import sys
 
 from pydantic import ValidationError
 
-from attnscope.cli import data, datasets, faithfulness, heads, serve
+from attnscope.cli import data, datasets, faithfulness, heads, serve, writes
 
 # each subcommand's module: its parsers and what runs them
 _COMMANDS = {
@@ -37,6 +39,8 @@ _COMMANDS = {
     "head-effects": heads,
     "data": data,
     "qk-induction": heads,
+    "lens": writes,
+    "attribute": writes,
 }
 
 

@@ -124,3 +124,15 @@ from attnscope.server.schemas.structure import (  # noqa: F401
     ShiftPublic,
 )
 from attnscope.server.schemas.tokens import TokenCountPublic, TokenizeCreate  # noqa: F401
+from attnscope.server.schemas.writes import (  # noqa: F401
+    MAX_LENS_K,
+    MAX_LENS_POSITIONS,
+    AttributionCreate,
+    AttributionPublic,
+    HeadSplit,
+    LensCell,
+    LensCreate,
+    LensPublic,
+    TokenProb,
+    ValueWeightedPublic,
+)

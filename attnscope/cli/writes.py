@@ -1,0 +1,127 @@
+"""``attnscope lens | attribute``: what a causal LM's layers and heads write toward its next token."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _write(report: dict, text: str, out: str) -> None:
+    sys.stdout.write(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+def run_lens(args: argparse.Namespace) -> int:
+    """The logit lens of one position (default the last) of ``--text``: per layer the top tokens and the
+    target's probability and rank, as Markdown (and JSON with ``--out``)."""
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.writes.readouts import lens_of_run
+
+    backend = load_model(args.model, args.device)
+    inp = backend.encode_text(args.text)
+    pos = len(inp) - 1 if args.position is None else args.position
+    grid = lens_of_run(backend, inp.token_ids, pos, pos + 1, args.k, args.target)
+    dec = backend.tokenizer.decode
+    target = dec([grid.target_ids[0]])
+    layers = []
+    lines = [f"logit lens of {args.model} at position {pos} ({inp.tokens[pos]!r}), target {target!r}\n\n"]
+    lines.append("| layer | top tokens | target prob | target rank |\n|---|---|---|---|\n")
+    for layer in range(grid.layers):
+        c = grid.cell(layer, 0)
+        top = [(int(t), dec([int(t)]), float(p)) for t, p in zip(grid.rows.top_ids[c], grid.rows.top_probs[c])]
+        row = {
+            "layer": layer,
+            "top": [{"token_id": t, "token": s, "prob": p} for t, s, p in top],
+            "target_prob": float(grid.rows.target_prob[c]),
+            "target_rank": int(grid.rows.target_rank[c]),
+        }
+        layers.append(row)
+        shown = ", ".join(f"{s!r} {p:.3f}" for _, s, p in top)
+        lines.append(f"| {layer} | {shown} | {row['target_prob']:.4f} | {row['target_rank']} |\n")
+    first = grid.first_top_layer(0)
+    lines.append(f"\n{target!r} is the lens's top token from layer {first} on (layer 0: the embedding)\n")
+    report = {"model": args.model, "text": args.text, "position": pos, "target": target}
+    report.update(target_id=grid.target_ids[0])
+    report.update(first_top_layer=first, layers=layers)
+    _write(report, "".join(lines), args.out)
+    return 0
+
+
+def run_attribute(args: argparse.Namespace) -> int:
+    """Direct logit attribution of the next token at one position of ``--text``: the biggest heads
+    and MLPs, each head split over its source tokens, as Markdown (and JSON with ``--out``)."""
+    import numpy as np
+
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.writes.readouts import attribution_of_run
+
+    backend = load_model(args.model, args.device)
+    inp = backend.encode_text(args.text)
+    pos = len(inp) - 1 if args.position is None else args.position
+    res = attribution_of_run(backend, inp.token_ids, pos, args.target, args.contrast, None, args.top)
+    att, dec = res.attribution, backend.tokenizer.decode
+    what = repr(dec([res.target_id])) + ("" if res.contrast_id is None else f" - {dec([res.contrast_id])!r}")
+    lines = [f"direct logit attribution of {what} at position {pos} of {args.model}\n\n"]
+    lines.append(f"logit {att.logit:.4f} = embed {att.embed:.4f} + heads {att.heads.sum():.4f} + attention biases ")
+    lines.append(f"{att.attn_bias.sum():.4f} + MLPs {att.mlp.sum():.4f} + biases {att.bias:.4f} ")
+    lines.append(f"(residual error {att.residual_error:.2e}, frozen norm scale {att.scale:.4f})\n\n")
+    lines.append("| head | part | top sources |\n|---|---|---|\n")
+    splits = []
+    for (layer, head), row in zip(res.split_heads, [] if res.splits is None else res.splits):
+        top = np.argsort(-np.abs(row))[:3]
+        shown = ", ".join(f"{j}:{inp.tokens[j]!r} {row[j]:+.3f}" for j in top)
+        lines.append(f"| L{layer}H{head} | {att.heads[layer, head]:+.4f} | {shown} |\n")
+        splits.append({"layer": layer, "head": head, "part": float(att.heads[layer, head]), "sources": row.tolist()})
+    mlp_top = np.argsort(-np.abs(att.mlp))[:5]
+    lines.append("\n| MLP | part |\n|---|---|\n" + "".join(f"| {i} | {att.mlp[i]:+.4f} |\n" for i in mlp_top))
+    report = {
+        "model": args.model,
+        "text": args.text,
+        "position": pos,
+        "target_id": res.target_id,
+        "contrast_id": res.contrast_id,
+        "logit": att.logit,
+        "embed": att.embed,
+        "heads": att.heads.tolist(),
+        "attn_bias": att.attn_bias.tolist(),
+        "mlp": att.mlp.tolist(),
+        "bias": att.bias,
+        "residual_error": att.residual_error,
+        "splits": splits,
+    }
+    _write(report, "".join(lines), args.out)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """``lens`` and ``attribute``."""
+    for name, helptext in (
+        ("lens", "logit lens: each layer's residual stream at one position read through the unembedding"),
+        ("attribute", "direct logit attribution of the next token into heads (split over sources) and MLPs"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--model", default="smollm2")
+        p.add_argument("--text", required=True)
+        p.add_argument("--position", type=int, default=None, help="zero-based; default the last position")
+        p.add_argument("--target", default=None, help="one token (e.g. ' Paris'); default the model's own next token")
+        p.add_argument("--device", default=None)
+        p.add_argument("--out", default="", help="also write the report as JSON")
+        if name == "lens":
+            p.add_argument("--k", type=int, default=5, help="top tokens per layer")
+        else:
+            p.add_argument("--contrast", default=None, help="one token: attribute logit(target) - logit(contrast)")
+            p.add_argument("--top", type=int, default=8, help="heads split over their sources")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; input the model cannot take (an answer of several tokens, a position out of
+    range, a model without an unembedding) is a message on stderr and exit status 2."""
+    try:
+        return run_lens(args) if args.command == "lens" else run_attribute(args)
+    except ValueError as exc:  # WritesInputError, SitesUnavailableError, SiteOutOfRangeError
+        sys.stderr.write(f"attnscope {args.command}: {exc}\n")
+        return 2

@@ -1,0 +1,74 @@
+"""What heads write, on SmolLM2, measured side by side in one run (``docs/results/benchmarks.md``).
+
+For 1 x ``--tokens`` (default 1,024) of real prose (this repository's docs) and then ``--long``
+(default 4,096; 0 to skip): (a) the plain lazy run through the backend (what ``POST /runs`` does),
+(b) the same run recorded for the readouts (``record_writes``: the residual stream, head outputs
+and MLP outputs of every block in one session), then from that recording (c) the logit lens of
+one position at every layer (top-10 and a target's rank) and (d) the direct logit attribution of
+one target with every head split over its source positions. Issue targets at 1,024 tokens, CPU:
+lens grid of one position <= 2 s, DLA with per-source split <= 3 s (each request records once,
+so the request cost is b + c or b + d; both are printed). Also: what a recording holds.
+
+    .venv/bin/python bench/writes.py [--tokens 1024] [--long 4096] [--repeats 3] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lazy import long_text  # noqa: E402
+from timing import timeit_both  # noqa: E402
+
+
+def bench(lm, n_tokens: int, repeats: int) -> None:
+    from attnscope.pipelines.writes.readouts import single_token_id
+    from attnscope.pipelines.writes.recorded import attribute, lens_grid, record_writes
+
+    ids = long_text(lm.tokenizer, n_tokens)
+    inp = lm.encode_ids(ids)
+    pos = len(ids) - 1
+    paris = single_token_id(lm, " Paris")
+    print(f"SmolLM2 1 x {len(ids)} tokens, device={lm.device}, threads={torch.get_num_threads()}")
+    run_w, run_c = timeit_both(lambda: lm.run(inp, hidden_states=False), repeats)
+    rec_w, rec_c = timeit_both(lambda: record_writes(lm, inp), repeats)
+    writes = record_writes(lm, inp)
+    held = sum(t.numel() * t.element_size() for t in (writes.resid, writes.head_z, writes.mlp_out))
+    target = torch.tensor([paris])
+    lens_w, lens_c = timeit_both(lambda: lens_grid(writes, range(pos, pos + 1), 10, target), repeats)
+    dla_w, dla_c = timeit_both(lambda: attribute(writes, pos, paris, split=True), repeats)
+    att = attribute(writes, pos, paris, split=True)
+    print(f"  (a) plain run           {run_w:7.3f} s wall  {run_c:7.3f} s CPU")
+    print(f"  (b) recorded run        {rec_w:7.3f} s wall  {rec_c:7.3f} s CPU   b/a {rec_w / run_w:.2f} (wall)")
+    print(f"      recording holds     {held / 2**20:7.1f} MiB (residual stream, head outputs, MLP outputs; float32)")
+    print(f"  (c) lens, one position  {lens_w:7.3f} s wall  {lens_c:7.3f} s CPU   request b+c {rec_w + lens_w:.3f} s")
+    print(f"  (d) DLA + source split  {dla_w:7.3f} s wall  {dla_c:7.3f} s CPU   request b+d {rec_w + dla_w:.3f} s")
+    print(f"      conservation: |logit - sum of parts| = {abs(att.residual_error):.2e}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, default=1024)
+    ap.add_argument("--long", type=int, default=4096, help="a second length (0: skip)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--device", default=None)
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    os.environ["ATTNSCOPE_MAX_CAUSAL_TOKENS"] = str(max(args.long, args.tokens))
+    from attnscope.models.loading import load_model
+
+    lm = load_model("smollm2", args.device, capture="lazy")
+    for n in (args.tokens, args.long):
+        if n:
+            bench(lm, n, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""What heads write on one run: its logit lens (``POST /runs/{id}/lens``), the direct logit
+attribution of one prediction (``POST /runs/{id}/attribution``) and its value-weighted maps served as
+a run (``POST /runs/{id}/value-weighted``); the work is in ``attnscope.pipelines.writes.readouts``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from attnscope.analysis.slices import parse_range
+from attnscope.models.backends.base import Capture
+from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
+from attnscope.pipelines.writes.readouts import (
+    WritesInputError,
+    attribution_of_run,
+    lens_of_run,
+    value_weighted_of_run,
+)
+from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.errors import ApiError, error_responses
+from attnscope.server.executor import heavy
+from attnscope.server.schemas import (
+    MAX_LENS_POSITIONS,
+    AttributionCreate,
+    AttributionPublic,
+    HeadSplit,
+    LensCell,
+    LensCreate,
+    LensPublic,
+    TokenProb,
+    ValueWeightedPublic,
+)
+from attnscope.server.store import Run, run_key
+
+router = APIRouter(prefix="/runs", tags=["writes"])
+ERRORS = error_responses(
+    404,
+    {
+        422: "the request does not fit the run or the model: a model without a final norm and unembedding (the "
+        "detail names what it lacks), an image run, positions out of range, more positions than the bound, a target "
+        "or contrast that is not exactly one token, k beyond the vocabulary, a head out of range"
+    },
+)
+
+
+def _invalid(exc: Exception) -> ApiError:
+    return ApiError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
+
+
+def _token_ids(run: Run) -> list[int]:
+    if run.capture.token_ids is None:
+        raise WritesInputError("the logit lens and attribution read text runs; this run is an image")
+    return list(run.capture.token_ids)
+
+
+@router.post(
+    "/{run_id}/lens",
+    response_model=LensPublic,
+    responses=ERRORS,
+    summary="The logit lens of a run: each layer's residual stream at a range of positions read through the final "
+    "norm and the unembedding (top-k tokens, and the probability and rank of a target token)",
+)
+@heavy
+def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPublic:
+    try:
+        ids = _token_ids(run)
+        n = len(ids)
+        start, stop = (n - 1, n) if body.positions is None else parse_range(body.positions, n, "positions")
+        if stop - start > MAX_LENS_POSITIONS:
+            n_pos = stop - start
+            raise WritesInputError(f"positions {start}:{stop} are {n_pos}; at most {MAX_LENS_POSITIONS} a request")
+        backend = service.models.get(run.model)
+        grid = lens_of_run(backend, ids, start, stop, body.k, body.target)
+    except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+        raise _invalid(exc) from None
+    text = backend.tokenizer.decode
+    rows = grid.rows
+    cells = [
+        [
+            LensCell(
+                top=[
+                    TokenProb(token_id=int(t), token=text([int(t)]), prob=float(p))
+                    for t, p in zip(rows.top_ids[grid.cell(layer, i)], rows.top_probs[grid.cell(layer, i)])
+                ],
+                target_prob=float(rows.target_prob[grid.cell(layer, i)]),
+                target_rank=int(rows.target_rank[grid.cell(layer, i)]),
+                entropy=float(rows.entropy[grid.cell(layer, i)]),
+            )
+            for i in range(len(grid.positions))
+        ]
+        for layer in range(grid.layers)
+    ]
+    tid = grid.target_ids[0] if grid.asked else None
+    return LensPublic(
+        run_id=run.id,
+        layers=grid.layers,
+        positions=list(grid.positions),
+        tokens=[run.capture.maps.tokens[p] for p in grid.positions],
+        target_id=tid,
+        target=None if tid is None else text([tid]),
+        cells=cells,
+        first_top_layer=[grid.first_top_layer(i) for i in range(len(grid.positions))],
+    )
+
+
+@router.post(
+    "/{run_id}/attribution",
+    response_model=AttributionPublic,
+    responses=ERRORS,
+    summary="Direct logit attribution of one prediction of a run: the target logit (or a logit difference) split "
+    "into the embedding, each head, each MLP and the biases with the final norm's scale frozen, and chosen heads' "
+    "parts split over their source positions",
+)
+@heavy
+def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep) -> AttributionPublic:
+    try:
+        ids = _token_ids(run)
+        position = len(ids) - 1 if body.position is None else body.position
+        backend = service.models.get(run.model)
+        split = None if body.split_heads is None else [tuple(h) for h in body.split_heads]
+        res = attribution_of_run(backend, ids, position, body.target, body.contrast, split, body.top_heads)
+    except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+        raise _invalid(exc) from None
+    att = res.attribution
+    text = backend.tokenizer.decode
+    splits = [] if res.splits is None else res.splits
+    return AttributionPublic(
+        run_id=run.id,
+        position=res.position,
+        target_id=res.target_id,
+        target=text([res.target_id]),
+        contrast_id=res.contrast_id,
+        contrast=None if res.contrast_id is None else text([res.contrast_id]),
+        logit=att.logit,
+        embed=att.embed,
+        heads=att.heads.tolist(),
+        attn_bias=att.attn_bias.tolist(),
+        mlp=att.mlp.tolist(),
+        bias=att.bias,
+        scale=att.scale,
+        residual_error=att.residual_error,
+        tokens=list(run.capture.maps.tokens[: res.position + 1]),
+        splits=[
+            HeadSplit(layer=a, head=b, part=float(att.heads[a, b]), sources=[float(x) for x in row])
+            for (a, b), row in zip(res.split_heads, splits)
+        ],
+    )
+
+
+@router.post(
+    "/{run_id}/value-weighted",
+    response_model=ValueWeightedPublic,
+    responses=error_responses(404, {422: "the model has no anatomy entry (the detail names what is missing)"}),
+    summary="The value-weighted maps of a run (Kobayashi et al. 2020: the norm of what each key adds, "
+    "a_ij ||v_j W_O||, each row normalised to sum to 1), served as a run that every map route reads",
+)
+@heavy
+def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPublic:
+    vw_id = run_key(run.model, f"value-weighted\x00{run.id}")
+    stored = service.store.get(vw_id)
+    if stored is None:
+        try:
+            backend = service.models.get(run.model)
+            inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
+            maps = value_weighted_of_run(backend, inp, run.capture.maps)
+        except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+            raise _invalid(exc) from None
+        cap = Capture(maps, run.capture.output, None, token_ids=run.capture.token_ids, attention=run.capture.attention)
+        stored = service.store.put(Run(id=vw_id, model=run.model, text=run.text, capture=cap, image=run.image))
+    return ValueWeightedPublic(run_id=run.id, value_weighted_run_id=vw_id, shape=list(stored.capture.maps.shape))

