@@ -41,15 +41,23 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "minilm"
-# A causal LM's run materialises [layer, head, token, token]: SmolLM2 (30 x 9 heads) at 512 tokens
-# holds 283 MB. Prompt plus generated tokens stay within this (ATTNSCOPE_MAX_CAUSAL_TOKENS).
-DEFAULT_CAUSAL_TOKENS = 512
+# Prompt plus generated tokens of a causal-LM run stay within this (ATTNSCOPE_MAX_CAUSAL_TOKENS).
+# Lazy capture (the default) keeps each layer's queries and keys, not maps: a 4,096-token SmolLM2
+# run holds 0.39 GB (bench/lazy.py), so the run store (a quarter of memory by default) holds several.
+# Eager capture (ATTNSCOPE_CAPTURE=eager) materialises [layer, head, token, token]: SmolLM2 at 512
+# tokens holds 283 MB (18 GB at 4,096), so it keeps the old 512.
+DEFAULT_CAUSAL_TOKENS = 4096
+DEFAULT_EAGER_CAUSAL_TOKENS = 512
 
 
 def causal_token_cap() -> int:
-    """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default 512."""
+    """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default
+    4,096 (512 when ``ATTNSCOPE_CAPTURE=eager`` materialises every map); the model's context caps it."""
     raw = os.environ.get("ATTNSCOPE_MAX_CAUSAL_TOKENS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CAUSAL_TOKENS
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    eager = os.environ.get("ATTNSCOPE_CAPTURE", "").strip().lower() == "eager"
+    return DEFAULT_EAGER_CAUSAL_TOKENS if eager else DEFAULT_CAUSAL_TOKENS
 
 
 def _minilm_path() -> str:
