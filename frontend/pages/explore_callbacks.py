@@ -12,6 +12,7 @@ from dash import ALL, Input, Output, State, callback, clientside_callback, html,
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
+from attnscope.frontend.head_badges import head_badge
 from attnscope.frontend.llm_figures import (
     causal_thumbnail_src,
     column_label,
@@ -131,32 +132,12 @@ def create_run(n_clicks, text, model):
     return store, store, error
 
 
-BADGES = {
-    "previous": "prev",
-    "next": "next",
-    "self": "self",
-    "cls-sink": "CLS",
-    "sep-sink": "SEP",
-    "broad": "broad",
-    "local": "local",
-    "duplicate": "dup",
-    "induction": "ind",
-}
-
-
-def badge_text(labels: list[str]) -> str:
-    """Short badge for a head's type labels (shift-3 -> "-3", shift(+1,+0) -> "(+1,+0)")."""
-    short = [BADGES.get(l.replace("_", "-")) or l.removeprefix("shift") for l in labels]
-    return " ".join(short[:2])
-
-
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: RunRecord, cls: str, selected: bool):
+def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cls: str, selected: bool):
     label = head_label(layer, head, run.kv_head_of)  # L3H4, or L3 H4 (kv 1) under grouped-query attention
-    kinds = ", ".join(labels) if labels else "no type"
+    badge, kinds = head_badge(scores, run.n_tokens)  # a sink at rest shows what it does with the rest ("sink›prev")
     src = causal_thumbnail_src(matrix) if run.causal else thumbnail_src(matrix)
     # the map is the button's background image, not an <img> child: one Dash component less for each of
     # the grid's heads (the renderer's cost on every update grows with the page's component count)
-    badge = badge_text(labels) if labels else ""
     children = [html.Span(badge, className="badge")] if badge else []
     return html.Button(
         children,
@@ -216,7 +197,7 @@ def render_grid(data, query, current, scaling):
     types, note = {}, []
     if census is not None:
         try:
-            types = {(h.layer, h.head_index): h.labels for h in census.result().heads}
+            types = {(h.layer, h.head_index): h for h in census.result().heads}
         except ApiError:  # badges are a bonus: the grid still shows without them
             pass
     else:
@@ -245,7 +226,7 @@ def render_grid(data, query, current, scaling):
                 className="grid-row",
                 children=[html.Span(f"L{l}", className="row-label")]
                 + [
-                    _thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb"), (l, h) == selected)
+                    _thumb(l, h, layers[l][h], types.get((l, h)), run, gap(h, "head-thumb"), (l, h) == selected)
                     for h in order
                 ],
             )
