@@ -164,11 +164,13 @@ def head_view_figure(
     heads: list[int],
     layer: int,
     min_weight: float = 0.1,
+    note: str = "",
 ) -> go.Figure:
     """BertViz-style head view of one layer from each row's top-k keys: ``indices`` and ``weights``
     ``[head, query, k]`` (``format=topk`` of the API). A line from each query token (left) to each of
     its top keys (right) with weight ``>= min_weight``, width and opacity by weight, one colour per
-    head. Reading top-k rows keeps a 4,096-token layer to ``head x 4096 x k`` numbers."""
+    head. Reading top-k rows keeps a 4,096-token layer to ``head x 4096 x k`` numbers. ``note``: a
+    line under the title (what is hidden)."""
     indices = np.asarray(indices)
     weights = np.asarray(weights, dtype=np.float32)
     n = len(tokens)
@@ -233,7 +235,7 @@ def head_view_figure(
     # plot area: it never covers the last tokens; room for 4 heads a row (a 390 px screen)
     legend_px = 24 * -(-len(heads) // 4)
     fig.update_layout(
-        title={"text": f"Head view · layer {layer}"},
+        title={"text": f"Head view · layer {layer}" + (f"<br><sub>{note}</sub>" if note else "")},
         height=int(max(360, row_px * n + 120)) + legend_px,
         xaxis={"visible": False, "range": [-0.6, 1.6]},
         yaxis={"visible": False, "range": [(n - 1) + 0.6, -0.6]},  # token 0 at the top

@@ -99,9 +99,9 @@ def scale_map(weights: np.ndarray, scaling: str = "global") -> tuple[np.ndarray,
     ``global``: the weights, 0..max. ``row``: each row divided by its maximum (0..1; an all-zero
     row stays 0). ``log``: log10 of the weights floored at ``LOG_FLOOR`` (``log10(LOG_FLOOR)``..0)."""
     w = np.asarray(weights, dtype=np.float64)
-    if scaling == "row":
-        top = w.max(axis=-1, keepdims=True) if w.size else w
-        z = np.divide(w, top, out=np.zeros_like(w), where=top > 0)
+    if scaling == "row":  # NaN cells (hidden keys) stay NaN and do not count
+        top = np.nanmax(np.where(np.isnan(w), -np.inf, w), axis=-1, keepdims=True) if w.size else w
+        z = np.divide(w, top, out=np.where(np.isnan(w), np.nan, 0.0), where=top > 0)
         return z, {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
     if scaling == "log":
         z = np.log10(np.maximum(w, LOG_FLOOR))

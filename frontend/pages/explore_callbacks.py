@@ -27,6 +27,7 @@ from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.sink_hiding import HIDES
 from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -35,6 +36,7 @@ PARAMS = {
     "layer": Param(int, lo=0, hi=1000),
     "head": Param(str, max_len=12),
     "scaling": Param(str, default="global", choices=SCALINGS),
+    "hide": Param(str, default="none", choices=HIDES),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
@@ -168,9 +170,10 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
     State("explore-query", "data"),
     State("selected-head", "data"),
     State("head-scaling", "value"),
+    State("head-hide", "value"),
     prevent_initial_call="initial_duplicate",
 )
-def render_grid(data, query, current, scaling):
+def render_grid(data, query, current, scaling, hide):
     """The model view of a run, and the selected head's detail drawn in the same response (a new run
     shows both after one round trip; the selection carries ``drawn`` so the detail is not fetched
     again)."""
@@ -189,7 +192,7 @@ def render_grid(data, query, current, scaling):
     # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
     thumbs = [pool.submit(api.attention, run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
     census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
-    detail = pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling)
+    detail = pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide or "none")
     try:
         layers = [f.result() for f in thumbs]
     except ApiError as exc:
@@ -237,7 +240,9 @@ def render_grid(data, query, current, scaling):
     head_opts = [{"label": col(h), "value": h} for h in order]
     layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)
     choice = {"layer": selected[0], "head": selected[1], "run": run.id, "drawn": True}
-    return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice, detail.result(), {}
+    # the head view shows the selected head (its layer); the address's layer, when another, shows all of it
+    shown = [selected[1]] if layer == selected[0] else list(range(n_heads))
+    return rows, layer_opts, layer, head_opts, shown, choice, detail.result(), {}
 
 
 def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int, run_id: str) -> tuple[int, int]:
@@ -271,10 +276,11 @@ clientside_callback(
     Input("selected-head", "data"),
     Input("layer-dropdown", "value"),
     Input("head-scaling", "value"),
+    Input("head-hide", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer, scaling):
+def to_address(data, selected, layer, scaling, hide):
     run = stored_run(data)
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
-    values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling}
+    values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
     return query_string(values, PARAMS)
