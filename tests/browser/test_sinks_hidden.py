@@ -19,9 +19,7 @@ def _legend(page) -> list[str]:
 
 def _detail_rows(page) -> list[list]:
     """The head detail's drawn cells, row by row (NaN as None)."""
-    return page.evaluate(
-        f"() => {DETAIL}.calcdata[0][0].z.map(r => Array.from(r, v => Number.isFinite(v) ? v : null))"
-    )
+    return page.evaluate(f"() => {DETAIL}.calcdata[0][0].z.map(r => Array.from(r, v => Number.isFinite(v) ? v : null))")
 
 
 def test_the_head_view_follows_the_head_and_hiding_specials_renormalises_the_rest(open_dash):
