@@ -17,6 +17,7 @@ _LUT = np.array(
     [[int(float(c)) for c in rgb[4:-1].split(",")] for rgb in sample_colorscale(COLORSCALE, np.linspace(0, 1, 256))],
     dtype=np.uint8,
 )  # [256, 3]
+HIDDEN_RGB = (214, 218, 225)  # cells not drawn (hidden keys): grey
 HEAD_COLORS = qualitative.Plotly + qualitative.D3 + qualitative.Set3
 
 
@@ -53,7 +54,9 @@ def thumbnail_src(matrix: np.ndarray, max_size: int = 64) -> str:
     small = downsample(np.asarray(matrix, dtype=np.float32), max_size)
     top = float(np.nanmax(small)) if small.size else 0.0
     idx = np.clip(np.nan_to_num(small / top if top > 0 else small) * 255, 0, 255).astype(np.uint8)
-    return "data:image/png;base64," + base64.b64encode(_png(_LUT[idx])).decode()
+    rgb = _LUT[idx].copy()
+    rgb[np.isnan(small)] = HIDDEN_RGB  # hidden keys (sink_hiding): grey, not "weight 0"
+    return "data:image/png;base64," + base64.b64encode(_png(rgb)).decode()
 
 
 DETAIL_CELLS = 256  # the head detail shows at most this many cells per side (pooled beyond)

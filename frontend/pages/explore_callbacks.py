@@ -8,7 +8,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from dash import ALL, Input, Output, State, callback, clientside_callback, html, no_update
+from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
@@ -22,12 +22,12 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, empty_figure
-from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure
+from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, layer_thumbnails
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
-from attnscope.frontend.sink_hiding import HIDES
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note
 from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -167,17 +167,19 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
     Output("head-detail", "figure", allow_duplicate=True),
     Output("detail-window", "data", allow_duplicate=True),
     Input("explore-run-data", "data"),
+    Input("head-hide", "value"),
     State("explore-query", "data"),
     State("selected-head", "data"),
     State("head-scaling", "value"),
-    State("head-hide", "value"),
     prevent_initial_call="initial_duplicate",
 )
-def render_grid(data, query, current, scaling, hide):
+def render_grid(data, hide, query, current, scaling):
     """The model view of a run, and the selected head's detail drawn in the same response (a new run
     shows both after one round trip; the selection carries ``drawn`` so the detail is not fetched
-    again)."""
+    again). A new ``hide`` redraws the thumbnails only (the detail follows it by itself)."""
     run = stored_run(data)
+    hide = hide if hide in HIDES else "none"
+    hidden = hidden_positions(hide, run.n_tokens, run.special) if run else []
     if not run:
         hint = html.P("Run a text to see every head.", className="hint")
         return hint, [], None, [], [], None, empty_figure(DETAIL_HINT), {}
@@ -190,9 +192,10 @@ def render_grid(data, query, current, scaling, hide):
     # longer run one layer at a time, so the API never holds more than one layer's full maps for us
     pool = _FETCH if n <= BADGE_TOKENS else _SERIAL
     # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-    thumbs = [pool.submit(api.attention, run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
+    thumbs = [pool.submit(layer_thumbnails, api, run, layer, stride, hidden) for layer in range(n_layers)]
     census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
-    detail = pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide or "none")
+    only_thumbs = ctx.triggered_id == "head-hide"
+    detail = None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide)
     try:
         layers = [f.result() for f in thumbs]
     except ApiError as exc:
@@ -212,6 +215,9 @@ def render_grid(data, query, current, scaling, hide):
                 id="grid-badges-note",
             )
         ]
+    if hidden:
+        about = hide_note(hide, hidden, run.tokens, pooled=stride > 1)
+        note.append(html.P(f"Thumbnails: {about}; hidden columns grey.", className="hint", id="grid-hide-note"))
     kv_of = run.kv_head_of
     order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
     col = lambda h: column_label(h, kv_of)  # noqa: E731
@@ -242,6 +248,8 @@ def render_grid(data, query, current, scaling, hide):
     choice = {"layer": selected[0], "head": selected[1], "run": run.id, "drawn": True}
     # the head view shows the selected head (its layer); the address's layer, when another, shows all of it
     shown = [selected[1]] if layer == selected[0] else list(range(n_heads))
+    if only_thumbs:
+        return rows, *[no_update] * 7
     return rows, layer_opts, layer, head_opts, shown, choice, detail.result(), {}
 
 

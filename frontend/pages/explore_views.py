@@ -4,6 +4,7 @@ model view that selects the head is in ``explore_callbacks.py``."""
 
 from __future__ import annotations
 
+import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx
 from dash.exceptions import PreventUpdate
 
@@ -78,6 +79,21 @@ def detail_figure(
     title = f"L{layer}H{head} · {run.model}{zoom}{pooled}" + (f"<br><sub>{note}</sub>" if note else "")
     scaling = scaling if scaling in SCALINGS else "global"
     return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
+
+
+def layer_thumbnails(api: ApiClient, run: RunRecord, layer: int, stride: int, hidden: list[int]):
+    """A layer's thumbnails ``[head, ceil(n / stride), ceil(n / stride)]`` (mean-pooled), with the
+    ``hidden`` keys' pooled columns blank (NaN) and each pooled row divided by one minus its block's
+    mean weight on them (``sink_hiding``: an approximation, as pooled)."""
+    maps = api.attention(run.id, layer, stride=stride, pool="mean")
+    if not hidden:
+        return maps
+    n = run.n_tokens
+    mass = sum(
+        api.attention(run.id, layer, rows=(0, n), cols=(h, h + 1), stride=stride, pool="mean")[..., 0] for h in hidden
+    )
+    blank = sorted({h // stride for h in hidden})
+    return np.stack([renormalise(maps[i], mass[i], blank) for i in range(maps.shape[0])])
 
 
 # the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,

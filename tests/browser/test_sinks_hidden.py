@@ -37,12 +37,18 @@ def test_the_head_view_follows_the_head_and_hiding_specials_renormalises_the_res
     page.wait_for_function(f"{VIEW}.data.filter(t => t.showlegend).length === 2", timeout=30_000)
     assert _legend(page) == ["head 3", "head 5"]
 
+    thumb = page.locator(".head-thumb[title^='L0H0']")
+    image = thumb.evaluate("e => e.style.backgroundImage")
     before = _detail_rows(page)
     assert all(abs(sum(r) - 1) < 0.01 for r in before)  # global scaling at full resolution: the weights
     page.locator("#head-hide").get_by_label("special tokens", exact=True).check()
     page.wait_for_selector("#head-detail .gtitle:has-text('special tokens hidden')", timeout=30_000)
     page.wait_for_selector("#head-view .gtitle:has-text('special tokens hidden')", timeout=30_000)
     assert "rows renormalised over the rest" in page.locator("#head-detail .gtitle").text_content()
+    # the model view's thumbnails too (a grey column where a hidden key was), the selection kept
+    page.wait_for_selector("#grid-hide-note:has-text('special tokens hidden')", timeout=30_000)
+    assert thumb.evaluate("e => e.style.backgroundImage") != image
+    assert page.locator(".head-thumb.selected").get_attribute("title").startswith("L2H3")
     after = _detail_rows(page)
     assert all(r[0] is None and r[-1] is None for r in after)  # [CLS] and [SEP] blank
     for old, new in zip(before, after):  # each row over the 7 words, renormalised: sums to 1
