@@ -23,21 +23,12 @@ from attnscope.frontend.llm_figures import (
 )
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, layer_thumbnails
-from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
-from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.run_state import NO_RUN, is_new, resolve_record
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note
 from attnscope.frontend.token_counter import register_token_counter
-from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
-PARAMS = {
-    **RUN_PARAMS,
-    "layer": Param(int, lo=0, hi=1000),
-    "head": Param(str, max_len=12),
-    "scaling": Param(str, default="global", choices=SCALINGS),
-    "hide": Param(str, default="none", choices=HIDES),
-}
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
 THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
@@ -63,7 +54,6 @@ class _InCaller:
 
 
 _SERIAL = _InCaller()
-register_url_sync("explore")
 register_token_counter("explore", "text-input", "model-dropdown")
 
 
@@ -276,19 +266,3 @@ clientside_callback(
     State("explore-run-data", "data"),
     prevent_initial_call=True,
 )
-
-
-@callback(
-    Output("explore-url", "data"),
-    Input("explore-run-data", "data"),
-    Input("selected-head", "data"),
-    Input("layer-dropdown", "value"),
-    Input("head-scaling", "value"),
-    Input("head-hide", "value"),
-    prevent_initial_call=True,
-)
-def to_address(data, selected, layer, scaling, hide):
-    run = stored_run(data)
-    head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
-    values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
-    return query_string(values, PARAMS)
