@@ -17,6 +17,7 @@ _LUT = np.array(
     [[int(float(c)) for c in rgb[4:-1].split(",")] for rgb in sample_colorscale(COLORSCALE, np.linspace(0, 1, 256))],
     dtype=np.uint8,
 )  # [256, 3]
+HIDDEN_RGB = (214, 218, 225)  # cells not drawn (hidden keys): grey
 HEAD_COLORS = qualitative.Plotly + qualitative.D3 + qualitative.Set3
 
 
@@ -53,7 +54,9 @@ def thumbnail_src(matrix: np.ndarray, max_size: int = 64) -> str:
     small = downsample(np.asarray(matrix, dtype=np.float32), max_size)
     top = float(np.nanmax(small)) if small.size else 0.0
     idx = np.clip(np.nan_to_num(small / top if top > 0 else small) * 255, 0, 255).astype(np.uint8)
-    return "data:image/png;base64," + base64.b64encode(_png(_LUT[idx])).decode()
+    rgb = _LUT[idx].copy()
+    rgb[np.isnan(small)] = HIDDEN_RGB  # hidden keys (sink_hiding): grey, not "weight 0"
+    return "data:image/png;base64," + base64.b64encode(_png(rgb)).decode()
 
 
 DETAIL_CELLS = 256  # the head detail shows at most this many cells per side (pooled beyond)
@@ -164,11 +167,13 @@ def head_view_figure(
     heads: list[int],
     layer: int,
     min_weight: float = 0.1,
+    note: str = "",
 ) -> go.Figure:
     """BertViz-style head view of one layer from each row's top-k keys: ``indices`` and ``weights``
     ``[head, query, k]`` (``format=topk`` of the API). A line from each query token (left) to each of
     its top keys (right) with weight ``>= min_weight``, width and opacity by weight, one colour per
-    head. Reading top-k rows keeps a 4,096-token layer to ``head x 4096 x k`` numbers."""
+    head. Reading top-k rows keeps a 4,096-token layer to ``head x 4096 x k`` numbers. ``note``: a
+    line under the title (what is hidden)."""
     indices = np.asarray(indices)
     weights = np.asarray(weights, dtype=np.float32)
     n = len(tokens)
@@ -233,7 +238,7 @@ def head_view_figure(
     # plot area: it never covers the last tokens; room for 4 heads a row (a 390 px screen)
     legend_px = 24 * -(-len(heads) // 4)
     fig.update_layout(
-        title={"text": f"Head view · layer {layer}"},
+        title={"text": f"Head view · layer {layer}" + (f"<br><sub>{note}</sub>" if note else "")},
         height=int(max(360, row_px * n + 120)) + legend_px,
         xaxis={"visible": False, "range": [-0.6, 1.6]},
         yaxis={"visible": False, "range": [(n - 1) + 0.6, -0.6]},  # token 0 at the top

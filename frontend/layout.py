@@ -8,6 +8,7 @@ from dash import dcc, html
 from attnscope.frontend.llm_layout import llm_panels
 from attnscope.frontend.page_common import control, error_box, model_picker, panel
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
+from attnscope.frontend.sink_hiding import HIDE_LABELS, HIDES
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
 
@@ -81,7 +82,25 @@ def scaling_control(control_id: str, value: str = "global") -> html.Div:
     )
 
 
-def detail_views(scaling: str = "global") -> html.Div:
+def hide_control(control_id: str, value: str = "none") -> html.Div:
+    """Which keys a map hides (its rows renormalised over the rest): nothing, the first token (a
+    decoder's attention sink) or the special tokens ([CLS]/[SEP], BOS)."""
+    return html.Div(
+        className="inline",
+        children=[
+            html.Label("Hide", htmlFor=control_id),
+            dcc.RadioItems(
+                id=control_id,
+                value=value if value in HIDES else "none",
+                inline=True,
+                className="head-checklist",
+                options=[{"label": HIDE_LABELS[h], "value": h} for h in HIDES],
+            ),
+        ],
+    )
+
+
+def detail_views(scaling: str = "global", hide: str = "none") -> html.Div:
     return html.Div(
         className="row",
         children=[
@@ -92,6 +111,7 @@ def detail_views(scaling: str = "global") -> html.Div:
                     "drag a box to zoom into a token window at full resolution, double-click to reset."
                 ),
                 scaling_control("head-scaling", scaling),
+                hide_control("head-hide", hide),
                 _busy(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail"))),
                 html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                 export_bar("head-detail"),
@@ -131,6 +151,6 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             error_box("explore"),
             llm_panels(),
             model_view(),
-            detail_views(state.get("scaling") or "global"),
+            detail_views(state.get("scaling") or "global", state.get("hide") or "none"),
         ]
     )

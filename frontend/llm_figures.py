@@ -254,5 +254,5 @@ def causal_thumbnail_src(matrix: np.ndarray, max_size: int = 64) -> str:
     top = float(np.nanmax(small)) if small.size else 0.0
     idx = np.clip(np.nan_to_num(small / top if top > 0 else small) * 255, 0, 255).astype(np.uint8)
     rgb = _LUT[idx].copy()
-    rgb[future] = MASKED_RGB
+    rgb[future | np.isnan(small)] = MASKED_RGB  # the future, and hidden keys (sink_hiding)
     return "data:image/png;base64," + base64.b64encode(_png(rgb)).decode()

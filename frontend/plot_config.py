@@ -1,7 +1,8 @@
 """One plot policy for every page: the Plotly toolbar, image export, and the colour scales.
 
 - ``GRAPH_CONFIG``: the modebar without Plotly's cloud ("Share chart", "Edit in Chart Studio") and
-  with its camera button exporting SVG; ``graph()`` adds SVG / PNG / CSV / JSON / NPY buttons
+  with its camera button exporting SVG, on every ``dcc.Graph`` of the dashboard (``graph_config``:
+  plotly.js 3 shows the cloud button by default); ``graph()`` adds SVG / PNG / CSV / JSON / NPY buttons
   under a figure (``export_bar``), run in the browser by ``assets/attnscope.js`` (no server round
   trip, no inline script).
 - Colour scales: ``SEQUENTIAL`` for weights (0 .. max), ``DIVERGING`` for differences (symmetric
@@ -27,7 +28,7 @@ GRAPH_CONFIG: dict = {
     "displaylogo": False,
     "showSendToCloud": False,
     "showEditInChartStudio": False,
-    "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio", "lasso2d", "select2d"],
+    "modeBarButtonsToRemove": ["sendDataToCloud", "sendChartToCloud", "editInChartStudio", "lasso2d", "select2d"],
     # the camera button: a vector image (scales in papers); PNG is one click away in the export bar
     "toImageButtonOptions": {"format": "svg", "filename": "attnscope", "scale": 1},
 }
@@ -72,10 +73,11 @@ def graph(graph_id: str, export: bool = True, loading: bool = True, **graph_kw) 
 
 
 def bare_graph(graph_id: str, loading: bool = True) -> dcc.Graph | dcc.Loading:
-    """A ``dcc.Graph`` with Plotly's own toolbar (only its logo hidden) and no export bar, in
+    """A ``dcc.Graph`` with the shared config (no cloud, SVG camera) and no export bar, in
     ``dcc.Loading`` unless ``loading`` is False: the measure, vision, census and faithfulness
-    figures (``graph()`` is the shared policy)."""
-    g = dcc.Graph(id=graph_id, config={"displaylogo": False})
+    figures. Plotly.js 3 shows its "Share chart" (upload to Plotly Cloud) button unless the config
+    says ``showSendToCloud: False``, so no figure may be drawn without ``graph_config``."""
+    g = dcc.Graph(id=graph_id, config=graph_config(f"attnscope-{graph_id}"))
     return dcc.Loading(g, type="dot") if loading else g
 
 
@@ -97,9 +99,9 @@ def scale_map(weights: np.ndarray, scaling: str = "global") -> tuple[np.ndarray,
     ``global``: the weights, 0..max. ``row``: each row divided by its maximum (0..1; an all-zero
     row stays 0). ``log``: log10 of the weights floored at ``LOG_FLOOR`` (``log10(LOG_FLOOR)``..0)."""
     w = np.asarray(weights, dtype=np.float64)
-    if scaling == "row":
-        top = w.max(axis=-1, keepdims=True) if w.size else w
-        z = np.divide(w, top, out=np.zeros_like(w), where=top > 0)
+    if scaling == "row":  # NaN cells (hidden keys) stay NaN and do not count
+        top = np.nanmax(np.where(np.isnan(w), -np.inf, w), axis=-1, keepdims=True) if w.size else w
+        z = np.divide(w, top, out=np.where(np.isnan(w), np.nan, 0.0), where=top > 0)
         return z, {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
     if scaling == "log":
         z = np.log10(np.maximum(w, LOG_FLOOR))

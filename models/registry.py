@@ -17,7 +17,7 @@ from pathlib import Path
 
 from attnscope.models.errors import WrongModalityError
 from attnscope.models.locks import LOAD_LOCK
-from attnscope.models.settings import model_settings
+from attnscope.models.settings import DEFAULT_CAUSAL_TOKENS, DEFAULT_EAGER_CAUSAL_TOKENS, model_settings
 from attnscope.models.spec import ModelOutsideRootsError, ModelSpec, UnknownModelError, UnsupportedModelError
 from attnscope.models.zoo.catalog import zoo_specs
 
@@ -42,13 +42,20 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "minilm"
-# A causal LM's run materialises [layer, head, token, token]: prompt plus generated tokens stay within
-# ATTNSCOPE_MAX_CAUSAL_TOKENS (DEFAULT_CAUSAL_TOKENS, attnscope.models.settings).
+# Prompt plus generated tokens of a causal-LM run stay within ATTNSCOPE_MAX_CAUSAL_TOKENS. Lazy capture
+# (the default) keeps each layer's queries and keys, not maps: a 4,096-token SmolLM2 run holds 0.39 GB
+# (bench/lazy.py), so the run store (a quarter of memory by default) holds several. Eager capture
+# (ATTNSCOPE_CAPTURE=eager) materialises [layer, head, token, token]: SmolLM2 at 512 tokens holds 283 MB
+# (18 GB at 4,096), so it keeps 512. The defaults live in attnscope.models.settings.
 
 
 def causal_token_cap() -> int:
-    """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default 512."""
-    return model_settings().max_causal_tokens
+    """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default
+    4,096 (512 when ``ATTNSCOPE_CAPTURE=eager`` materialises every map); the model's context caps it."""
+    s = model_settings()
+    if s.max_causal_tokens is not None:
+        return s.max_causal_tokens
+    return DEFAULT_EAGER_CAUSAL_TOKENS if s.capture.strip().lower() == "eager" else DEFAULT_CAUSAL_TOKENS
 
 
 def _minilm_path() -> str:

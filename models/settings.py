@@ -12,7 +12,7 @@ server) lets pipelines and experiments read models but never the server.
     ATTNSCOPE_DEVICE             auto | cpu | cuda[:N] (auto: CUDA when present)
     ATTNSCOPE_CAPTURE            lazy | eager: how Hugging Face models capture attention, default lazy
     ATTNSCOPE_MODEL_DIRS         roots for local Hugging Face checkpoints (os.pathsep-separated)
-    ATTNSCOPE_MAX_CAUSAL_TOKENS  longest causal-LM run (prompt + generated tokens), default 512
+    ATTNSCOPE_MAX_CAUSAL_TOKENS  longest causal-LM run (prompt + generated tokens), default 4096 (512 eager)
     ATTNSCOPE_CACHE_DIR          converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
     ATTNSCOPE_TRAIN_THREADS      torch threads when training the zoo or running the experiments
                                  (default: 2 for training, 1 for the experiments)
@@ -33,7 +33,10 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-DEFAULT_CAUSAL_TOKENS = 512  # SmolLM2 (30 x 9 heads) at 512 tokens holds 283 MB of maps
+# lazy capture keeps queries and keys (a 4,096-token SmolLM2 run: 0.39 GB); eager capture materialises
+# every map (SmolLM2 at 512 tokens: 283 MB, 18 GB at 4,096), hence its lower default
+DEFAULT_CAUSAL_TOKENS = 4096
+DEFAULT_EAGER_CAUSAL_TOKENS = 512
 
 
 def _default_cache_dir() -> Path:
@@ -48,7 +51,7 @@ class ModelSettings(BaseSettings):
     device: str = "auto"
     capture: str = "lazy"  # checked by attnscope.models.loading.capture_setting (its message names the variable)
     model_dirs: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    max_causal_tokens: int = Field(DEFAULT_CAUSAL_TOKENS, ge=1)
+    max_causal_tokens: int | None = Field(None, ge=1)  # None: the capture's default (registry.causal_token_cap)
     cache_dir: Path = Field(default_factory=_default_cache_dir)
     train_threads: int | None = Field(None, ge=1)
     data_dir: Path | None = None

@@ -32,7 +32,7 @@ class Settings(ModelSettings):
 
     ATTNSCOPE_DEVICE          auto | cpu | cuda[:N]   (auto: CUDA when present)
     ATTNSCOPE_CAPTURE         lazy | eager: how Hugging Face models capture attention, default lazy
-    ATTNSCOPE_MAX_CAUSAL_TOKENS longest causal-LM run (prompt + generated tokens), default 512
+    ATTNSCOPE_MAX_CAUSAL_TOKENS longest causal-LM run (prompt + generated tokens), default 4096 (512 eager)
     ATTNSCOPE_CACHE_DIR       converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
     ATTNSCOPE_TRAIN_THREADS   torch threads of zoo training and the experiments (default 2 and 1)
     ATTNSCOPE_MAX_RUNS        runs kept in memory (LRU), default 256

@@ -6,8 +6,8 @@ link reopen the same run, layer and head; a run the API forgot is made again fro
 import dash
 
 from attnscope.frontend.layout import explore_page
-from attnscope.frontend.pages import explore_callbacks, explore_llm  # noqa: F401  (register this page's callbacks)
-from attnscope.frontend.pages.explore_callbacks import PARAMS
+from attnscope.frontend.pages import explore_address, explore_callbacks, explore_llm  # noqa: F401  (callbacks)
+from attnscope.frontend.pages.explore_address import PARAMS
 from attnscope.frontend.url_state import parse_query
 
 dash.register_page(__name__, path="/", name="Explore", order=0, title="attnscope · explore")

@@ -8,10 +8,11 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from dash import ALL, Input, Output, State, callback, clientside_callback, html, no_update
+from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
+from attnscope.frontend.head_badges import head_badge
 from attnscope.frontend.llm_figures import (
     causal_thumbnail_src,
     column_label,
@@ -21,20 +22,13 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, empty_figure
-from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure
-from attnscope.frontend.plot_config import SCALINGS
+from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, layer_thumbnails
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
-from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.run_state import NO_RUN, is_new, resolve_record
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note
 from attnscope.frontend.token_counter import register_token_counter
-from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
-PARAMS = {
-    **RUN_PARAMS,
-    "layer": Param(int, lo=0, hi=1000),
-    "head": Param(str, max_len=12),
-    "scaling": Param(str, default="global", choices=SCALINGS),
-}
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
 THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
@@ -60,7 +54,6 @@ class _InCaller:
 
 
 _SERIAL = _InCaller()
-register_url_sync("explore")
 register_token_counter("explore", "text-input", "model-dropdown")
 
 
@@ -131,32 +124,12 @@ def create_run(n_clicks, text, model):
     return store, store, error
 
 
-BADGES = {
-    "previous": "prev",
-    "next": "next",
-    "self": "self",
-    "cls-sink": "CLS",
-    "sep-sink": "SEP",
-    "broad": "broad",
-    "local": "local",
-    "duplicate": "dup",
-    "induction": "ind",
-}
-
-
-def badge_text(labels: list[str]) -> str:
-    """Short badge for a head's type labels (shift-3 -> "-3", shift(+1,+0) -> "(+1,+0)")."""
-    short = [BADGES.get(l.replace("_", "-")) or l.removeprefix("shift") for l in labels]
-    return " ".join(short[:2])
-
-
-def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: RunRecord, cls: str, selected: bool):
+def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cls: str, selected: bool):
     label = head_label(layer, head, run.kv_head_of)  # L3H4, or L3 H4 (kv 1) under grouped-query attention
-    kinds = ", ".join(labels) if labels else "no type"
+    badge, kinds = head_badge(scores, run.n_tokens)  # a sink at rest shows what it does with the rest ("sink›prev")
     src = causal_thumbnail_src(matrix) if run.causal else thumbnail_src(matrix)
     # the map is the button's background image, not an <img> child: one Dash component less for each of
     # the grid's heads (the renderer's cost on every update grows with the page's component count)
-    badge = badge_text(labels) if labels else ""
     children = [html.Span(badge, className="badge")] if badge else []
     return html.Button(
         children,
@@ -184,16 +157,19 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, labels: list[str], run: Ru
     Output("head-detail", "figure", allow_duplicate=True),
     Output("detail-window", "data", allow_duplicate=True),
     Input("explore-run-data", "data"),
+    Input("head-hide", "value"),
     State("explore-query", "data"),
     State("selected-head", "data"),
     State("head-scaling", "value"),
     prevent_initial_call="initial_duplicate",
 )
-def render_grid(data, query, current, scaling):
+def render_grid(data, hide, query, current, scaling):
     """The model view of a run, and the selected head's detail drawn in the same response (a new run
     shows both after one round trip; the selection carries ``drawn`` so the detail is not fetched
-    again)."""
+    again). A new ``hide`` redraws the thumbnails only (the detail follows it by itself)."""
     run = stored_run(data)
+    hide = hide if hide in HIDES else "none"
+    hidden = hidden_positions(hide, run.n_tokens, run.special) if run else []
     if not run:
         hint = html.P("Run a text to see every head.", className="hint")
         return hint, [], None, [], [], None, empty_figure(DETAIL_HINT), {}
@@ -206,9 +182,10 @@ def render_grid(data, query, current, scaling):
     # longer run one layer at a time, so the API never holds more than one layer's full maps for us
     pool = _FETCH if n <= BADGE_TOKENS else _SERIAL
     # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-    thumbs = [pool.submit(api.attention, run.id, layer, stride=stride, pool="mean") for layer in range(n_layers)]
+    thumbs = [pool.submit(layer_thumbnails, api, run, layer, stride, hidden) for layer in range(n_layers)]
     census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
-    detail = pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling)
+    only_thumbs = ctx.triggered_id == "head-hide"
+    detail = None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide)
     try:
         layers = [f.result() for f in thumbs]
     except ApiError as exc:
@@ -216,7 +193,7 @@ def render_grid(data, query, current, scaling):
     types, note = {}, []
     if census is not None:
         try:
-            types = {(h.layer, h.head_index): h.labels for h in census.result().heads}
+            types = {(h.layer, h.head_index): h for h in census.result().heads}
         except ApiError:  # badges are a bonus: the grid still shows without them
             pass
     else:
@@ -228,6 +205,9 @@ def render_grid(data, query, current, scaling):
                 id="grid-badges-note",
             )
         ]
+    if hidden:
+        about = hide_note(hide, hidden, run.tokens, pooled=stride > 1)
+        note.append(html.P(f"Thumbnails: {about}; hidden columns grey.", className="hint", id="grid-hide-note"))
     kv_of = run.kv_head_of
     order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
     col = lambda h: column_label(h, kv_of)  # noqa: E731
@@ -245,7 +225,7 @@ def render_grid(data, query, current, scaling):
                 className="grid-row",
                 children=[html.Span(f"L{l}", className="row-label")]
                 + [
-                    _thumb(l, h, layers[l][h], types.get((l, h), []), run, gap(h, "head-thumb"), (l, h) == selected)
+                    _thumb(l, h, layers[l][h], types.get((l, h)), run, gap(h, "head-thumb"), (l, h) == selected)
                     for h in order
                 ],
             )
@@ -256,7 +236,11 @@ def render_grid(data, query, current, scaling):
     head_opts = [{"label": col(h), "value": h} for h in order]
     layer = selected[0] if (query or {}).get("layer") is None else min(query["layer"], n_layers - 1)
     choice = {"layer": selected[0], "head": selected[1], "run": run.id, "drawn": True}
-    return rows, layer_opts, layer, head_opts, list(range(n_heads)), choice, detail.result(), {}
+    # the head view shows the selected head (its layer); the address's layer, when another, shows all of it
+    shown = [selected[1]] if layer == selected[0] else list(range(n_heads))
+    if only_thumbs:
+        return rows, *[no_update] * 7
+    return rows, layer_opts, layer, head_opts, shown, choice, detail.result(), {}
 
 
 def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int, run_id: str) -> tuple[int, int]:
@@ -282,18 +266,3 @@ clientside_callback(
     State("explore-run-data", "data"),
     prevent_initial_call=True,
 )
-
-
-@callback(
-    Output("explore-url", "data"),
-    Input("explore-run-data", "data"),
-    Input("selected-head", "data"),
-    Input("layer-dropdown", "value"),
-    Input("head-scaling", "value"),
-    prevent_initial_call=True,
-)
-def to_address(data, selected, layer, scaling):
-    run = stored_run(data)
-    head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
-    values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling}
-    return query_string(values, PARAMS)

@@ -97,11 +97,13 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
     Output("gen-layer", "value"),
     Input("run-store", "data"),
     State("selected-head", "data"),
+    State("explore-query", "data"),
 )
-def load_prediction(data, selected):
+def load_prediction(data, selected, query):
     """The run's prediction: the record's summary, or for causal LMs (and records kept without a
     prediction) the whole one with its per-position top-k from ``GET /runs/{id}``; the positions to
-    choose from, and the generation's steps."""
+    choose from, and the generation's steps. The address's step, position and step layer apply to
+    the run it names."""
     nothing = (None, [], None, _with("inline", True), 1, [], 1, HIDDEN, [], None)
     run = stored_run(data)
     if not run:
@@ -119,14 +121,20 @@ def load_prediction(data, selected):
     steps = run.generation.steps if run.generation else []
     n_layers = run.n_layers
     layer = (selected or {}).get("layer", 0)
+    asked = query if (query or {}).get("run") == run.id else {}  # the address's view of this run
+    step = asked.get("step") if steps and 1 <= (asked.get("step") or 0) <= len(steps) else 1
+    position = asked.get("position") if 0 <= (asked.get("position") or -1) < len(tokens) else None
+    if position is None:
+        position = steps[step - 1].query if steps else n_prompt - 1
+    layer = asked.get("step_layer") if asked.get("step_layer") is not None else layer
     return (
         pred,
         position_options(tokens, n_prompt) if causal else [],
-        n_prompt - 1 if causal else None,
+        position if causal else None,
         _with("inline", not causal),
         max(1, len(steps)),
         [html.Option(value=k, label=v) for k, v in step_marks(len(steps)).items()] if steps else [],
-        1,
+        step,
         "" if steps else HIDDEN,
         [{"label": f"layer {l}", "value": l} for l in range(n_layers)],
         layer if 0 <= layer < n_layers else 0,
@@ -164,16 +172,21 @@ def render_prediction(position, pred, data):
     Output("prediction-position", "value", allow_duplicate=True),
     Input("gen-step", "value"),
     State("run-store", "data"),
+    State("prediction-position", "value"),
+    State("explore-query", "data"),
     prevent_initial_call=True,
 )
-def step_to_position(step, data):
+def step_to_position(step, data, position, query):
     """Stepping through a generation shows, in the prediction panel, the distribution each token was
-    chosen from (the position before it)."""
+    chosen from (the position before it); the step an opened link sets keeps the link's position."""
     run = stored_run(data)
     steps = run.generation.steps if run and run.generation else []
     step = _step_number(step)
     if step is None or not 1 <= step <= len(steps):
         return no_update
+    asked = query if run and (query or {}).get("run") == run.id else {}
+    if asked.get("step") == step and asked.get("position") is not None and position == asked["position"]:
+        return no_update  # the link's own position, set with its step by load_prediction
     return steps[step - 1].query
 
 
@@ -191,8 +204,10 @@ clientside_callback(
     """function (selected, options, run) {
         var steps = run && run.generation && run.generation.steps;
         var known = selected && options && selected.layer >= 0 && selected.layer < options.length;
-        if (!steps || !steps.length || !known) {
-            return window.dash_clientside.no_update;  /* no generation view to follow the click */
+        if (!steps || !steps.length || !known || selected.drawn) {
+            /* no generation view to follow the click; or the grid's own first selection (drawn), which
+               must not override the step layer an opened link asked for */
+            return window.dash_clientside.no_update;
         }
         return selected.layer;
     }""",

@@ -4,6 +4,7 @@ model view that selects the head is in ``explore_callbacks.py``."""
 
 from __future__ import annotations
 
+import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx
 from dash.exceptions import PreventUpdate
 
@@ -12,6 +13,7 @@ from attnscope.frontend.figures import detail_stride, head_detail_figure, head_v
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_record import RunRecord, stored_run
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note, hide_top_k, renormalise
 
 DETAIL_HINT = "Run a text, then click a head in the model view."
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
@@ -23,11 +25,12 @@ HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
     Input("selected-head", "data"),
     Input("head-detail", "relayoutData"),
     Input("head-scaling", "value"),
+    Input("head-hide", "value"),
     State("detail-window", "data"),
     State("run-store", "data"),
     prevent_initial_call=True,
 )
-def render_detail(selected, relayout, scaling, window, data):
+def render_detail(selected, relayout, scaling, hide, window, data):
     """The selected head's detail: a new head opens whole, a box zoom fetches its token window at
     full resolution (a reset: whole again), a new scaling redraws the same window."""
     run = stored_run(data)
@@ -43,26 +46,54 @@ def render_detail(selected, relayout, scaling, window, data):
         window = {}
     if not run or not selected:
         return empty_figure(DETAIL_HINT), {}
-    return detail_figure(client(), run, selected["layer"], selected["head"], window or {}, scaling), window or {}
+    figure = detail_figure(client(), run, selected["layer"], selected["head"], window or {}, scaling, hide or "none")
+    return figure, window or {}
 
 
-def detail_figure(api: ApiClient, run: RunRecord, layer: int, head: int, window: dict, scaling: str | None):
+def detail_figure(
+    api: ApiClient, run: RunRecord, layer: int, head: int, window: dict, scaling: str | None, hide: str = "none"
+):
     """Head ``layer``/``head``'s detail figure over ``window`` (``rows``/``cols``; empty: all), read
-    through ``api`` (callable from a worker thread: no Flask context needed)."""
+    through ``api`` (callable from a worker thread: no Flask context needed); ``hide``: the keys
+    blanked and renormalised away (``sink_hiding``)."""
     n = run.n_tokens
     rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
     stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
+    hidden = hidden_positions(hide if hide in HIDES else "none", n, run.special)
     try:
         weights = api.attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
+        if hidden:  # each row's weight on the hidden keys, at the figure's row resolution
+            mass = sum(
+                api.attention(run.id, layer, head, rows=rows, cols=(h, h + 1), stride=stride, pool="mean")[:, 0]
+                for h in hidden
+            )
+            blank = sorted({(h - cols[0]) // stride for h in hidden if cols[0] <= h < cols[1]})
+            weights = renormalise(weights, mass, blank)
     except ApiError as exc:
         return empty_figure(str(exc))
     zoom = (
         "" if (rows, cols) == ((0, n), (0, n)) else f" · queries {rows[0]}-{rows[1] - 1}, keys {cols[0]}-{cols[1] - 1}"
     )
     pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
-    title = f"L{layer}H{head} · {run.model}{zoom}{pooled}"
+    note = hide_note(hide, hidden, run.tokens, stride > 1)
+    title = f"L{layer}H{head} · {run.model}{zoom}{pooled}" + (f"<br><sub>{note}</sub>" if note else "")
     scaling = scaling if scaling in SCALINGS else "global"
     return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
+
+
+def layer_thumbnails(api: ApiClient, run: RunRecord, layer: int, stride: int, hidden: list[int]):
+    """A layer's thumbnails ``[head, ceil(n / stride), ceil(n / stride)]`` (mean-pooled), with the
+    ``hidden`` keys' pooled columns blank (NaN) and each pooled row divided by one minus its block's
+    mean weight on them (``sink_hiding``: an approximation, as pooled)."""
+    maps = api.attention(run.id, layer, stride=stride, pool="mean")
+    if not hidden:
+        return maps
+    n = run.n_tokens
+    mass = sum(
+        api.attention(run.id, layer, rows=(0, n), cols=(h, h + 1), stride=stride, pool="mean")[..., 0] for h in hidden
+    )
+    blank = sorted({h // stride for h in hidden})
+    return np.stack([renormalise(maps[i], mass[i], blank) for i in range(maps.shape[0])])
 
 
 # the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
@@ -76,20 +107,41 @@ clientside_callback(
 )
 
 
+# the head view follows the selected head: a click on a thumbnail shows that head's layer with that
+# head alone (in the browser, no round trip); the layer's other heads are one tick of the checklist away
+clientside_callback(
+    """function (selected) {
+        if (!selected || selected.drawn) { return window.dash_clientside.no_update; }
+        return [selected.layer, [selected.head]];
+    }""",
+    Output("layer-dropdown", "value", allow_duplicate=True),
+    Output("head-checklist", "value", allow_duplicate=True),
+    Input("selected-head", "data"),
+    prevent_initial_call=True,
+)
+
+
 @callback(
     Output("head-view", "figure"),
     Input("layer-dropdown", "value"),
     Input("head-checklist", "value"),
     Input("explore-run-data", "data"),
+    Input("head-hide", "value"),
 )
-def render_head_view(layer, heads, data):
+def render_head_view(layer, heads, data, hide):
     run = stored_run(data)
     if not run or layer is None:
         return empty_figure("The head view appears after a run.")
     if not heads:
         return empty_figure("Select at least one head.")
+    n = run.n_tokens
+    hidden = hidden_positions(hide if hide in HIDES else "none", n, run.special)
     try:
-        indices, weights = client().attention_top_k(run.id, layer, k=min(HEAD_VIEW_K, run.n_tokens))
+        indices, weights = client().attention_top_k(run.id, layer, k=min(HEAD_VIEW_K + len(hidden), n))
+        if hidden:  # [head, query]: each row's weight on the hidden keys, renormalised away
+            mass = sum(client().attention(run.id, layer, rows=(0, n), cols=(h, h + 1))[..., 0] for h in hidden)
+            weights = hide_top_k(indices, weights, mass, hidden)
     except ApiError as exc:
         return empty_figure(str(exc))
-    return head_view_figure(indices, weights, run.tokens, sorted(heads), layer)
+    note = hide_note(hide, hidden, run.tokens, pooled=False)
+    return head_view_figure(indices, weights, run.tokens, sorted(heads), layer, note=note)

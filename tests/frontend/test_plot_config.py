@@ -56,3 +56,34 @@ def test_diverging_range_is_symmetric_around_zero():
     kw = diverging_range([[-0.3, 0.1], [0.2, 0.0]])
     assert kw == {"colorscale": DIVERGING, "zmin": -0.3, "zmax": 0.3}
     assert diverging_range(np.zeros((2, 2)))["zmax"] > 0  # a valid range when A == B
+
+
+def _graphs(component):
+    from dash import dcc
+
+    if isinstance(component, dcc.Graph):
+        yield component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children]:
+        if hasattr(child, "to_plotly_json"):
+            yield from _graphs(child)
+
+
+def test_every_graph_on_every_page_uses_the_shared_config_without_cloud():
+    """plotly.js 3 shows "Share chart" (upload to Plotly Cloud) by default: every ``dcc.Graph`` of
+    every page layout carries ``GRAPH_CONFIG``. Builds the app (no request: it takes no callbacks)."""
+    import dash
+
+    from attnscope.frontend.app import create_dash_app
+
+    if not dash.page_registry:
+        create_dash_app("http://127.0.0.1:9")
+    seen = 0
+    for page in dash.page_registry.values():
+        layout = page["layout"]() if callable(page["layout"]) else page["layout"]
+        for g in _graphs(layout):
+            seen += 1
+            cfg = g.config or {}
+            assert cfg.get("showSendToCloud") is False and cfg.get("showEditInChartStudio") is False, g.id
+            assert {"sendDataToCloud", "sendChartToCloud"} <= set(cfg.get("modeBarButtonsToRemove", [])), g.id
+    assert seen >= 20  # every page was walked (30 graphs today)

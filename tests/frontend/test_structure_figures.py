@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attnscope.frontend.pages.explore_callbacks import badge_text
+from attnscope.frontend.head_badges import badge_text
 from attnscope.frontend.structure_figures import (
     census_figure,
     evolution_figure,

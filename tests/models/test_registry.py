@@ -12,6 +12,7 @@ from attnscope.models.registry import (
     check_under_roots,
     get_spec,
     list_specs,
+    smollm2_gguf,
 )
 
 
@@ -182,3 +183,19 @@ def test_a_corrupt_config_json_is_a_clear_unsupported_model(tiny_checkpoint, tmp
         get_spec(str(broken))
     assert str(tmp_path) not in str(err.value)  # the name under the root, no server path
     assert says in refused_local()["local:broken"]
+
+
+def test_the_causal_token_cap_defaults_to_4096_lazy_and_512_eager(monkeypatch):
+    """Lazy capture keeps queries and keys (a 4,096-token SmolLM2 run: 0.39 GB), so long runs are the
+    default; eager capture materialises every map and keeps 512; the variable wins over both."""
+    from attnscope.models.registry import causal_token_cap
+
+    monkeypatch.delenv("ATTNSCOPE_MAX_CAUSAL_TOKENS", raising=False)
+    monkeypatch.delenv("ATTNSCOPE_CAPTURE", raising=False)
+    assert causal_token_cap() == 4096
+    if smollm2_gguf() is not None:  # its context is 8,192: the cap applies
+        assert get_spec("smollm2").max_tokens == 4096
+    monkeypatch.setenv("ATTNSCOPE_CAPTURE", "eager")
+    assert causal_token_cap() == 512
+    monkeypatch.setenv("ATTNSCOPE_MAX_CAUSAL_TOKENS", "1500")
+    assert causal_token_cap() == 1500

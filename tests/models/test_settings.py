@@ -24,7 +24,7 @@ def clean_env(monkeypatch):
 
 def test_defaults(clean_env):
     s = model_settings()
-    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], 512, None)
+    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], None, None)
     assert s.cache_dir.parts[-2:] == (".cache", "attnscope")
     assert causal_token_cap() == DEFAULT_CAUSAL_TOKENS and capture_setting() == "lazy"
 
@@ -52,7 +52,7 @@ def test_empty_values_keep_the_defaults(clean_env):
     for name in NAMES:
         clean_env.setenv(f"ATTNSCOPE_{name}", "")  # compose passes an unset host variable as empty
     s = model_settings()
-    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], 512, None)
+    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], None, None)
 
 
 def test_a_malformed_variable_names_its_field(clean_env):

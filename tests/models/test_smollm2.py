@@ -17,7 +17,7 @@ from attnscope.pipelines.induction_probe import repeated_token_probe
 
 def test_spec_and_the_converted_cache(smollm2):
     spec = get_spec("smollm2")
-    assert (spec.family, spec.task, spec.modality, spec.max_tokens) == ("llama", "causal-lm", "text", 512)
+    assert (spec.family, spec.task, spec.modality, spec.max_tokens) == ("llama", "causal-lm", "text", 4096)
     folder = cache_root() / "smollm2"
     assert is_converted(folder, smollm2_gguf()) and (folder / "model.safetensors").is_file()
     assert json.loads((folder / STAMP).read_text())["gguf"] == "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -69,7 +69,7 @@ def test_empty_values_and_keyword_arguments(clean_env):
 def test_the_settings_extend_the_model_settings_and_name_every_field_in_the_docstring(clean_env):
     assert issubclass(Settings, ModelSettings)
     s = Settings(preload=[])
-    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], 512, None)
+    assert (s.device, s.capture, s.model_dirs, s.max_causal_tokens, s.train_threads) == ("auto", "lazy", [], None, None)
     assert (s.api_host, s.api_port, s.dash_host, s.dash_port, s.api_url) == ("127.0.0.1", 8000, "127.0.0.1", 8050, None)
     for field in Settings.model_fields:
         assert f"ATTNSCOPE_{field.upper()}" in Settings.__doc__, field

@@ -30,7 +30,7 @@ def paris(api):
 def test_models_lists_smollm2(api):
     m = next(m for m in api.get("/models").json()["models"] if m["name"] == "smollm2")
     assert (m["family"], m["task"], m["modality"], m["source"]) == ("llama", "causal-lm", "text", "package")
-    assert m["context"] == 8192 and m["max_tokens"] == 512 and m["kv_heads"] == 3
+    assert m["context"] == 8192 and m["max_tokens"] == 4096 and m["kv_heads"] == 3
 
 
 def test_paris_is_the_top_next_token_and_the_maps_are_causal(api, paris):
