@@ -17,7 +17,7 @@ from attnscope.pipelines.writes.readouts import (
 )
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
-from attnscope.server.executor import heavy
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     MAX_LENS_POSITIONS,
     AttributionCreate,
