@@ -25,13 +25,16 @@ SST_CORRUPT = "a boring, witty, seductive movie."
 
 def _tiny_backends(root: Path) -> dict:
     """The conftest's tiny random causal LMs (same seeds), saved under ``root`` and loaded lazily."""
+    import importlib.util
     import os
 
     import torch
     from transformers import AutoModelForCausalLM
 
-    sys.path.insert(0, str(HERE.parent))
-    import conftest
+    # the tests' root conftest by its path: under pytest, ``import conftest`` may find another folder's
+    spec = importlib.util.spec_from_file_location("attnscope_tests_root_conftest", HERE.parent / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
 
     tokenizer = conftest._tiny_tokenizer()
     for arch, config in conftest.tiny_causal_configs(len(tokenizer)).items():

@@ -123,7 +123,7 @@ def test_bad_requests_name_the_range_or_the_missing_part(smollm2, minilm):
     with pytest.raises(SitesUnavailableError, match="W_Q"):
         check_request(positional, 4, 0, 0, 1, 0)
     no_entry = load_model("san-pairwise", device="cpu")  # its attention has no Sites entry
-    with pytest.raises(SitesUnavailableError, match="san-pairwise"):
+    with pytest.raises(SitesUnavailableError, match="zoo-san"):
         check_request(no_entry, 4, 0, 0, 1, 0)
 
 

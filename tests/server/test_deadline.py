@@ -16,6 +16,15 @@ from attnscope.server.request_executor import DeadlinePassed, HeavyExecutor
 API = "/api/v1"
 
 
+def _run_in_own_loop(coro):
+    """``asyncio.run`` on a thread of its own: a browser test's Playwright (sync API) may leave an event
+    loop running on the main thread of the same pytest process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def test_the_deadline_is_a_setting_with_a_default_of_minutes(monkeypatch):
     assert Settings().request_deadline == 180
     monkeypatch.setenv("ATTNSCOPE_REQUEST_DEADLINE", "0")
@@ -37,13 +46,13 @@ def test_work_past_the_deadline_is_answered_504_and_stops_at_its_next_check():
             time.sleep(0.001)
 
     with pytest.raises(DeadlinePassed) as refused:
-        asyncio.run(ex.run(None, forever))
+        _run_in_own_loop(ex.run(None, forever))
     assert refused.value.status_code == 504
     wait_until = time.time() + 60
     while ex.in_flight and time.time() < wait_until:
         time.sleep(0.01)
     assert ex.in_flight == 0 and steps  # the worker left the loop at a check_cancelled
-    assert asyncio.run(ex.run(None, lambda: 7)) == 7  # the worker serves again
+    assert _run_in_own_loop(ex.run(None, lambda: 7)) == 7  # the worker serves again
     ex.shutdown()
 
 
