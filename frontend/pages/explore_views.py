@@ -107,20 +107,6 @@ clientside_callback(
 )
 
 
-# the head view follows the selected head: a click on a thumbnail shows that head's layer with that
-# head alone (in the browser, no round trip); the layer's other heads are one tick of the checklist away
-clientside_callback(
-    """function (selected) {
-        if (!selected || selected.drawn) { return window.dash_clientside.no_update; }
-        return [selected.layer, [selected.head]];
-    }""",
-    Output("layer-dropdown", "value", allow_duplicate=True),
-    Output("head-checklist", "value", allow_duplicate=True),
-    Input("selected-head", "data"),
-    prevent_initial_call=True,
-)
-
-
 @callback(
     Output("head-view", "figure"),
     Input("layer-dropdown", "value"),
