@@ -146,6 +146,7 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             dcc.Store(id="selected-head"),
             dcc.Store(id="explore-run-data"),
             dcc.Store(id="detail-window"),  # the head detail's token window {rows, cols}; {} = all
+            dcc.Store(id="detail-zoom"),  # the head detail's last zoom or reset (its relayout's axis ranges)
             *address_parts("explore", state, problems or []),
             controls(state.get("text")),
             error_box("explore"),

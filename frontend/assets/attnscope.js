@@ -273,6 +273,17 @@
         }
         return search;
       },
+      /* the head detail's relayouts that are zooms or resets (axis ranges), nothing else: the hover
+         outline is a relayout too, and a server callback on every relayout would supersede a zoom's
+         fetch still in flight (Dash keeps only the newest answer of a callback) */
+      zoomOnly: function (relayout) {
+        if (!relayout) { return noUpdate(); }
+        var keys = Object.keys(relayout).filter(function (k) { return /^[xy]axis\.(range|autorange)/.test(k); });
+        if (!keys.length) { return noUpdate(); }
+        var out = {};
+        keys.forEach(function (k) { out[k] = relayout[k]; });
+        return out;
+      },
       exportFigure: function () {
         var id = triggeredId();
         if (!id) { return noUpdate(); }

@@ -19,11 +19,21 @@ DETAIL_HINT = "Run a text, then click a head in the model view."
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 
 
+# the hover outline (assets/attnscope.js) is a relayout of the head detail too: only zooms and resets
+# reach the server, so moving the mouse cannot supersede a zoom's fetch in flight
+clientside_callback(
+    ClientsideFunction(namespace="attnscope", function_name="zoomOnly"),
+    Output("detail-zoom", "data"),
+    Input("head-detail", "relayoutData"),
+    prevent_initial_call=True,
+)
+
+
 @callback(
     Output("head-detail", "figure"),
     Output("detail-window", "data"),
     Input("selected-head", "data"),
-    Input("head-detail", "relayoutData"),
+    Input("detail-zoom", "data"),
     Input("head-scaling", "value"),
     Input("head-hide", "value"),
     State("detail-window", "data"),
@@ -35,7 +45,7 @@ def render_detail(selected, relayout, scaling, hide, window, data):
     full resolution (a reset: whole again), a new scaling redraws the same window."""
     run = stored_run(data)
     trigger = ctx.triggered_id
-    if trigger == "head-detail":  # a relayout: a zoom, a reset, or only the hover outline (no fetch)
+    if trigger == "detail-zoom":  # a zoom or a reset (the browser passes no other relayout on)
         new = window_from_relayout(relayout, run.n_tokens, window) if run and selected else None
         if new is None:
             raise PreventUpdate

@@ -44,9 +44,23 @@ def test_head_detail_of_512_tokens_transfers_under_0_6_mb_and_zooms(dash_page):
     # hover: the readout names the tokens under the cursor, computed in the browser
     page.locator("#head-detail").scroll_into_view_if_needed()
     box = page.locator("#head-detail .nsewdrag").first.bounding_box()
+    detail_calls = []  # callbacks that redraw the head detail, sent while the mouse only hovers
+
+    def on_request(request):
+        if "_dash-update-component" in request.url and "head-detail.figure" in (request.post_data or ""):
+            detail_calls.append(request.post_data)
+
+    page.on("request", on_request)
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.2)
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.3, steps=8)
     page.wait_for_function("document.querySelector('#head-detail-hover').textContent.includes('\u2192')")
+    page.wait_for_function(  # the hover outline (a relayout of the figure) is drawn
+        "document.getElementById('head-detail').querySelector('.js-plotly-plot').layout.shapes.length === 2"
+    )
+    page.remove_listener("request", on_request)
+    # the outline is a relayout: passed to the server it would supersede a zoom's fetch still in flight
+    # (Dash keeps only a callback's newest answer), and a zoom followed by a mouse move was lost
+    assert detail_calls == [], detail_calls[:1]
     readout = page.inner_text("#head-detail-hover")
     assert "max weight" in readout and ("cat" in readout or "mat" in readout or "the" in readout)
 
@@ -55,6 +69,7 @@ def test_head_detail_of_512_tokens_transfers_under_0_6_mb_and_zooms(dash_page):
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.25, steps=5)
     page.mouse.up()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.6, steps=10)  # hovers on at once
     page.wait_for_selector("#head-detail .gtitle:has-text('queries')", timeout=60_000)
     title = page.text_content("#head-detail .gtitle")
     assert "max-pooled" not in title  # about 77 tokens a side: full resolution
