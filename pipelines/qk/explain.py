@@ -4,6 +4,7 @@ Everything model-specific comes from ``backend.sites``; nothing here asks what k
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from attnscope.models.sites import SitesUnavailableError
 from attnscope.pipelines.qk.composition import MODES, CompositionScores, LayerHeadWeights, composition_scores
 from attnscope.pipelines.qk.qk_attribution import QKAttribution, qk_attribution
 from attnscope.pipelines.qk.qk_view import QKView, check_pair, qk_view
@@ -21,7 +23,9 @@ from attnscope.pipelines.qk.site_parts import RowProbe, attention_norm, head_qk,
 class PairExplanation:
     """The view and the attribution of ``L{layer}H{head}`` at (``query``, ``key``) of one input;
     ``tokens`` the input's position labels; ``model_score`` the model's own logit of the pair (after a
-    soft-cap where the model has one; None where its attention does not call hooks)."""
+    soft-cap where the model has one; None where its attention does not call hooks); ``softcap`` the
+    model's logit soft-cap ``c`` (Gemma 2: the softmax reads ``c tanh(score / c)``; the attribution splits
+    the score before it, which the cap maps monotonically) or None."""
 
     layer: int
     head: int
@@ -31,6 +35,13 @@ class PairExplanation:
     view: QKView
     attribution: QKAttribution
     model_score: float | None = None
+    softcap: float | None = None
+
+    @property
+    def capped_score(self) -> float:
+        """The logit the softmax reads: the score, soft-capped where the model caps it."""
+        s = self.view.score
+        return s if self.softcap is None else self.softcap * math.tanh(s / self.softcap)
 
 
 def check_request(backend, n_tokens: int, layer: int, head: int, query: int, key: int) -> None:
@@ -72,27 +83,44 @@ def explain_pair(backend, inp, layer: int, head: int, query: int, key: int, hook
     att = qk_attribution(
         parts[:, 0], parts[:, 1], labels, qk, query, key, norm=norm, resid_query=clean[0], resid_key=clean[1]
     )
-    return PairExplanation(layer, head, query, key, tuple(inp.tokens), view, att, model_score)
+    softcap = backend.attention.softcap
+    return PairExplanation(layer, head, query, key, tuple(inp.tokens), view, att, model_score, softcap)
 
 
 def sites_composition(backend, *, modes=MODES, samples: int = 32, seed: int = 0) -> CompositionScores:
     """Q-, K- and/or V-composition (``modes``) between every pair of heads of the model (from
-    ``backend.sites``)."""
+    ``backend.sites``). A post-norm model (BERT, MiniLM) is refused (``SitesUnavailableError``, 422):
+    there every head's output passes through the LayerNorms of all the blocks between it and a later
+    head (their gains and centerings, and MLPs that read the normed sum), so the paper's weight-only
+    score, defined for a stream that heads write to directly, is not the path the later head reads."""
     sites = backend.sites
     sites.require("W_Q", "W_K", feature="composition scores")
-    pre = sites.norm_placement == "pre"
+    if sites.norm_placement == "post":
+        raise SitesUnavailableError(
+            f"composition scores need a pre-norm model (heads write straight into the residual stream later heads "
+            f"read); the {sites.family} family is post-norm: each head's output passes through the LayerNorms of "
+            f"every block in between, so the weight-only score is not defined there. Use the per-input QK "
+            f"attribution (GET /runs/{{id}}/qk), which freezes those norms, or a pre-norm model"
+        )
     layers = [
         LayerHeadWeights(
             w_q=blk.W_Q,
             w_k=blk.W_K,
             w_v=blk.W_V,
-            w_o=blk.W_O,
-            reader_gain=blk.ln_attn.weight if pre else None,
-            reader_centres=pre and blk.ln_attn.kind == "layernorm",
+            w_o=blk.W_O if blk.ln_attn_out is None else blk.W_O * _gain(blk.ln_attn_out),  # Gemma 2's sandwich
+            reader_gain=_gain(blk.ln_attn),
+            reader_centres=blk.ln_attn.kind == "layernorm",
         )
         for blk in sites.blocks
     ]
     return composition_scores(layers, modes=tuple(modes), samples=samples, seed=seed)
+
+
+def _gain(norm) -> torch.Tensor | None:
+    """``[d_model]`` the diagonal a pre-attention norm multiplies by: ``1 + weight`` for Gemma's norms."""
+    if norm.weight is None:
+        return None
+    return norm.weight + 1.0 if norm.kind == "rmsnorm1p" else norm.weight
 
 
 class CompositionCache:
