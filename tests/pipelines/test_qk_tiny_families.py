@@ -1,7 +1,8 @@
 """The query/key view on the tiny Gemma 2 (``(1 + weight)`` RMS norms, sandwich norms, logit soft-cap,
 sliding and full layers, grouped-query heads) and Phi (LayerNorm with bias, parallel attention and
 MLP, partial rotary) checkpoints of ``tests/conftest.py``: the query and key equal those computed here
-by hand from transformers' own hidden states and the checkpoint's weights, the weight equals the
+by hand from transformers' own hidden states and the checkpoint's weights and those the lazy maps
+recorded, the weight equals the
 model's own (eager) attention map, the terms sum to the score, and Gemma 2's soft-capped score is the
 layer's own logit. (Gemma's norm weights start at zero: reading them as a plain gain once gave all-zero
 queries and keys.)"""
@@ -77,6 +78,7 @@ def test_the_view_equals_a_computation_by_hand_and_the_models_own_map(family, ti
     n = len(inp)
     with torch.inference_mode():
         out = eager(input_ids=inp.ids_tensor(), output_hidden_states=True, output_attentions=True, use_cache=False)
+    lazy = backend.run(inp, hidden_states=False).maps.source  # the queries and keys the lazy maps recorded
     # layer 0 of Gemma 2 is a sliding layer (window 4): keys within it; layer 1 is full
     for layer, head, i, j in [(0, 3, n - 1, n - 2), (1, 1, n - 1, 2), (1, 2, n - 3, n - 3), (0, 0, 5, 3)]:
         ex = explain_pair(backend, inp, layer, head, i, j)
@@ -85,6 +87,9 @@ def test_the_view_equals_a_computation_by_hand_and_the_models_own_map(family, ti
         torch.testing.assert_close(ex.view.query.double(), q, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(ex.view.key.double(), k, atol=1e-4, rtol=1e-4)
         assert ex.view.kv_head == kv and ex.view.scale == pytest.approx(scale)
+        rec = lazy.layers[layer]
+        torch.testing.assert_close(ex.view.query, rec.query[head, i].float(), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(ex.view.key, rec.key[kv, j].float(), atol=1e-4, rtol=1e-4)
         score = float((q @ k).detach()) * scale
         tol = 1e-4 * max(1.0, abs(score))
         assert ex.view.score == pytest.approx(score, abs=tol)
