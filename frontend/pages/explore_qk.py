@@ -20,6 +20,7 @@ from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.qk_figures import head_composition_figure, key_parts_figure, qk_matrix_figure, qk_product_figure
 from attnscope.frontend.qk_layout import QK_HINT, QK_MODES
 from attnscope.frontend.run_record import RunRecord, stored_run
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions
 
 QK_PARTS = 16  # query and key parts the heatmap lists (the rest summed into "other")
 _COMPOSITIONS: OrderedDict[tuple[str, str, str], object] = OrderedDict()
@@ -53,21 +54,25 @@ def click_to_pair(click, data):
     return pair
 
 
-def strongest_key(api: ApiClient, run: RunRecord, layer: int, head: int, query: int) -> int:
-    """The key ``query`` attends to most in ``L{layer}H{head}``: one row of the map is read."""
-    row = api.attention(run.id, layer, head, encoding="json", rows=(query, query + 1), cols=(0, run.n_tokens))
-    return int(np.argmax(row[0]))
+def strongest_key(api: ApiClient, run: RunRecord, layer: int, head: int, query: int, hidden=()) -> int:
+    """The key ``query`` attends to most in ``L{layer}H{head}``, the ``hidden`` keys (the page's sink
+    hiding) left out: one row of the map is read."""
+    row = api.attention(run.id, layer, head, encoding="json", rows=(query, query + 1), cols=(0, run.n_tokens))[0]
+    shown = np.setdiff1d(np.arange(run.n_tokens), np.asarray(list(hidden), dtype=int))
+    return int(shown[np.argmax(row[shown])]) if len(shown) else int(np.argmax(row))
 
 
-def qk_figures(api: ApiClient, run: RunRecord, layer: int, head: int, query: int, key: int | None):
-    """``(matrix, key parts, product, note)`` of the selected head at (query, key)."""
+def qk_figures(api: ApiClient, run: RunRecord, layer: int, head: int, query: int, key: int | None, hide: str = "none"):
+    """``(matrix, key parts, product, note)`` of the selected head at (query, key); no key: the query's
+    strongest among the keys ``hide`` leaves shown."""
     if not 0 <= query < run.n_tokens:
         raise ApiError(
             422, f"query position {query} is out of range: the run has {run.n_tokens} tokens (0..{run.n_tokens - 1})"
         )
     chosen = key is not None
     if not chosen:
-        key = strongest_key(api, run, layer, head, query)
+        hidden = hidden_positions(hide if hide in HIDES else "none", run.n_tokens, run.special)
+        key = strongest_key(api, run, layer, head, query, hidden)
     qk = api.qk(run.id, layer, head, query, key, parts=QK_PARTS)
     att = qk.attribution
     kind = "" if chosen else " (the query's strongest key)"
@@ -89,16 +94,16 @@ def qk_figures(api: ApiClient, run: RunRecord, layer: int, head: int, query: int
     Input("qk-query", "value"),
     Input("qk-key", "value"),
     State("explore-run-data", "data"),
+    State("head-hide", "value"),
 )
-def render_qk(selected, query, key, data):
+def render_qk(selected, query, key, data, hide):
     run = stored_run(data)
     if not run or not selected or query is None:
         blank = empty_figure(QK_HINT)
         return blank, blank, blank, QK_HINT
     try:
-        return qk_figures(
-            client(), run, selected["layer"], selected["head"], int(query), None if key is None else int(key)
-        )
+        key = None if key is None else int(key)
+        return qk_figures(client(), run, selected["layer"], selected["head"], int(query), key, hide)
     except ApiError as exc:
         blank = empty_figure(str(exc))
         return blank, blank, blank, str(exc)

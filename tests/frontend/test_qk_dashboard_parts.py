@@ -3,6 +3,7 @@ response models back, equal to the JSON sent; the heatmap shows the condensed ma
 score; the key-part bars are the largest shares; a bad pair is the API's 422."""
 
 import httpx
+import numpy as np
 import pytest
 
 from attnscope.frontend.api_client import ApiClient, ApiError
@@ -81,3 +82,15 @@ def test_the_qk_view_lives_in_the_address(qk):
     values = address_values(record, {"layer": 3, "head": 2}, 3, "global", "none", None, None, None, (4, None, "v"))
     state, problems = parse_query(dict(p.split("=") for p in query_string(values, PARAMS)[1:].split("&")), PARAMS)
     assert problems == [] and state["qk_query"] == 4 and state["qk_mode"] == "v" and state.get("qk_key") is None
+
+
+def test_the_strongest_key_reads_one_row_and_leaves_hidden_keys_out(client, qk):
+    from attnscope.frontend.pages.explore_qk import strongest_key
+    from attnscope.frontend.run_record import RunRecord
+
+    run, _ = qk
+    record = RunRecord.from_run(run)
+    row = client.attention(run.id, 3, 2, encoding="json")[4]
+    order = [int(k) for k in np.argsort(-row)]
+    assert strongest_key(client, record, 3, 2, 4) == order[0]
+    assert strongest_key(client, record, 3, 2, 4, hidden=[order[0]]) == order[1]
