@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from attnscope.models.sites import SitesUnavailableError
 from attnscope.pipelines.qk.composition import MODES, CompositionScores, LayerHeadWeights, composition_scores
 from attnscope.pipelines.qk.qk_attribution import QKAttribution, qk_attribution
 from attnscope.pipelines.qk.qk_view import QKView, check_pair, qk_view
@@ -89,31 +88,51 @@ def explain_pair(backend, inp, layer: int, head: int, query: int, key: int, hook
 
 def sites_composition(backend, *, modes=MODES, samples: int = 32, seed: int = 0) -> CompositionScores:
     """Q-, K- and/or V-composition (``modes``) between every pair of heads of the model (from
-    ``backend.sites``). A post-norm model (BERT, MiniLM) is refused (``SitesUnavailableError``, 422):
-    there every head's output passes through the LayerNorms of all the blocks between it and a later
-    head (their gains and centerings, and MLPs that read the normed sum), so the paper's weight-only
-    score, defined for a stream that heads write to directly, is not the path the later head reads."""
+    ``backend.sites``). Pre-norm: each reader's norm gain (and centering) folds into its weights.
+    Post-norm (BERT, MiniLM): a head reads the stream as it is, and what layer ``a``'s heads write
+    reaches layer ``b`` through the norms of blocks ``a..b-1`` (``ln_attn``, ``ln_mlp`` each, their
+    divisors dropped: the score is scale-free in the writer), the direct path past the MLPs as in the
+    pre-norm case."""
     sites = backend.sites
     sites.require("W_Q", "W_K", feature="composition scores")
-    if sites.norm_placement == "post":
-        raise SitesUnavailableError(
-            f"composition scores need a pre-norm model (heads write straight into the residual stream later heads "
-            f"read); the {sites.family} family is post-norm: each head's output passes through the LayerNorms of "
-            f"every block in between, so the weight-only score is not defined there. Use the per-input QK "
-            f"attribution (GET /runs/{{id}}/qk), which freezes those norms, or a pre-norm model"
-        )
+    pre = sites.norm_placement == "pre"
     layers = [
         LayerHeadWeights(
             w_q=blk.W_Q,
             w_k=blk.W_K,
             w_v=blk.W_V,
             w_o=blk.W_O if blk.ln_attn_out is None else blk.W_O * _gain(blk.ln_attn_out),  # Gemma 2's sandwich
-            reader_gain=_gain(blk.ln_attn),
-            reader_centres=blk.ln_attn.kind == "layernorm",
+            reader_gain=_gain(blk.ln_attn) if pre else None,
+            reader_centres=pre and blk.ln_attn.kind == "layernorm",
         )
         for blk in sites.blocks
     ]
-    return composition_scores(layers, modes=tuple(modes), samples=samples, seed=seed)
+    between = None if pre else _post_norm_paths(sites)
+    return composition_scores(layers, modes=tuple(modes), samples=samples, seed=seed, between=between)
+
+
+def norm_matrix(norm) -> torch.Tensor:
+    """``[d_model, d_model]`` a norm with its divisor dropped, row convention: ``C diag(g)`` (``C`` the
+    centering of a LayerNorm, the identity for an RMSNorm), float64."""
+    d = int(norm.weight.shape[0]) if norm.weight is not None else None
+    gain = _gain(norm)
+    m = torch.diag(gain.to(torch.float64)) if gain is not None else torch.eye(d, dtype=torch.float64)
+    if norm.kind == "layernorm":
+        m = m - m.mean(0, keepdim=True)  # C @ diag(g): every column centred
+    return m
+
+
+def _post_norm_paths(sites):
+    """``between(a, b)`` of a post-norm model: the product of blocks ``a..b-1``'s two norms."""
+    per_block = [norm_matrix(blk.ln_attn) @ norm_matrix(blk.ln_mlp) for blk in sites.blocks]
+
+    def between(a: int, b: int) -> torch.Tensor:
+        m = per_block[a]
+        for k in range(a + 1, b):
+            m = m @ per_block[k]
+        return m
+
+    return between
 
 
 def _gain(norm) -> torch.Tensor | None:

@@ -1,8 +1,8 @@
 """Explore's "why this head attends" panel in Chromium (issue 24): a click on a cell of the head detail
 explains the selected head at that (query, key): the attribution heatmap, the key-side shares and the
 query/key product, with the numbers the API serves for the pair; a typed key replaces the clicked one;
-the view lives in the address (a reload reopens it); composition scores of the selected head, and for
-a post-norm model (MiniLM) the API's refusal saying why."""
+the view lives in the address (a reload reopens it); composition scores of the selected head (MiniLM:
+post-norm; a zoo model from a pasted link)."""
 
 from urllib.parse import parse_qs, urlparse
 
@@ -55,8 +55,10 @@ def test_a_click_on_the_head_detail_explains_the_pair_and_the_link_keeps_it(open
     assert sum(map(sum, matrix["z"])) == pytest.approx(served["view"]["score"], abs=1e-4)
     page.wait_for_selector("#qk-key-parts .gtitle:has-text('what makes L2H3 attend to key')", timeout=10_000)
     page.wait_for_selector("#qk-product .gtitle:has-text('query * key by dimension')", timeout=10_000)
-    # MiniLM is post-norm: composition scores are refused with the reason
-    page.wait_for_selector("#qk-composition :text('post-norm')", timeout=30_000)
+    # composition scores of the selected head with every earlier head (MiniLM: through its post-norms)
+    page.wait_for_selector("#qk-composition .gtitle:has-text('K-composition into L2H3')", timeout=60_000)
+    heat = page.evaluate("document.querySelector('#qk-composition .js-plotly-plot').data[0]")
+    assert heat["y"] == ["L0", "L1"] and len(heat["x"]) == 12
     # a typed key replaces the clicked one, and the address follows
     page.fill("#qk-key", "1")
     page.press("#qk-key", "Enter")

@@ -94,8 +94,8 @@ def test_composition_scores_of_a_model(api):
     assert api.get("/models/local:llama/composition", params={"mode": "x"}).status_code == 422
 
 
-def test_composition_of_a_post_norm_model_is_422_saying_why(api):
-    r = api.get("/models/minilm/composition", params={"mode": "k"})
-    assert r.status_code == 422, r.text
-    detail = r.json()["detail"]
-    assert "post-norm" in detail and "pre-norm" in detail and "/qk" in detail
+def test_composition_of_a_post_norm_model_reads_through_its_norms(api):
+    body = api.get("/models/minilm/composition", params={"mode": "k"}).json()
+    assert body["n_layers"] == 6 and body["n_heads"] == 12
+    assert body["layer_max"][0][5] > body["baseline_mean"] + 5 * body["baseline_std"]
+    assert all(body["scores"][5][h][g][k] == 0 for h in range(12) for g in range(6) for k in range(12))
