@@ -8,6 +8,7 @@ from dash import dcc, html
 from attnscope.frontend.llm_layout import llm_panels
 from attnscope.frontend.page_common import control, error_box, model_picker, panel
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
+from attnscope.frontend.qk_layout import qk_views
 from attnscope.frontend.sink_hiding import HIDE_LABELS, HIDES
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
@@ -153,5 +154,6 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             llm_panels(),
             model_view(),
             detail_views(state.get("scaling") or "global", state.get("hide") or "none"),
+            qk_views(state),
         ]
     )

@@ -1,18 +1,20 @@
 """Pure figure builders of why a head attends (``docs/methods/qk-attribution.md``): the QK attribution
 as a query-part x key-part heatmap, each key-side part's share as bars ("which earlier heads make this
-head attend here"), and the query/key product by dimension (data in, ``go.Figure`` out)."""
+head attend here"), the query/key product by dimension, and the composition scores into one head
+(data in, ``go.Figure`` out)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from attnscope.server.schemas import QKPublic
+from attnscope.server.schemas import CompositionPublic, QKPublic
 
 
 def _title(qk: QKPublic) -> str:
+    capped = "" if qk.view.softcap is None else f" (soft-capped logit {qk.view.logit:.3g})"
     return (
         f"L{qk.layer}H{qk.head}: query {qk.query} {qk.query_token!r} -> key {qk.key} {qk.key_token!r}, "
-        f"score {qk.view.score:.3g}, weight {qk.view.weight:.3g}"
+        f"score {qk.view.score:.3g}{capped}, weight {qk.view.weight:.3g}"
     )
 
 
@@ -65,5 +67,42 @@ def qk_product_figure(qk: QKPublic) -> go.Figure:
     fig.update_layout(
         title=f"query * key by dimension (kv head {qk.kv_head}; sum x scale = score {qk.view.score:.3g})",
         xaxis={"title": "dimension"},
+    )
+    return fig
+
+
+def head_composition_figure(comp: CompositionPublic, layer: int, head: int) -> go.Figure:
+    """The ``comp.mode``-composition of every head of the earlier layers into ``L{layer}H{head}``
+    (rows: source layers ``0..layer - 1``, columns: source heads), on a scale from 0 whose colour bar
+    marks the random baseline; layer 0 reads no earlier head (a message figure says so)."""
+    mean, std = comp.baseline_mean, comp.baseline_std
+    if layer == 0:
+        fig = go.Figure()
+        fig.update_layout(
+            title=f"L0H{head} reads no earlier head: composition starts at layer 1",
+            xaxis={"visible": False},
+            yaxis={"visible": False},
+        )
+        return fig
+    z = [[comp.scores[src][h][layer][head] for h in range(comp.n_heads)] for src in range(layer)]
+    peak = max(max(row) for row in z)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"H{h}" for h in range(comp.n_heads)],
+            y=[f"L{src}" for src in range(layer)],
+            colorscale="Viridis",
+            zmin=0.0,
+            zmax=max(peak, mean + 3 * std),
+            colorbar={"title": "score", "tickvals": [0.0, mean, peak], "ticktext": ["0", "random", f"{peak:.3g}"]},
+            hovertemplate=f"L%{{y}} %{{x}} -> L{layer}H{head}<br>{comp.mode.upper()}-composition %{{z:.4f}}"
+            f"<br>random {mean:.4f} ± {std:.4f}<extra></extra>",
+        )
+    )
+    best = max(((src, h) for src in range(layer) for h in range(comp.n_heads)), key=lambda sh: z[sh[0]][sh[1]])
+    fig.update_layout(
+        title=f"{comp.mode.upper()}-composition into L{layer}H{head}: strongest L{best[0]}H{best[1]} "
+        f"{peak:.3g} (random {mean:.3g} ± {std:.2g})",
+        yaxis={"autorange": "reversed"},
     )
     return fig

@@ -124,8 +124,14 @@ class Rope:
     rotate: Callable
 
     def apply(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Partial rotary (Phi, GPT-NeoX): where the tables are narrower than ``d_head`` only the first
+        ``cos.shape[-1]`` dimensions are rotated and the rest pass, as those attentions split them."""
         cos, sin = self.rotary(q, positions.to(q.device))
-        return self.rotate(q, k, cos, sin)
+        r = cos.shape[-1]
+        if r >= q.shape[-1]:
+            return self.rotate(q, k, cos, sin)
+        q_rot, k_rot = self.rotate(q[..., :r], k[..., :r], cos, sin)
+        return torch.cat((q_rot, q[..., r:]), -1), torch.cat((k_rot, k[..., r:]), -1)
 
 
 @dataclass(frozen=True)

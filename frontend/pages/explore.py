@@ -1,12 +1,13 @@
 """Explore: run a text through a model and browse every layer and head.
 
-Address: ``/?run=ID&model=M&text=T&layer=0&head=L0H2&scaling=row`` (reload, back/forward and a pasted
-link reopen the same run, layer and head; a run the API forgot is made again from ``model`` + ``text``)."""
+Address: ``/?run=ID&model=M&text=T&layer=0&head=L0H2&scaling=row&qk_query=5&qk_key=2&qk_mode=k`` (reload,
+back/forward and a pasted link reopen the same run, layer, head and QK view; a run the API forgot is made
+again from ``model`` + ``text``)."""
 
 import dash
 
 from attnscope.frontend.layout import explore_page
-from attnscope.frontend.pages import explore_address, explore_callbacks, explore_llm  # noqa: F401  (callbacks)
+from attnscope.frontend.pages import explore_address, explore_callbacks, explore_llm, explore_qk  # noqa: F401  (callbacks)
 from attnscope.frontend.pages.explore_address import PARAMS
 from attnscope.frontend.url_state import parse_query
 

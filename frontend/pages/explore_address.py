@@ -1,13 +1,14 @@
 """Explore's address: what it declares (``PARAMS``) and the callback that writes it back, so a
 copied link reopens the same view: the run, the selected head and layer, the head detail's scaling
 and hidden keys, and for a causal LM the generation step, the prediction position and the step
-view's layer (issue 26 item 6)."""
+view's layer (issue 26 item 6), and the QK view's query, key and composition mode (issue 24)."""
 
 from __future__ import annotations
 
 from dash import Input, Output, callback
 
 from attnscope.frontend.plot_config import SCALINGS
+from attnscope.frontend.qk_layout import QK_MODES
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import RUN_PARAMS, run_query
 from attnscope.frontend.sink_hiding import HIDES
@@ -22,15 +23,20 @@ PARAMS = {
     "step": Param(int, lo=1, hi=100_000),  # the generation step shown (1: the first generated token)
     "position": Param(int, lo=0, hi=1_000_000),  # the prediction panel's position
     "step_layer": Param(int, lo=0, hi=1000),  # the step view's layer
+    "qk_query": Param(int, lo=0, hi=1_000_000),  # the QK view's query position (none: the view is off)
+    "qk_key": Param(int, lo=0, hi=1_000_000),  # its key (none: the query's strongest)
+    "qk_mode": Param(str, default="k", choices=QK_MODES),  # the composition shown
 }
 register_url_sync("explore")
 
 
-def address_values(run, selected, layer, scaling, hide, step, position, step_layer) -> dict:
+def address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k")) -> dict:
     """The address values of the view: the generation's only when the run has one, the position
-    only when it is not the default (the last prompt token)."""
+    only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode)."""
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
     values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
+    if run:
+        values.update(qk_query=qk[0], qk_key=qk[1], qk_mode=qk[2])
     if run and run.causal:
         steps = run.generation.steps if run.generation else []
         implied = len(run.tokens) - 1  # the prediction's default position: the last prompt token
@@ -51,12 +57,23 @@ def address_values(run, selected, layer, scaling, hide, step, position, step_lay
     Input("gen-step", "value"),
     Input("prediction-position", "value"),
     Input("gen-layer", "value"),
+    Input("qk-query", "value"),
+    Input("qk-key", "value"),
+    Input("qk-mode", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer, scaling, hide, step, position, step_layer):
+def to_address(data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode):
     run = stored_run(data)
     try:
         step = int(step) if step is not None else None
     except (TypeError, ValueError):
         step = None
-    return query_string(address_values(run, selected, layer, scaling, hide, step, position, step_layer), PARAMS)
+    qk = (_position(qk_query), _position(qk_key), qk_mode)
+    return query_string(address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk), PARAMS)
+
+
+def _position(value) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None

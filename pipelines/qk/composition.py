@@ -24,6 +24,7 @@ draws from a seeded generator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -107,17 +108,31 @@ def _reduced(layer: LayerHeadWeights, mode: Mode) -> dict[str, torch.Tensor]:
 
 
 def composition_scores(
-    layers: list[LayerHeadWeights], *, modes: tuple[Mode, ...] = MODES, samples: int = 32, seed: int = 0
+    layers: list[LayerHeadWeights],
+    *,
+    modes: tuple[Mode, ...] = MODES,
+    samples: int = 32,
+    seed: int = 0,
+    between: Callable[[int, int], torch.Tensor] | None = None,
 ) -> CompositionScores:
     """Q-, K- and/or V-composition (``modes``) between every pair of heads in different layers. The
     reductions are float64; the pair products one float32 GEMM per source layer,
-    ``[head * d_head, d_model] x [d_model, later heads * d_head]``."""
+    ``[head * d_head, d_model] x [d_model, later heads * d_head]``. ``between(a, b)``: the ``[d_model,
+    d_model]`` map (row convention) that what layer ``a``'s heads write goes through before layer ``b``
+    reads it (a post-norm model's norms in between, their divisors dropped); the writer is then
+    ``W_OV M`` in numerator and norm alike, so positive scalars in ``M`` cancel."""
     n_layers, n_heads = len(layers), max(lay.n_heads for lay in layers)
     d_head = int(layers[0].w_q.shape[2])
     scores: dict[str, torch.Tensor] = {}
     for mode in modes:
         red = [_reduced(lay, mode) for lay in layers]
         out = torch.zeros(n_layers, n_heads, n_layers, n_heads, dtype=torch.float64)
+        if between is not None:
+            for a in range(n_layers - 1):
+                for b in range(a + 1, n_layers):
+                    out[a, : layers[a].n_heads, b, : layers[b].n_heads] = _through(red[a], red[b], between(a, b))
+            scores[mode] = out
+            continue
         for a in range(n_layers - 1):
             n_s = layers[a].n_heads
             write = red[a]["write"].float().reshape(n_s * d_head, -1)  # [(s e), m]
@@ -134,6 +149,19 @@ def composition_scores(
         scores[mode] = out
     d_model = int(layers[0].w_q.shape[1])
     return CompositionScores(scores=scores, baseline=random_baseline(d_model, d_head, samples=samples, seed=seed))
+
+
+def _through(src: dict, dst: dict, m: torch.Tensor) -> torch.Tensor:
+    """``[src_head, dst_head]`` scores of a writer read through ``m [d_model, d_model]`` (float64)."""
+    write = src["write"] @ m.to(torch.float64)  # [s, d_head, d_model]
+    n_s, e, d_model = write.shape
+    n_t, _, f = dst["read"].shape
+    read = dst["read"].permute(1, 0, 2).reshape(d_model, n_t * f)  # [m, (t f)]
+    prod = (write.reshape(n_s * e, d_model) @ read).reshape(n_s, e, n_t, f)  # one GEMM
+    num = prod.pow(2).sum(dim=(1, 3)).sqrt()  # [s, t]
+    write_norm = torch.linalg.matrix_norm(write)[:, None]
+    ratio = num / write_norm.clamp_min(1e-300) / dst["right_norm"][None]
+    return torch.where(write_norm > 0, ratio, 0.0)  # a writer the path erases composes with nothing
 
 
 def random_baseline(d_model: int, d_head: int, *, samples: int, seed: int) -> dict[str, tuple[float, float]]:
@@ -162,9 +190,14 @@ def random_baseline(d_model: int, d_head: int, *, samples: int, seed: int) -> di
     return out
 
 
-def direct_score(src: LayerHeadWeights, s: int, dst: LayerHeadWeights, d: int, mode: Mode) -> float:
-    """The same score from the full ``[d_model, d_model]`` matrices, for checks (float64)."""
+def direct_score(
+    src: LayerHeadWeights, s: int, dst: LayerHeadWeights, d: int, mode: Mode, between: torch.Tensor | None = None
+) -> float:
+    """The same score from the full ``[d_model, d_model]`` matrices, for checks (float64); ``between``
+    the map from the writer to the reader (``composition_scores``'s ``between(a, b)``)."""
     ov_s = src.expanded(src.reading(src.w_v))[s] @ src.w_o[s].to(torch.float64)
+    if between is not None:
+        ov_s = ov_s @ between.to(torch.float64)
     # the source's own reading norm folds into its OV on the reading side, as in _reduced
     q = dst.reading(dst.w_q)[d]
     k = dst.expanded(dst.reading(dst.w_k))[d]

@@ -26,9 +26,12 @@ RECORDED = ("resid_pre", "resid_mid", "head_z", "attn_out", "mlp_out")
 
 def frozen_norm(norm: Norm) -> FrozenNorm:
     """A ``Sites`` norm as the QK math's ``FrozenNorm`` (the same formula, its divisor to be frozen)."""
-    return FrozenNorm(
-        kind="rms" if norm.kind == "rmsnorm" else "layer", weight=norm.weight, bias=norm.bias, eps=norm.eps
-    )
+    if norm.kind == "layernorm":
+        return FrozenNorm(kind="layer", weight=norm.weight, bias=norm.bias, eps=norm.eps)
+    # rmsnorm1p (Gemma): x / rms * (1 + weight); Gemma's weights start at zero, so reading them as a plain
+    # gain gave all-zero queries and keys
+    offset = 1.0 if norm.kind == "rmsnorm1p" else 0.0
+    return FrozenNorm(kind="rms", weight=norm.weight, bias=norm.bias, eps=norm.eps, weight_offset=offset)
 
 
 @dataclass(frozen=True)
@@ -153,11 +156,14 @@ def stream_parts(
     for m in range(layer):
         blk = sites.blocks[m]
         heads = _heads_written(blk, v["head_z"][m][0, pos])
+        b = torch.zeros_like(parts[0])
+        if blk.b_O is not None:
+            b = b + (blk.b_O.to(F64) if blk.out_scale is None else blk.b_O.to(F64) * blk.out_scale.to(F64))
+        if blk.ln_attn_out is not None:  # a sandwich norm (Gemma 2) after the output projection, frozen too
+            heads, b = _sandwiched(blk.ln_attn_out, heads, b)
         parts.extend(heads.unbind(0))
         labels.extend(f"L{m}H{h}" for h in range(sites.n_heads))
-        if blk.b_O is not None:
-            b = blk.b_O.to(F64) if blk.out_scale is None else blk.b_O.to(F64) * blk.out_scale.to(F64)
-            bias = bias + b
+        bias = bias + b
         if sites.norm_placement == "post":
             total = at("resid_pre", m) + at("attn_out", m)
             parts, bias, norm_bias = _through_norm(blk.ln_attn, parts, bias, norm_bias, total)
@@ -169,6 +175,13 @@ def stream_parts(
     stack = torch.stack([*parts, bias] + ([] if norm_bias is None else [norm_bias]))
     labels = [*labels, "bias"] + ([] if norm_bias is None else [NORM_BIAS])
     return stack, labels, at("resid_pre", layer)
+
+
+def _sandwiched(norm: Norm, heads: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``heads [head, pos, d_model]`` and ``bias [pos, d_model]`` (the output projection's terms) through
+    ``norm`` frozen at their sum's divisor: the attention output as parts again (its bias joins ``bias``)."""
+    normed, b = frozen_norm(norm).apply_to_parts(torch.cat([heads, bias[None]]), heads.sum(0) + bias)
+    return normed[:-1], normed[-1] + (0 if b is None else b.to(F64))
 
 
 def _through_norm(norm: Norm, parts, bias, norm_bias, total):

@@ -90,6 +90,8 @@ def read_qk(
             product=_floats(view.product),
             score=view.score,
             weight=view.weight,
+            softcap=ex.softcap,
+            logit=ex.capped_score,
         ),
         attribution=QKAttribution(
             query_parts=list(q_labels),

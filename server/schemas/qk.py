@@ -20,6 +20,8 @@ class QKVectors(BaseModel):
     product: list[float] = Field(..., description="[d_head] query * key by dimension (sums to query . key)")
     score: float = Field(..., description="query . key * scale, the pre-softmax score")
     weight: float = Field(..., description="the attention weight of the pair (softmax over the keys the query sees)")
+    softcap: float | None = Field(None, description="the model's logit soft-cap c (Gemma 2), or null")
+    logit: float = Field(..., description="the logit the softmax reads: c tanh(score / c) with a soft-cap, else score")
 
 
 class QKTerm(BaseModel):

@@ -3,10 +3,14 @@ response models back, equal to the JSON sent; the heatmap shows the condensed ma
 score; the key-part bars are the largest shares; a bad pair is the API's 422."""
 
 import httpx
+import numpy as np
 import pytest
 
 from attnscope.frontend.api_client import ApiClient, ApiError
-from attnscope.frontend.qk_figures import key_parts_figure, qk_matrix_figure, qk_product_figure
+from attnscope.frontend.pages.explore_address import PARAMS, address_values
+from attnscope.frontend.pages.explore_qk import clicked_pair
+from attnscope.frontend.qk_figures import head_composition_figure, key_parts_figure, qk_matrix_figure, qk_product_figure
+from attnscope.frontend.url_state import parse_query, query_string
 from attnscope.server.schemas import CompositionPublic, QKPublic
 
 
@@ -48,8 +52,44 @@ def test_qk_gives_the_qk_model_and_its_figures(qk, api_url):
 
 def test_composition_and_a_bad_pair(client, qk):
     run, _ = qk
-    comp = client.composition("minilm", "v")
-    assert isinstance(comp, CompositionPublic) and comp.n_layers == 6 and comp.n_heads == 12
+    post = client.composition("minilm", "v")  # post-norm: read through the norms in between
+    assert isinstance(post, CompositionPublic) and post.n_layers == 6 and post.n_heads == 12
+    comp = client.composition("text-vanilla", "v")
+    assert isinstance(comp, CompositionPublic) and comp.n_layers >= 2
+    fig = head_composition_figure(comp, 1, 2)
+    heat = fig.data[0]
+    assert [list(r) for r in heat.z] == [[comp.scores[0][h][1][2] for h in range(comp.n_heads)]]
+    assert heat.zmin == 0 and "random" in fig.layout.title.text and "V-composition into L1H2" in fig.layout.title.text
+    assert "no earlier head" in head_composition_figure(comp, 0, 2).layout.title.text
     with pytest.raises(ApiError) as err:
         client.qk(run.id, layer=6, head=0, query=0, key=0)
     assert err.value.status == 422 and "0..5" in err.value.detail
+
+
+def test_a_click_on_the_head_detail_is_a_pair_in_range():
+    assert clicked_pair({"points": [{"x": 3, "y": 7}]}, 10, causal=False) == (7, 3)
+    assert clicked_pair({"points": [{"x": 7.5, "y": 3.5}]}, 10, causal=True) == (4, 4)  # a pooled cell: key <= query
+    assert clicked_pair({"points": [{"x": 40.0, "y": 40.0}]}, 10, causal=False) == (9, 9)
+    assert clicked_pair(None, 10, causal=False) is None and clicked_pair({"points": []}, 10, causal=True) is None
+
+
+def test_the_qk_view_lives_in_the_address(qk):
+    run, _ = qk
+    from attnscope.frontend.run_record import RunRecord
+
+    record = RunRecord.from_run(run)
+    values = address_values(record, {"layer": 3, "head": 2}, 3, "global", "none", None, None, None, (4, None, "v"))
+    state, problems = parse_query(dict(p.split("=") for p in query_string(values, PARAMS)[1:].split("&")), PARAMS)
+    assert problems == [] and state["qk_query"] == 4 and state["qk_mode"] == "v" and state.get("qk_key") is None
+
+
+def test_the_strongest_key_reads_one_row_and_leaves_hidden_keys_out(client, qk):
+    from attnscope.frontend.pages.explore_qk import strongest_key
+    from attnscope.frontend.run_record import RunRecord
+
+    run, _ = qk
+    record = RunRecord.from_run(run)
+    row = client.attention(run.id, 3, 2, encoding="json")[4]
+    order = [int(k) for k in np.argsort(-row)]
+    assert strongest_key(client, record, 3, 2, 4) == order[0]
+    assert strongest_key(client, record, 3, 2, 4, hidden=[order[0]]) == order[1]

@@ -76,3 +76,21 @@ def test_baseline_is_scale_free_and_near_its_size():
         assert torch.allclose(one.scores[mode], two.scores[mode])
     assert base["k"][0] == pytest.approx(random_baseline(64, 8, samples=64, seed=0)["k"][0])
     assert math.isfinite(base["q"][0])
+
+
+def test_a_map_between_writer_and_reader_is_honoured_and_scale_free():
+    """Post-norm: what layer a writes reaches layer b through ``between(a, b)``; the factored scores equal
+    the full products through it, and scaling the map (a dropped norm divisor) changes nothing."""
+    g = torch.Generator().manual_seed(4)
+    layers = [_layer(g, gain=False) for _ in range(3)]
+    maps = {(a, b): torch.randn(D_MODEL, D_MODEL, generator=g, dtype=torch.float64) for a in range(3) for b in range(3)}
+    comp = composition_scores(layers, samples=2, between=lambda a, b: maps[a, b])
+    scaled = composition_scores(layers, samples=2, between=lambda a, b: 5.0 * maps[a, b])
+    for mode in ("q", "k", "v"):
+        s = comp.scores[mode]
+        assert torch.allclose(s, scaled.scores[mode])
+        for a, b in [(0, 1), (0, 2), (1, 2)]:
+            for src, dst in [(0, 0), (1, 3), (3, 2)]:
+                ref = direct_score(layers[a], src, layers[b], dst, mode, between=maps[a, b])
+                assert float(s[a, src, b, dst]) == pytest.approx(ref, rel=1e-6)
+        assert torch.all(s[2] == 0) and torch.all(s[1, :, :2] == 0)

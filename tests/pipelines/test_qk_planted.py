@@ -106,3 +106,17 @@ def test_composition_finds_the_planted_k_composition():
     assert k[0, 0, 1, 0] > mean + 5 * std
     assert abs(float(k[0, 1, 1, 0]) - mean) < 4 * std  # the random distractor composes as random heads do
     assert torch.all(k[1] == 0) and torch.all(k[:, :, 0] == 0)  # only later layers are destinations
+
+
+def test_a_norm_between_that_keeps_or_drops_the_planted_subspace():
+    """Post-norm bookkeeping: the planted K-composition read through a gain that scales the previous-token
+    dimensions keeps its score (scale-free), and through one that zeroes them it is gone."""
+    layer0, layer1, _ = _weights()
+    prev = torch.zeros(D_MODEL, dtype=torch.float64)
+    prev[PREV] = 1.0  # the previous-token subspace L0H0 writes
+    keep = torch.diag(1.0 + 2.0 * prev)
+    drop = torch.diag(1.0 - prev)
+    kept = composition_scores([layer0, layer1], samples=4, between=lambda a, b: keep).scores["k"]
+    dropped = composition_scores([layer0, layer1], samples=4, between=lambda a, b: drop).scores["k"]
+    assert float(kept[0, 0, 1, 0]) == pytest.approx(V**-0.5, rel=1e-6)
+    assert float(dropped[0, 0, 1, 0]) < 1e-9

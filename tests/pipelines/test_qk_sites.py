@@ -148,3 +148,35 @@ def test_composition_cache_keeps_one_result_per_model_and_mode():
     cache.get(backend, "q")  # the third entry evicts the least recently used ("k")
     assert cache.get(backend, "v") is v and cache.get(backend, "k") is not k
     assert torch.equal(cache.get(backend, "k").scores["k"], k.scores["k"])
+
+
+def test_minilm_post_norm_composition_equals_full_products_from_its_modules(minilm):
+    """Post-norm: what a head of layer a writes reaches layer b through the LayerNorms of blocks a..b-1
+    (``C diag(gamma)`` each, divisors dropped); checked against the full ``[d_model, d_model]`` matrices
+    built here from the BERT modules themselves, not from ``Sites``."""
+    comp = sites_composition(minilm, samples=4)
+    layers = minilm.model.base_model.encoder.layer
+    d, dh = 384, 32
+    centre = torch.eye(d, dtype=torch.float64) - 1.0 / d
+
+    def ln(module):
+        return centre @ torch.diag(module.weight.detach().double())
+
+    def rows(lin, h):  # the head's slice of an nn.Linear as a [d_model, d_head] row-convention map
+        return lin.weight.detach().double()[h * dh : (h + 1) * dh].T
+
+    fro = torch.linalg.matrix_norm
+    for a, src, b, dst in [(0, 3, 1, 5), (1, 0, 4, 11), (2, 7, 3, 2)]:
+        path = torch.eye(d, dtype=torch.float64)
+        for k in range(a, b):
+            path = path @ ln(layers[k].attention.output.LayerNorm) @ ln(layers[k].output.LayerNorm)
+        sa, sb = layers[a].attention, layers[b].attention
+        w_o = sa.output.dense.weight.detach().double()[:, src * dh : (src + 1) * dh].T  # [d_head, d_model]
+        ov = rows(sa.self.value, src) @ w_o @ path
+        qk = rows(sb.self.query, dst) @ rows(sb.self.key, dst).T
+        w_o_b = sb.output.dense.weight.detach().double()[:, dst * dh : (dst + 1) * dh].T
+        ov_b = rows(sb.self.value, dst) @ w_o_b
+        for mode, right in (("q", qk), ("k", qk.T), ("v", ov_b)):
+            ref = float(fro(ov @ right) / fro(ov) / fro(right))
+            assert float(comp.scores[mode][a, src, b, dst]) == pytest.approx(ref, rel=1e-4)
+    assert float(comp.scores["k"].max()) > comp.baseline["k"][0] + 10 * comp.baseline["k"][1]

@@ -1,10 +1,13 @@
 """Why a head attends, over HTTP on a real API server: for tiny random causal LMs of every family with a
 ``Sites`` entry (Llama and Qwen2 with RoPE and grouped-query heads, Mistral with a sliding window, GPT-2
-with LayerNorm and fused projections) and MiniLM (post-norm encoder), the terms of ``GET /runs/{id}/qk``
+with LayerNorm and fused projections, Gemma 2 with (1 + weight) and sandwich norms and a logit soft-cap, Phi
+with partial rotary and a parallel MLP) and MiniLM (post-norm encoder), the terms of ``GET /runs/{id}/qk``
 sum to its score and its weight equals the served attention row; composition scores; and every bad
 request a 422 naming the range or the missing part."""
 
 from __future__ import annotations
+
+import math
 
 import httpx
 import pytest
@@ -34,7 +37,9 @@ def _qk(api, run, **params):
     return api.get(f"/runs/{run['id']}/qk", params=params)
 
 
-@pytest.mark.parametrize("model", ["local:llama", "local:qwen2", "local:mistral", "local:gpt2", "minilm"])
+@pytest.mark.parametrize(
+    "model", ["local:llama", "local:qwen2", "local:mistral", "local:gpt2", "local:gemma2", "local:phi", "minilm"]
+)
 def test_terms_sum_to_the_score_and_the_weight_is_the_served_one(api, model):
     run = _run(api, model)
     n = len(run["tokens"])
@@ -50,7 +55,12 @@ def test_terms_sum_to_the_score_and_the_weight_is_the_served_one(api, model):
         assert att["conservation_error"] < 1e-4 and att["residual_error"] < 1e-3
         assert view["weight"] == pytest.approx(rows[layer][3][key], abs=1e-4)
         assert len(att["query_parts"]) <= 9 and len(view["product"]) == len(view["query"])
-        assert body["kv_head"] == (1 if causal and model != "local:gpt2" else 3)
+        assert body["kv_head"] == (1 if model in ("local:llama", "local:qwen2", "local:mistral", "local:gemma2") else 3)
+        assert any(abs(v) > 1e-3 for v in view["query"]) and any(abs(v) > 1e-3 for v in view["key"])
+        cap = view["softcap"]
+        assert cap == (2.0 if model == "local:gemma2" else None)
+        expected = view["score"] if cap is None else cap * math.tanh(view["score"] / cap)
+        assert view["logit"] == pytest.approx(expected, abs=1e-6)
         if layer == 1:
             assert "L0H2" in att["key_totals"] and "MLP0" in att["key_totals"] and "emb" in att["key_totals"]
 
@@ -82,3 +92,10 @@ def test_composition_scores_of_a_model(api):
     assert max(s[0][h][1][g] for h in range(4) for g in range(4)) == pytest.approx(body["layer_max"][0][1])
     assert 0 < body["baseline_mean"] < 1 and body["baseline_std"] > 0
     assert api.get("/models/local:llama/composition", params={"mode": "x"}).status_code == 422
+
+
+def test_composition_of_a_post_norm_model_reads_through_its_norms(api):
+    body = api.get("/models/minilm/composition", params={"mode": "k"}).json()
+    assert body["n_layers"] == 6 and body["n_heads"] == 12
+    assert body["layer_max"][0][5] > body["baseline_mean"] + 5 * body["baseline_std"]
+    assert all(body["scores"][5][h][g][k] == 0 for h in range(12) for g in range(6) for k in range(12))
