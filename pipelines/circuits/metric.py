@@ -38,7 +38,7 @@ class CircuitMetric:
     def __call__(self, logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         """Scalar: the metric of ``logits [batch, pos, vocab]`` on inputs ``ids [batch, pos]``."""
         n = logits.shape[1]
-        logits = logits.float()
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
         if self.kind == "loss":
             pos = torch.as_tensor(self.positions or range(n - 1), device=logits.device) % n
             logp = torch.log_softmax(logits[:, pos], -1)

@@ -58,7 +58,7 @@ def prepare(model, sites: Sites, clean_ids, corrupted_ids, metric: CircuitMetric
     metric.check(clean_ids.shape[0], clean_ids.shape[1])
     clean, params = record_params(model, sites, clean_ids)
     with torch.no_grad():
-        corrupted, _ = run_graph(model, sites, corrupted_ids, params=params)
+        corrupted, _ = run_graph(model, sites, corrupted_ids, params=params, check=True)
         m_clean, m_corr = float(metric(clean.logits, clean_ids)), float(metric(corrupted.logits, clean_ids))
     return Prepared(
         model, sites, Graph.of(sites), metric, clean_ids, corrupted_ids, params, clean, corrupted, m_clean, m_corr

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnscope.models.attention_fn import QKRecorder, explicit_attention
+from attnscope.models.attention_fn import QKRecorder
 from attnscope.models.session import session
 from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.pipelines.circuits.graph import check_sites
@@ -66,10 +66,33 @@ def heads_from_inputs(sites: Sites, layer: int, xq, xk, xv, params: AttnParams) 
     if blk.rope is not None:
         pos = torch.arange(xq.shape[1], device=xq.device)[None].expand(xq.shape[0], -1)
         q, k = blk.rope.apply(q, k, pos)
-    out, _ = explicit_attention(
-        blk.attn, q, k, v, params.mask, params.is_causal, params.scale, params.softcap, params.sinks
-    )
-    return out  # [b, p, head, d_head]
+    return attend(q, k, v, params)  # [b, p, head, d_head]
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, params: AttnParams) -> torch.Tensor:
+    """``q [b, head, pos, e]``, ``k``/``v [b, kv_head, pos, e]`` -> ``z [b, pos, head, e]``: the steps of
+    ``attention_fn.explicit_attention`` in float32 or wider (float64 stays float64, so the finite-
+    difference checks of the tests are exact to its precision)."""
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    n_rep = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(n_rep, dim=1).to(dtype)
+    v = v.repeat_interleave(n_rep, dim=1).to(dtype)
+    logits = torch.matmul(q.to(dtype), k.transpose(2, 3)) * params.scale
+    if params.softcap is not None:
+        logits = params.softcap * torch.tanh(logits / params.softcap)
+    mask = params.mask
+    if mask is not None:
+        logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask.to(dtype)
+    elif params.is_causal and q.shape[2] > 1:
+        allowed = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril(k.shape[2] - q.shape[2])
+        logits = logits.masked_fill(~allowed, float("-inf"))
+    if params.sinks is not None:
+        sink = params.sinks.to(dtype).reshape(1, -1, 1, 1).expand(logits.shape[0], -1, logits.shape[2], 1)
+        probs = torch.softmax(torch.cat([logits, sink], dim=-1), dim=-1)[..., :-1]
+    else:
+        probs = torch.softmax(logits, dim=-1)
+    probs = torch.nan_to_num(probs, nan=0.0)
+    return torch.matmul(probs, v).transpose(1, 2).to(q.dtype)
 
 
 @dataclass
