@@ -59,7 +59,7 @@ def induction_pairs(
     head = [] if bos is None else [torch.full((n, 1), bos)]
     clean = torch.cat([*head, seq, seq], 1)
     corrupted = torch.cat([*head, seq, other], 1)
-    first = clean.shape[1] - half - 1  # predicting the second copy's tokens from position first on
+    first = clean.shape[1] - half  # the second copy's first token: from it on, the next token is inducible
     positions = tuple(range(first, clean.shape[1] - 1))
     return PairSet("induction", clean, corrupted, CircuitMetric("loss", positions=positions))
 

@@ -229,4 +229,4 @@ def test_induction_pairs_are_seeded_and_aligned():
     assert a.clean.shape == a.corrupted.shape == (3, 11)
     assert torch.equal(a.clean[:, 1:6], a.clean[:, 6:])
     assert torch.equal(a.clean[:, :6], a.corrupted[:, :6])
-    assert a.metric.positions == tuple(range(5, 10))
+    assert a.metric.positions == tuple(range(6, 10))  # positions 6..9 predict the copy's tokens 7..10
