@@ -22,7 +22,7 @@ from attnscope.pipelines.circuits.tasks import induction_pairs
 
 def main() -> None:
     backend = load_model("smollm2", device="cpu")
-    pairs = induction_pairs(backend.model.config.vocab_size, n=1, half=15, seed=0, bos=1, low=1000)
+    pairs = induction_pairs(backend.model.config.vocab_size, n=1, half=15, seed=0, bos=0, low=1000)
     t0 = time.perf_counter()
     prep = prepare(backend.model, backend.sites, pairs.clean, pairs.corrupted, pairs.metric)
     t1 = time.perf_counter()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def prep(smollm2):
-    pairs = induction_pairs(smollm2.model.config.vocab_size, n=1, half=10, seed=0, bos=1, low=1000)
+    pairs = induction_pairs(smollm2.model.config.vocab_size, n=1, half=10, seed=0, bos=0, low=1000)
     return prepare(smollm2.model, smollm2.sites, pairs.clean, pairs.corrupted, pairs.metric)
 
 
