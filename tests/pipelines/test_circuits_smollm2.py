@@ -38,3 +38,24 @@ def test_eap_ranks_agree_with_exact_patching(prep):
     assert agree.spearman > 0.3, agree
     signs = np.sign(agree.attributed) == np.sign(agree.exact)
     assert signs.mean() >= 0.7, agree
+
+
+def test_capital_pairs_keep_only_what_the_model_gets_right(smollm2):
+    from attnscope.pipelines.circuits.tasks import CAPITALS, capital_pairs
+
+    tok = smollm2.tokenizer
+
+    def encode(text):
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    def predict(ids):
+        with torch.no_grad():
+            return int(smollm2.model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].argmax())
+
+    pairs = capital_pairs(encode, predict)
+    n = pairs.clean.shape[0]
+    assert 3 <= n <= len(CAPITALS) and pairs.clean.shape == pairs.corrupted.shape
+    for row, (right, wrong) in zip(pairs.clean.tolist(), pairs.metric.answers, strict=True):
+        assert predict(row) == right != wrong
+    prep = prepare(smollm2.model, smollm2.sites, pairs.clean, pairs.corrupted, pairs.metric)
+    assert prep.m_clean > prep.m_corrupted  # the right capital wins on its own country only

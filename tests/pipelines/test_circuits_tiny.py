@@ -230,3 +230,24 @@ def test_induction_pairs_are_seeded_and_aligned():
     assert torch.equal(a.clean[:, 1:6], a.clean[:, 6:])
     assert torch.equal(a.clean[:, :6], a.corrupted[:, :6])
     assert a.metric.positions == tuple(range(6, 10))  # positions 6..9 predict the copy's tokens 7..10
+
+
+def test_concurrent_requests_do_not_interfere():
+    """Each pass's hooks live in its own session (a ContextVar): EAP and exact patches of two pairs run
+    on two threads at once equal their sequential values."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model, sites = _model("llama")
+    pairs = [_pair(11), _pair(12)]
+
+    def work(pair):
+        p = prepare(model, sites, *pair, METRIC)
+        return eap(p), patch_edge(p, 0, p.graph.receiver(1, "k", 0)), run_circuit(p, top_edges(eap(p), k=5))
+
+    sequential = [work(pair) for pair in pairs]
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            concurrent = list(pool.map(work, pairs))
+            for (s1, e1, c1), (s2, e2, c2) in zip(sequential, concurrent, strict=True):
+                np.testing.assert_array_equal(s1, s2)
+                assert e1 == e2 and c1 == c2
