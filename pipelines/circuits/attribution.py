@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnscope.pipelines.circuits.graph import PARTS, CircuitInputError
+from attnscope.pipelines.circuits.graph import CircuitInputError
 from attnscope.pipelines.circuits.patching import Prepared
 from attnscope.pipelines.circuits.stream import run_graph
 
@@ -95,6 +95,3 @@ def eap_ig(prep: Prepared, steps: int = 5) -> np.ndarray:
         grads = receiver_grads(prep, prep.clean_ids, extra_hooks=(hook,))
         total = grads if total is None else total + grads
     return _scores(prep, prep.corrupted.senders - prep.clean.senders, total / steps)
-
-
-__all__ = ["PARTS", "eap", "eap_ig", "receiver_grads"]

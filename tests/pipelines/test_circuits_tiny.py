@@ -251,3 +251,21 @@ def test_concurrent_requests_do_not_interfere():
             for (s1, e1, c1), (s2, e2, c2) in zip(sequential, concurrent, strict=True):
                 np.testing.assert_array_equal(s1, s2)
                 assert e1 == e2 and c1 == c2
+
+
+@pytest.mark.parametrize("metric", [CircuitMetric("loss"), CircuitMetric("answer_prob", (4, 9), ((3, 7),))])
+def test_the_other_metrics_are_differentiated_exactly(metric):
+    """GPT-2 (float64 throughout): EAP of the loss and of the answer's probability at two positions
+    equals the central difference of exact patching, and the circuit runs reduce."""
+    model, sites = _model("gpt2")
+    p = prepare(model, sites, *_pair(4), metric)
+    g, eps = p.graph, 1e-5
+    s, r = g.head_sender(0, 2), g.receiver(1, "q", 3)
+    delta = p.corrupted.senders[s] - p.clean.senders[s]
+    ms = []
+    for sign in (1, -1):
+        with torch.no_grad():
+            out, _ = run_graph(model, sites, p.clean_ids, fixed_delta(g, r, sign * eps * delta), p.params)
+        ms.append(float(metric(out.logits, p.clean_ids)))
+    assert eap(p)[s, r] == pytest.approx((ms[0] - ms[1]) / (2 * eps), rel=1e-4, abs=1e-12)
+    assert run_circuit(p, g.valid()) == pytest.approx(p.m_clean, abs=1e-12)
