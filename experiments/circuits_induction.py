@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         counts.update(f"{sn[s]} -> {rn[r]}" for s, r in heads)
         rows.append({"seed": seed, "m_clean": prep.m_clean, "m_corrupted": prep.m_corrupted,
                      "spearman_eap": a_eap.spearman, "spearman_eap_ig": a_ig.spearman,
-                     "curve": curve, "top_head_edges": [f"{sn[s]} -> {rn[r]}" for s, r in heads]})  # fmt: skip
+                     "curve": curve, "top_edges": [f"{sn[s]} -> {rn[r]}" for s, r in ranked_edges(s_eap)[:10]],
+                     "top_head_edges": [f"{sn[s]} -> {rn[r]}" for s, r in heads]})  # fmt: skip
         sys.stderr.write(f"pair {seed}: rho EAP {a_eap.spearman:.3f}, EAP-IG {a_ig.spearman:.3f}\n")
 
     def iv(vals):
