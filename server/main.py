@@ -31,6 +31,7 @@ from attnscope.server.middleware import install_middleware
 from attnscope.server.request_executor import HeavyExecutor
 from attnscope.server.routes import (
     attention,
+    circuits,
     compare,
     datasets,
     faithfulness,
@@ -154,5 +155,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(qk.runs_router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(qk.models_router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(writes.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(circuits.router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app, token=bool(settings.api_token))
     return app

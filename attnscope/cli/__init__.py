@@ -11,6 +11,8 @@
     attnscope qk-induction --model smollm2 --out results/qk/smollm2-induction.json   # why they attend
     attnscope lens --text "The capital of France is" --target " Paris"   # the logit lens, layer by layer
     attnscope attribute --text "The capital of France is"   # which heads and MLPs write the next token
+    attnscope circuit --clean "The capital of France is" --corrupted "The capital of Italy is" \
+        --answer " Paris" --wrong " Rome" --check 20   # EAP circuit, faithfulness, exact re-check
 
 Every option also reads an environment variable (shown in ``--help``; read through the server's
 ``Settings``) so containers can be configured without flags.
@@ -25,7 +27,7 @@ import sys
 
 from pydantic import ValidationError
 
-from attnscope.cli import data, datasets, faithfulness, heads, serve, writes
+from attnscope.cli import circuits, data, datasets, faithfulness, heads, serve, writes
 
 # each subcommand's module: its parsers and what runs them
 _COMMANDS = {
@@ -41,6 +43,7 @@ _COMMANDS = {
     "qk-induction": heads,
     "lens": writes,
     "attribute": writes,
+    "circuit": circuits,
 }
 
 

@@ -1,0 +1,78 @@
+"""Circuits of a clean/corrupted text pair: ``POST /circuits`` (EAP or EAP-IG over every edge, the
+top edges, faithfulness, exact re-check) and ``POST /circuits/path-patch`` (one edge, exactly); the
+work is in ``attnscope.pipelines.circuits.texts``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
+from attnscope.pipelines.circuits.texts import circuit_of_texts, edge_of_texts
+from attnscope.server.deps import ServiceDep
+from attnscope.server.errors import ApiError, error_responses
+from attnscope.server.request_executor import heavy
+from attnscope.server.schemas.circuits import (
+    CheckedEdge,
+    CircuitCreate,
+    CircuitEdge,
+    CircuitPublic,
+    CurvePoint,
+    PathPatchCreate,
+    PathPatchPublic,
+)
+
+router = APIRouter(prefix="/circuits", tags=["circuits"])
+ERRORS = error_responses(
+    404,
+    {
+        422: "the request does not fit the model: texts of different token lengths, an answer that is not one "
+        "token, an unknown sender or receiver, a pair that is not an edge, a model without the anatomy circuits "
+        "need (the detail names what to change)"
+    },
+)
+
+
+def _invalid(exc: Exception) -> ApiError:
+    return ApiError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
+
+
+@router.post("", response_model=CircuitPublic, responses=ERRORS, summary="A circuit of a clean/corrupted pair")
+@heavy
+def create_circuit(body: CircuitCreate, service: ServiceDep) -> CircuitPublic:
+    backend = service.models.get(body.model)
+    try:
+        res = circuit_of_texts(
+            backend, body.clean, body.corrupted, body.metric, body.answer, body.wrong, body.method, body.steps,
+            body.k, body.n_check, body.curve_points,
+        )  # fmt: skip
+    except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+        raise _invalid(exc) from None
+    return CircuitPublic(
+        method=res.method,
+        steps=res.steps,
+        n_senders=len(res.senders),
+        n_receivers=len(res.receivers),
+        n_edges=res.n_edges,
+        edges=[CircuitEdge(sender=s, receiver=r, score=v) for s, r, v in res.edges],
+        m_clean=res.m_clean,
+        m_corrupted=res.m_corrupted,
+        m_circuit=res.m_circuit,
+        faithfulness=res.faithfulness,
+        curve=[CurvePoint(k=k, faithfulness=f) for k, f in res.curve],
+        check_spearman=res.check_spearman,
+        check=[CheckedEdge(sender=s, receiver=r, score=a, exact=e) for s, r, a, e in res.check],
+    )
+
+
+@router.post("/path-patch", response_model=PathPatchPublic, responses=ERRORS, summary="Exact path patching of one edge")
+@heavy
+def create_path_patch(body: PathPatchCreate, service: ServiceDep) -> PathPatchPublic:
+    backend = service.models.get(body.model)
+    try:
+        res = edge_of_texts(
+            backend, body.clean, body.corrupted, body.sender, body.receiver, body.direction, body.metric,
+            body.answer, body.wrong,
+        )  # fmt: skip
+    except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+        raise _invalid(exc) from None
+    return PathPatchPublic(**res.__dict__)

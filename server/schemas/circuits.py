@@ -1,0 +1,87 @@
+"""Schemas of the circuit routes (``docs/methods/circuits.md``): one exact path-patching query and a
+circuit (EAP / EAP-IG scores, top edges, faithfulness, exact re-check) for a clean/corrupted text pair.
+Pure pydantic; texts, edge counts, steps and re-checks are bounded."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_CIRCUIT_TEXT = 1000
+MAX_CIRCUIT_EDGES = 500
+MAX_CIRCUIT_CHECK = 100
+MAX_IG_STEPS_API = 16
+MAX_CURVE_POINTS = 11
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str = Field(..., min_length=1, max_length=100, description="a causal LM of GET /api/v1/models")
+    clean: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT)
+    corrupted: str = Field(
+        ..., min_length=1, max_length=MAX_CIRCUIT_TEXT, description="the same number of tokens as clean"
+    )
+    metric: Literal["answer_logit_diff", "answer_prob", "loss"] = "answer_logit_diff"
+    answer: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Paris'")
+    wrong: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Rome'")
+
+
+class CircuitCreate(_Body):
+    method: Literal["eap", "eap-ig"] = "eap"
+    steps: int = Field(5, ge=1, le=MAX_IG_STEPS_API, description="EAP-IG interpolation steps")
+    k: int = Field(50, ge=1, le=MAX_CIRCUIT_EDGES, description="edges kept in the circuit")
+    n_check: int = Field(0, ge=0, le=MAX_CIRCUIT_CHECK, description="top edges re-checked by exact patching")
+    curve_points: int = Field(5, ge=2, le=MAX_CURVE_POINTS, description="points of the faithfulness curve")
+
+
+class CircuitEdge(BaseModel):
+    sender: str
+    receiver: str
+    score: float
+
+
+class CheckedEdge(BaseModel):
+    sender: str
+    receiver: str
+    score: float
+    exact: float = Field(..., description="the exact noising effect M(patched) - M(clean)")
+
+
+class CurvePoint(BaseModel):
+    k: int
+    faithfulness: float
+
+
+class CircuitPublic(BaseModel):
+    method: str
+    steps: int | None
+    n_senders: int
+    n_receivers: int
+    n_edges: int = Field(..., description="edges of the whole graph (k/v receivers are key/value heads)")
+    edges: list[CircuitEdge] = Field(..., description="the kept edges, by decreasing |score|")
+    m_clean: float
+    m_corrupted: float
+    m_circuit: float
+    faithfulness: float = Field(..., description="(M(circuit) - M(corrupted)) / (M(clean) - M(corrupted))")
+    curve: list[CurvePoint]
+    check_spearman: float | None
+    check: list[CheckedEdge]
+
+
+class PathPatchCreate(_Body):
+    sender: str = Field(..., max_length=32, description="E, a<layer>.h<head> or m<layer>")
+    receiver: str = Field(
+        ..., max_length=32, description="a<layer>.h<head><q|k|v>, a<layer>.g<kv head><k|v>, m<layer> or logits"
+    )
+    direction: Literal["noising", "denoising"] = "noising"
+
+
+class PathPatchPublic(BaseModel):
+    sender: str
+    receiver: str = Field(..., description="the receiver as the graph names it (k/v: the key/value head)")
+    direction: str
+    effect: float = Field(..., description="M(patched) - M(base)")
+    eap: float = Field(..., description="the EAP score of the edge (its first-order estimate)")
+    m_clean: float
+    m_corrupted: float
