@@ -82,3 +82,12 @@ def test_composition_scores_of_a_model(api):
     assert max(s[0][h][1][g] for h in range(4) for g in range(4)) == pytest.approx(body["layer_max"][0][1])
     assert 0 < body["baseline_mean"] < 1 and body["baseline_std"] > 0
     assert api.get("/models/local:llama/composition", params={"mode": "x"}).status_code == 422
+
+
+def test_a_family_without_sites_is_a_422_from_the_global_handler(api):
+    """``SitesUnavailableError`` reaches ``server/errors.py`` (the route catches nothing): 422, code
+    ``invalid``, the detail naming the family's missing parts."""
+    r = api.get("/models/san-pairwise/composition", params={"mode": "k"})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["code"] == "invalid" and "zoo-san" in body["detail"], body
