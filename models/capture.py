@@ -42,11 +42,6 @@ def encode_batch(loaded: Backend, texts: list[str]) -> dict[str, torch.Tensor]:
     return loaded.model_inputs([loaded.encode_text(t) for t in texts])
 
 
-# The old name; its last caller is pipelines/layers.py (rebuilt on Sites, issue #22): delete with that use.
-# ``encode_text`` is the backend's: ``Backend.encode_text(text, truncate) -> ModelInput``.
-encode_text = encode_batch
-
-
 def capture_encoded(loaded: Backend, enc: dict[str, torch.Tensor], hidden_states: bool = True) -> list[Capture]:
     """Capture an already tokenised, padded batch of a Hugging Face encoder in one forward pass;
     each result is cut to its own length (padding keys removed and rows renormalised)."""

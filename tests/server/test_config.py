@@ -97,11 +97,10 @@ def test_a_malformed_variable_names_itself(clean_env):
         Settings(heavy_workers=0)
 
 
-# where torch's thread count may be set: API start-up, a Ray actor's start, the training and experiment commands;
-# pipelines/lipschitz.py's torch_threads until its last caller (pipelines/shared_block.py) drops it (issue #22)
+# where torch's thread count may be set: API start-up, a Ray actor's start, the training and experiment commands
 THREAD_SETTERS = {
     "server/main.py", "server/jobs/ray_shards.py", "pipelines/train.py", "pipelines/finetune.py",
-    "experiments/__main__.py", "pipelines/lipschitz.py",
+    "experiments/__main__.py",
 }  # fmt: skip
 
 
