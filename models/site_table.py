@@ -183,10 +183,10 @@ FAMILIES: dict[str, Family] = {
     "dinov2": Family(
         blocks="encoder.layer",
         attn="attention",
-        q="attention.attention.query",
-        k="attention.attention.key",
-        v="attention.attention.value",
-        o="attention.output.dense",
+        q="attention.q_proj",  # transformers 5's Dinov2Attention (the registry's Dinov2Model)
+        k="attention.k_proj",
+        v="attention.v_proj",
+        o="attention.o_proj",
         attn_out="layer_scale1",
         out_scale="layer_scale1.lambda1",
         mlp_out="layer_scale2",

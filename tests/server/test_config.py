@@ -20,10 +20,10 @@ NAMES = [
 ]  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
 # the settings classes; the container health check (standard library only); the data folder's data_dir()
-# (issue #30 gives it a setting); the zoo's DINOv2 cache folder (models/zoo: to read model_settings().cache_dir)
+# (issue #30 gives it a setting)
 READERS = {
     "models/settings.py", "server/config.py", "deploy/healthcheck.py",
-    "models/zoo/data.py", "pipelines/datasets.py", "server/db/engine.py", "models/zoo/dinov2.py",
+    "models/zoo/data.py", "pipelines/datasets.py", "server/db/engine.py",
 }  # fmt: skip
 ENV_READ = re.compile(r"""(environ(\.get)?\s*[(\[]|getenv\()\s*f?["']ATTNSCOPE_""")
 
