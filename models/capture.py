@@ -78,10 +78,10 @@ def capture(loaded: Backend, text: str, hidden_states: bool = True) -> Capture:
 
 def capture_prompt(loaded: Backend, text: str, generate: GenerateOptions | None = None, chat: bool = False) -> Capture:
     """What an interactive run shows. Every model: the maps and output of ``text``. A causal LM
-    (a backend with ``generate``) adds a short greedy ``continuation``; with ``generate`` its maps
+    (a backend with a ``generator``) adds a short greedy ``continuation``; with ``generate`` its maps
     cover prompt + generated tokens and the output holds the ``generation``; with ``chat`` the text
     is one user message in the model's chat template. Other models refuse both options."""
-    generator = getattr(loaded, "generate", None)
+    generator = loaded.generator
     if (generate is not None or chat) and generator is None:
         raise NotAGeneratorError(
             f"model {loaded.spec.name!r} is a {loaded.spec.task} model: it does not generate text and has no "
@@ -90,9 +90,9 @@ def capture_prompt(loaded: Backend, text: str, generate: GenerateOptions | None 
     if generator is None:
         return capture(loaded, text)
     loaded.check_modality("text")
-    inp = loaded.encode_chat(text) if chat else loaded.encode_text(text)
+    inp = generator.encode_chat(text) if chat else loaded.encode_text(text)
     if generate is not None:
-        return generator(inp, generate)
+        return generator.generate(inp, generate)
     cap = loaded.run(inp)
-    cap.output["continuation"] = loaded.continuation(inp)
+    cap.output["continuation"] = generator.continuation(inp)
     return cap

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.backends.generation import Generator
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
 from attnscope.models.outputs import BatchOutput
 from attnscope.models.registry import require_modality
@@ -152,6 +153,7 @@ class Backend(Protocol):
     attention: AttentionConfig
     tokenizer: TextTokenizer | None
     classifier: torch.nn.Module | None
+    generator: Generator | None  # a causal LM's text generation; None for other models
 
     @property
     def n_layers(self) -> int: ...
@@ -202,6 +204,7 @@ class BackendBase:
     attention: AttentionConfig
     tokenizer: TextTokenizer | None = None
     classifier: torch.nn.Module | None = None
+    generator: Generator | None = None
     _sites: Sites | None = None
     _sites_refusal: str | None = None
 

@@ -86,6 +86,7 @@ class HFCausalLMBackend(HFBackend):
         self.context = int(context)
         self.labels = None
         self.classifier = NextTokenClassifier(model)
+        self.generator = self  # the typed capability (``Generator``): chat, continuation, generate, token texts
         eos = getattr(model.generation_config, "eos_token_id", None) if hasattr(model, "generation_config") else None
         eos = eos if eos is not None else tokenizer.eos_token_id
         self.eos_ids = {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}

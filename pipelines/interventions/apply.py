@@ -190,8 +190,9 @@ def prediction(backend: Backend, out: Outputs, top: int = 5) -> dict:
         return {"kind": "embedding", "dim": int(out.embedding.shape[1]), "embedding": out.embedding[0].tolist()}
     lp = out.last_logprobs[0]
     order = [int(i) for i in np.argsort(-lp)[:top]]
-    labels = backend.labels_of(order) if hasattr(backend, "labels_of") else [str(i) for i in order]
-    text = getattr(backend, "text_of", str)
+    gen = backend.generator  # next-token outputs come from causal LMs, which have one
+    labels = gen.labels_of(order) if gen is not None else [str(i) for i in order]
+    text = gen.text_of if gen is not None else str
     tops = [{"token_id": i, "token": t, "text": text(i), "prob": float(np.exp(lp[i]))} for i, t in zip(order, labels)]
     best = tops[0]
     return {
