@@ -10,6 +10,8 @@ for a causal LM also a greedy continuation, or a generation with the attention o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
@@ -94,5 +96,5 @@ def capture_prompt(loaded: Backend, text: str, generate: GenerateOptions | None 
     if generate is not None:
         return generator.generate(inp, generate)
     cap = loaded.run(inp)
-    cap.output["continuation"] = generator.continuation(inp)
+    cap.output = replace(cap.output, continuation=generator.continuation(inp))
     return cap

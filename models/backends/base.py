@@ -33,7 +33,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.generation import Generator
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
-from attnscope.models.outputs import BatchOutput
+from attnscope.models.outputs import BatchOutput, ModelOutput
 from attnscope.models.registry import require_modality
 from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.models.spec import ModelSpec
@@ -103,6 +103,7 @@ class ModelInput:
 class Capture:
     """What one forward pass gives: maps, the model output, hidden states ``[layer+1, token, dim]``.
 
+    ``output``: ``Classification | Embedding | NextToken`` (``attnscope.models.outputs``).
     ``token_ids``: the raw ids behind ``maps.tokens`` (text models; None for images).
     ``extras``: model-specific arrays (conv-as-attention keeps its first layer's two outputs).
     ``attention``: the model's ``AttentionConfig`` (key/value heads, causal, ...).
@@ -113,7 +114,7 @@ class Capture:
     """
 
     maps: AttentionMaps
-    output: dict
+    output: ModelOutput
     hidden_states: np.ndarray | None = field(default=None, repr=False)
     extras: dict = field(default_factory=dict, repr=False)
     token_ids: tuple[int, ...] | None = None
