@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.models.backends.generation import Generator
+from attnscope.models.backends.generation import GenerateOptions
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
 from attnscope.models.outputs import BatchOutput, ModelOutput
 from attnscope.models.registry import require_modality
@@ -140,6 +140,21 @@ class TextTokenizer(Protocol):
     def __call__(self, text: Any, **kwargs) -> Any: ...
 
     def convert_ids_to_tokens(self, ids: Any) -> Any: ...
+
+
+class Generator(Protocol):
+    """A causal LM's text generation (``Backend.generator``; None for other models): a chat prompt,
+    a greedy continuation, a generation with every step's attention, a token's label and text."""
+
+    def encode_chat(self, text: str) -> ModelInput: ...
+
+    def continuation(self, inp: ModelInput) -> str: ...
+
+    def generate(self, inp: ModelInput, options: GenerateOptions, hidden_states: bool = True) -> Capture: ...
+
+    def labels_of(self, ids) -> tuple[str, ...]: ...
+
+    def text_of(self, token_id: int) -> str: ...
 
 
 @runtime_checkable

@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
-
-if TYPE_CHECKING:
-    from attnscope.models.backends.base import Capture, ModelInput
 
 MAX_NEW_TOKENS = 256  # the cap of one generation request
 MAX_TEMPERATURE = 10.0
@@ -167,19 +163,3 @@ def next_token_summary(
         nxt = torch.tensor(ids[1 : logp.shape[0]], dtype=torch.long)
         loss[:-1] = -logp[:-1].gather(1, nxt[:, None])[:, 0]
     return top.indices.numpy(), top.values.exp().numpy(), loss.numpy()
-
-
-class Generator(Protocol):
-    """What a model that writes text offers (``Backend.generator``; None for every other model):
-    a chat prompt, a short greedy continuation, a generation with the attention of every step, and
-    the readable label and decoded text of a token."""
-
-    def encode_chat(self, text: str) -> ModelInput: ...
-
-    def continuation(self, inp: ModelInput) -> str: ...
-
-    def generate(self, inp: ModelInput, options: GenerateOptions, hidden_states: bool = True) -> Capture: ...
-
-    def labels_of(self, ids) -> tuple[str, ...]: ...
-
-    def text_of(self, token_id: int) -> str: ...
