@@ -23,18 +23,16 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from attnscope.analysis.conv_likeness import conv_likeness
 from attnscope.analysis.evolution import evolution
 from attnscope.analysis.map_probe import probe_layers
 from attnscope.analysis.shift import scan_shifts
-from attnscope.models.backends.zoo import ZooBackend
 from attnscope.models.capture import capture_truncated
+from attnscope.models.interface import Backend
+from attnscope.models.loading import load_zoo_checkpoint
 from attnscope.models.zoo import data
-from attnscope.models.zoo.catalog import _spec
 from attnscope.models.zoo.configs import ZOO
-from attnscope.models.zoo.manifest import load_checkpoint, read_manifest
 from attnscope.pipelines.dataset_runs import pick_examples
 from attnscope.pipelines.map_probe_cnn import cnn_fit_score
 
@@ -48,17 +46,9 @@ GAUSS_RADIUS = 6
 PROBES = ("logistic", "cnn")
 
 
-def load_arm(name: str, root: Path) -> ZooBackend:
+def load_arm(name: str, root: Path) -> Backend:
     """Zoo model ``name`` from the checkpoint under ``root`` (refusing a mismatched architecture)."""
-    entry = ZOO[name]
-    manifest = read_manifest(name, root)
-    if manifest is None:
-        raise FileNotFoundError(f"no checkpoint of {name!r} under {root}; train it first")
-    arch = entry["arch"]
-    if entry["modality"] == "text":
-        arch = {**arch, "vocab_size": manifest["arch"]["vocab_size"]}
-    model, manifest = load_checkpoint(name, arch, root)
-    return ZooBackend(_spec(name, entry, manifest), model, manifest, torch.device("cpu"))
+    return load_zoo_checkpoint(name, root)
 
 
 def eval_set(modality: str, n: int = N_EVAL) -> tuple[list, np.ndarray]:
@@ -71,9 +61,9 @@ def eval_set(modality: str, n: int = N_EVAL) -> tuple[list, np.ndarray]:
     return [split.x[i] for i in idx], split.y[idx]
 
 
-def capture_maps(backend: ZooBackend, inputs: list) -> list:
+def capture_maps(backend: Backend, inputs: list) -> list:
     """``AttentionMaps`` of every input (texts cut to the model's limit)."""
-    if backend.arch["kind"] == "text":
+    if backend.spec.modality == "text":
         return [capture_truncated(backend, t).maps for t in inputs]
     return [backend.run(backend.encode_image(x), hidden_states=False).maps for x in inputs]
 
@@ -97,7 +87,7 @@ def probe(items: list, labels: np.ndarray, mode: str, classifier: str) -> dict:
     }
 
 
-def gaussian_likeness(backend: ZooBackend, digit: np.ndarray) -> list[dict]:
+def gaussian_likeness(backend: Backend, digit: np.ndarray) -> list[dict]:
     """Per layer: ``ConvLikeness.as_dict()`` of the layer's Gaussian heads (see module docstring)."""
     maps = backend.run(backend.encode_image(digit), hidden_states=False).maps
     scan = scan_shifts(maps, radius=GAUSS_RADIUS, workers=1)

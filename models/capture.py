@@ -10,6 +10,8 @@ for a causal LM also a greedy continuation, or a generation with the attention o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
@@ -40,11 +42,6 @@ def encode_batch(loaded: Backend, texts: list[str]) -> dict[str, torch.Tensor]:
     ``loaded.encode_text`` of each text (which checks emptiness and the token limit); for
     ``capture_encoded`` and forward hooks."""
     return loaded.model_inputs([loaded.encode_text(t) for t in texts])
-
-
-# The old name; its last caller is pipelines/layers.py (rebuilt on Sites, issue #22): delete with that use.
-# ``encode_text`` is the backend's: ``Backend.encode_text(text, truncate) -> ModelInput``.
-encode_text = encode_batch
 
 
 def capture_encoded(loaded: Backend, enc: dict[str, torch.Tensor], hidden_states: bool = True) -> list[Capture]:
@@ -83,10 +80,10 @@ def capture(loaded: Backend, text: str, hidden_states: bool = True) -> Capture:
 
 def capture_prompt(loaded: Backend, text: str, generate: GenerateOptions | None = None, chat: bool = False) -> Capture:
     """What an interactive run shows. Every model: the maps and output of ``text``. A causal LM
-    (a backend with ``generate``) adds a short greedy ``continuation``; with ``generate`` its maps
+    (a backend with a ``generator``) adds a short greedy ``continuation``; with ``generate`` its maps
     cover prompt + generated tokens and the output holds the ``generation``; with ``chat`` the text
     is one user message in the model's chat template. Other models refuse both options."""
-    generator = getattr(loaded, "generate", None)
+    generator = loaded.generator
     if (generate is not None or chat) and generator is None:
         raise NotAGeneratorError(
             f"model {loaded.spec.name!r} is a {loaded.spec.task} model: it does not generate text and has no "
@@ -95,9 +92,9 @@ def capture_prompt(loaded: Backend, text: str, generate: GenerateOptions | None 
     if generator is None:
         return capture(loaded, text)
     loaded.check_modality("text")
-    inp = loaded.encode_chat(text) if chat else loaded.encode_text(text)
+    inp = generator.encode_chat(text) if chat else loaded.encode_text(text)
     if generate is not None:
-        return generator(inp, generate)
+        return generator.generate(inp, generate)
     cap = loaded.run(inp)
-    cap.output["continuation"] = loaded.continuation(inp)
+    cap.output = replace(cap.output, continuation=generator.continuation(inp))
     return cap

@@ -4,7 +4,7 @@ never from ``attnscope.models.backends`` or the zoo's modules (an import-linter 
 ``pyproject.toml`` holds it)."""
 
 from attnscope.models.backends.base import AttentionConfig, Backend, Capture, ModelInput, TextTokenizer
-from attnscope.models.outputs import BatchOutput
+from attnscope.models.outputs import BatchOutput, Classification, Embedding, ModelOutput, NextToken
 from attnscope.models.sites import BlockSites, Norm, Rope, SiteOutOfRangeError, Sites, SitesUnavailableError, Unembed
 
 __all__ = [
@@ -13,7 +13,11 @@ __all__ = [
     "BatchOutput",
     "BlockSites",
     "Capture",
+    "Classification",
+    "Embedding",
     "ModelInput",
+    "ModelOutput",
+    "NextToken",
     "Norm",
     "Rope",
     "SiteOutOfRangeError",

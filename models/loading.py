@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from pathlib import Path
 
 import torch
 from cachetools import LRUCache
@@ -32,11 +33,6 @@ log = logging.getLogger(__name__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded at run time
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-# The old name of a loaded model; only pipelines/layers.py, fixed_key_block.py and shared_block.py still use it
-# (being rebuilt on Sites, issue #22): delete this line once they import Backend.
-LoadedModel = Backend
-
 
 CAPTURES = ("lazy", "eager")
 
@@ -135,19 +131,33 @@ def load_hf_causal_lm(spec: ModelSpec, device: torch.device, capture: str | None
     return HFCausalLMBackend(spec, model, tokenizer, device, context, min(spec.max_tokens, context), mode, reason)
 
 
-def load_zoo(spec: ModelSpec, device: torch.device):
-    """A zoo checkpoint (refusing mismatched manifests or shapes)."""
+def load_zoo(spec: ModelSpec, device: torch.device, root: Path | None = None):
+    """A zoo checkpoint (refusing mismatched manifests or shapes); ``root``: a folder of checkpoints
+    other than the committed one (an experiment's arm)."""
     from attnscope.models.backends.zoo import ZooBackend
     from attnscope.models.zoo.configs import ZOO
     from attnscope.models.zoo.manifest import load_checkpoint, read_manifest
 
     entry = ZOO[spec.name]
     arch = entry["arch"]
-    manifest = read_manifest(spec.name) or {}
+    manifest = read_manifest(spec.name, root) or {}
     if entry["modality"] == "text" and "vocab_size" in manifest.get("arch", {}):
         arch = {**arch, "vocab_size": manifest["arch"]["vocab_size"]}
-    model, manifest = load_checkpoint(spec.name, arch)
+    model, manifest = load_checkpoint(spec.name, arch, root)
     return ZooBackend(spec, model, manifest, device)
+
+
+def load_zoo_checkpoint(name: str, root: Path, device: str = "cpu") -> Backend:
+    """Zoo model ``name`` from the checkpoint under ``root`` (an experiment's arm; ``FileNotFoundError``
+    when it has none), as a ``Backend``: callers never build the zoo's backend class themselves."""
+    from attnscope.models.zoo.catalog import _spec
+    from attnscope.models.zoo.configs import ZOO
+    from attnscope.models.zoo.manifest import read_manifest
+
+    manifest = read_manifest(name, root)
+    if manifest is None:
+        raise FileNotFoundError(f"no checkpoint of {name!r} under {root}; train it first")
+    return load_zoo(_spec(name, ZOO[name], manifest), torch.device(device), root)
 
 
 def load_dinov2(spec: ModelSpec, device: torch.device):

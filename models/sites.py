@@ -1,5 +1,5 @@
 """A model's anatomy as data: ``Sites``, built once per loaded model from its family's table entry
-(``attnscope.models.site_table``).
+(``attnscope.models.site_families``; ``attnscope.models.site_table`` builds it).
 
 Engines that look inside a forward pass (recording, interventions, logit lens, QK attribution)
 read ``backend.sites`` and never branch on model kind::

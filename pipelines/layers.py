@@ -28,7 +28,7 @@ from attnscope.analysis.indices import check_index
 from attnscope.analysis.markov_kernel import AttentionParams, scores
 from attnscope.analysis.measure import max_entropy_check
 from attnscope.models.cancel import check_cancelled
-from attnscope.models.capture import encode_text
+from attnscope.models.capture import encode_batch
 from attnscope.models.interface import Backend, BlockSites, Capture, Sites, SitesUnavailableError
 from attnscope.models.session import SiteRecorder, session
 
@@ -158,7 +158,7 @@ def layer_context(loaded: Backend, text: str, layer: int) -> tuple[np.ndarray, n
             "layer_context records a post-norm layer's attention input; for zoo layers use AttentionSublayer "
             "on layer_input"
         )
-    enc = {k: v.to(loaded.device) for k, v in encode_text(loaded, [text]).items()}
+    enc = {k: v.to(loaded.device) for k, v in encode_batch(loaded, [text]).items()}
     rec = SiteRecorder({"resid_pre", "head_z"}, layers={layer})
     with session(rec):
         loaded.model(**enc)

@@ -17,10 +17,7 @@ Every measure compared lies in B_R, so ``L_hat <= L`` must hold; a violation is 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +28,6 @@ from attnscope.models.loading import Backend
 from attnscope.pipelines.layers import AttentionSublayer, extract_attention_params
 
 log = logging.getLogger(__name__)
-_THREADS_LOCK = threading.RLock()
 
 
 @dataclass
@@ -56,27 +52,6 @@ class LipschitzReport:
     def log10_ratio(self) -> float:
         """``log10(L_hat / L)`` (the ratio itself underflows float64 for real layers)."""
         return self.log10_estimate - self.bound.log10_bound
-
-
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Temporarily run torch ops on ``n`` intra-op threads (restored in ``finally``). Not for request
-    paths: the setting is process-wide. Its last caller is ``pipelines/shared_block.py`` (issue #22
-    moves it onto Sites); delete this with that use.
-
-    The estimate runs thousands of tiny float64 ops ([token, dim] with dim ~ 384): one thread is
-    faster than several and does not stall at thread barriers on a shared, loaded machine. The
-    setting is process-wide, so callers are serialised by a lock (two interleaved save/restore
-    pairs would otherwise leave torch on one thread for good); other torch work in the process
-    runs on ``n`` threads meanwhile.
-    """
-    with _THREADS_LOCK:
-        before = torch.get_num_threads()
-        torch.set_num_threads(n)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
 
 
 def _ball(x: torch.Tensor, radius: float) -> torch.Tensor:

@@ -45,7 +45,6 @@ from attnscope.pipelines.fixed_key_block import (
     extract_fixed_key_block,
 )
 from attnscope.pipelines.layers import encoder_layers, extract_attention_params, is_pre_norm
-from attnscope.pipelines.lipschitz import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +149,8 @@ def iterate_shared_block(
     else:
         x0 = np.asarray(text, dtype=np.float64)
     label, step, depth, start, demo = block_step(loaded, layer, x0)
-    with torch_threads(1):
-        result = fixed_point_iteration(step, x0, n_steps, keep_orbit=layer is None)
-        block = _block_contraction(loaded, x0, result.orbit) if layer is None else None
+    result = fixed_point_iteration(step, x0, n_steps, keep_orbit=layer is None)
+    block = _block_contraction(loaded, x0, result.orbit) if layer is None else None
     log10_bound = None
     if layer is not None and not is_pre_norm(loaded):  # pre-LN: the sublayer reads LN(x), not the orbit
         params = extract_attention_params(loaded, layer)

@@ -32,6 +32,7 @@ from attnscope.models.capture import EmptyInputError, NotAGeneratorError, TooMan
 from attnscope.models.data_registry import DataSetMissingError
 from attnscope.models.inputs import InvalidImageError
 from attnscope.models.registry import ModelOutsideRootsError, UnknownModelError, UnsupportedModelError
+from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
 from attnscope.models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
 from attnscope.models.zoo.samples import UnknownSampleError
 from attnscope.server.schemas import ErrorBody
@@ -196,6 +197,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(WrongModalityError)
     @app.exception_handler(NotAGeneratorError)
     @app.exception_handler(UnsupportedModelError)
+    @app.exception_handler(SitesUnavailableError)  # a family without a Sites entry: names the missing parts
+    @app.exception_handler(SiteOutOfRangeError)  # a block or head outside the model: names the range
     async def _modality(_: Request, exc: ValueError) -> JSONResponse:
         return error_response(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
 

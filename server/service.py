@@ -23,6 +23,7 @@ from attnscope.models.registry import get_spec, require_modality
 from attnscope.models.zoo import samples
 from attnscope.pipelines.interventions.apply import HeadMeans
 from attnscope.pipelines.qk.explain import CompositionCache
+from attnscope.server.predictions import prediction_fields
 from attnscope.server.store import Run, RunStore, run_key
 
 log = logging.getLogger(__name__)
@@ -73,13 +74,12 @@ class RunService:
         if self.records is None or not record:
             return
         cap = run.capture
-        output = {k: v for k, v in cap.output.items() if k != "generation"}
         try:
             self.records.save(
                 run.id,
                 run.model,
                 token_ids=None if cap.token_ids is None else [int(i) for i in cap.token_ids],
-                prediction=json.loads(json.dumps(output, default=str)),
+                prediction=prediction_fields(cap.output),
                 **record,
             )
         except Exception:  # the run is served from memory all the same; the log says why it was not kept

@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,6 +82,8 @@ def object_nbytes(obj, seen: set[int] | None = None) -> int:
             stack.extend(o.values())
         elif isinstance(o, (list, tuple, set, frozenset)):
             stack.extend(o)
+        elif isinstance(o, Mapping):  # a model's typed output (attnscope.models.outputs): its fields
+            stack.extend(o.values())
     return total
 
 

@@ -31,8 +31,9 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
+from attnscope.models.backends.generation import GenerateOptions
 from attnscope.models.errors import EmptyInputError, TooManyTokensError, WrongModalityError
-from attnscope.models.outputs import BatchOutput
+from attnscope.models.outputs import BatchOutput, ModelOutput
 from attnscope.models.registry import require_modality
 from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.models.spec import ModelSpec
@@ -102,6 +103,7 @@ class ModelInput:
 class Capture:
     """What one forward pass gives: maps, the model output, hidden states ``[layer+1, token, dim]``.
 
+    ``output``: ``Classification | Embedding | NextToken`` (``attnscope.models.outputs``).
     ``token_ids``: the raw ids behind ``maps.tokens`` (text models; None for images).
     ``extras``: model-specific arrays (conv-as-attention keeps its first layer's two outputs).
     ``attention``: the model's ``AttentionConfig`` (key/value heads, causal, ...).
@@ -112,7 +114,7 @@ class Capture:
     """
 
     maps: AttentionMaps
-    output: dict
+    output: ModelOutput
     hidden_states: np.ndarray | None = field(default=None, repr=False)
     extras: dict = field(default_factory=dict, repr=False)
     token_ids: tuple[int, ...] | None = None
@@ -140,6 +142,21 @@ class TextTokenizer(Protocol):
     def convert_ids_to_tokens(self, ids: Any) -> Any: ...
 
 
+class Generator(Protocol):
+    """A causal LM's text generation (``Backend.generator``; None for other models): a chat prompt,
+    a greedy continuation, a generation with every step's attention, a token's label and text."""
+
+    def encode_chat(self, text: str) -> ModelInput: ...
+
+    def continuation(self, inp: ModelInput) -> str: ...
+
+    def generate(self, inp: ModelInput, options: GenerateOptions, hidden_states: bool = True) -> Capture: ...
+
+    def labels_of(self, ids) -> tuple[str, ...]: ...
+
+    def text_of(self, token_id: int) -> str: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
     """One loaded model behind the one interface (see the module docstring)."""
@@ -152,6 +169,7 @@ class Backend(Protocol):
     attention: AttentionConfig
     tokenizer: TextTokenizer | None
     classifier: torch.nn.Module | None
+    generator: Generator | None  # a causal LM's text generation; None for other models
 
     @property
     def n_layers(self) -> int: ...
@@ -202,6 +220,7 @@ class BackendBase:
     attention: AttentionConfig
     tokenizer: TextTokenizer | None = None
     classifier: torch.nn.Module | None = None
+    generator: Generator | None = None
     _sites: Sites | None = None
     _sites_refusal: str | None = None
 

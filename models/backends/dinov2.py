@@ -10,6 +10,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import AttentionConfig, BackendBase, Capture, ModelInput
 from attnscope.models.backends.hf import attention_config, find_attention_modules
+from attnscope.models.outputs import Embedding
 from attnscope.models.spec import ModelSpec
 from attnscope.models.zoo.dinov2 import MEAN, NAME, SIZE, STD, load_backbone
 
@@ -55,5 +56,5 @@ class Dinov2Backend(BackendBase):
             weights=w / w.sum(-1, keepdims=True), tokens=inp.tokens, grid=inp.grid, special=inp.special, model=NAME
         )
         cls = torch.nn.functional.normalize(out.pooler_output.float(), dim=-1)[0].cpu().numpy()
-        output = {"kind": "embedding", "dim": int(cls.shape[0]), "embedding": cls.tolist()}
+        output = Embedding(int(cls.shape[0]), cls.tolist())
         return Capture(maps, output, hidden, attention=self.attention)

@@ -9,6 +9,7 @@ Explainers see the model as a classifier of the token after the input's last pos
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,7 +26,7 @@ from attnscope.models.backends.generation import (
 )
 from attnscope.models.backends.hf import HFBackend, lazy_capture
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
-from attnscope.models.outputs import BatchOutput, cut_maps
+from attnscope.models.outputs import BatchOutput, NextToken, cut_maps
 
 
 class ClassifierOutput(SimpleNamespace):
@@ -86,6 +87,7 @@ class HFCausalLMBackend(HFBackend):
         self.context = int(context)
         self.labels = None
         self.classifier = NextTokenClassifier(model)
+        self.generator = self  # the typed capability (``Generator``): chat, continuation, generate, token texts
         eos = getattr(model.generation_config, "eos_token_id", None) if hasattr(model, "generation_config") else None
         eos = eos if eos is not None else tokenizer.eos_token_id
         self.eos_ids = {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
@@ -132,7 +134,7 @@ class HFCausalLMBackend(HFBackend):
         return text
 
     # ------------------------------------------------------------------ run
-    def _prediction(self, ids: list[int], logits: torch.Tensor, n_prompt: int) -> dict:
+    def _prediction(self, ids: list[int], logits: torch.Tensor, n_prompt: int) -> NextToken:
         """Per position the top-k next tokens and the loss of the actual next token."""
         top_ids, top_probs, loss = next_token_summary(logits, ids)
         uniq = np.unique(top_ids).tolist()
@@ -146,16 +148,15 @@ class HFCausalLMBackend(HFBackend):
         ]
         finite = loss[np.isfinite(loss)]
         best = top_k[n_prompt - 1][0]
-        return {
-            "kind": "next-token",
-            "predicted": best["text"],
-            "predicted_id": best["token_id"],
-            "predicted_token": best["token"],
-            "top_k": top_k,
-            "loss": [None if not np.isfinite(v) else float(v) for v in loss],
-            "mean_loss": float(finite.mean()) if finite.size else None,
-            "prompt_tokens": n_prompt,
-        }
+        return NextToken(
+            predicted=best["text"],
+            predicted_id=best["token_id"],
+            predicted_token=best["token"],
+            top_k=top_k,
+            loss=[None if not np.isfinite(v) else float(v) for v in loss],
+            mean_loss=float(finite.mean()) if finite.size else None,
+            prompt_tokens=n_prompt,
+        )
 
     def _maps(self, ids: list[int], weights: np.ndarray) -> tuple[AttentionMaps, ModelInput]:
         inp = self.make_input(ids)
@@ -270,7 +271,7 @@ class HFCausalLMBackend(HFBackend):
         n = dec.n_prompt
         steps = []
         for i, token in enumerate(dec.generated):
-            loss = output["loss"][n + i - 1]
+            loss = output.loss[n + i - 1]
             steps.append(
                 {
                     "position": n + i,
@@ -281,13 +282,14 @@ class HFCausalLMBackend(HFBackend):
                     "prob": float(np.exp(-loss)) if loss is not None else None,
                 }
             )
-        output["generation"] = {
+        generation = {
             "text": self.tokenizer.decode(dec.generated),
             "token_ids": [int(t) for t in dec.generated],
             "stopped": dec.stopped,
             "options": options.as_dict(),
             "steps": steps,
         }
+        output = replace(output, generation=generation)
         return Capture(
             maps, output, hidden, token_ids=tuple(dec.ids), attention=self.attention, recompute_hidden=recompute
         )

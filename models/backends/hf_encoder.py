@@ -10,7 +10,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import Capture, ModelInput
 from attnscope.models.backends.hf import HFBackend, lazy_capture, stack_attentions
-from attnscope.models.outputs import BatchOutput, cut_maps
+from attnscope.models.outputs import BatchOutput, Classification, Embedding, cut_maps
 
 
 class HFEncoderBackend(HFBackend):
@@ -33,20 +33,17 @@ class HFEncoderBackend(HFBackend):
         # explainers call the sequence classifier itself (``.logits``, ``.attentions``, embeddings)
         self.classifier = model if spec.task == "classification" else None
 
-    def _outputs(self, out, mask: torch.Tensor) -> list[dict]:
-        """Per-example output dicts: class probabilities, or the mean-pooled normalised embedding."""
+    def _outputs(self, out, mask: torch.Tensor) -> list[Classification | Embedding]:
+        """Per-example outputs: class probabilities, or the mean-pooled normalised embedding."""
         if self.spec.task == "classification":
             probs = torch.softmax(out.logits.float(), dim=-1).cpu().numpy()
             labels = self.labels or [str(i) for i in range(probs.shape[1])]
-            return [
-                {"kind": "classification", "labels": labels, "probs": p.tolist(), "predicted": labels[int(p.argmax())]}
-                for p in probs
-            ]
+            return [Classification(labels, p.tolist(), labels[int(p.argmax())]) for p in probs]
         hidden = out.last_hidden_state.float()
         m = mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1)
         pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
-        return [{"kind": "embedding", "dim": int(v.shape[0]), "embedding": v.tolist()} for v in pooled]
+        return [Embedding(int(v.shape[0]), v.tolist()) for v in pooled]
 
     @torch.inference_mode()
     def run_encoded(self, enc: dict[str, torch.Tensor], hidden_states: bool = True) -> list[Capture]:

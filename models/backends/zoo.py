@@ -14,7 +14,7 @@ import torch
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.backends.base import AttentionConfig, BackendBase, Capture, ModelInput
 from attnscope.models.errors import TooManyTokensError
-from attnscope.models.outputs import BatchOutput, cut_maps
+from attnscope.models.outputs import BatchOutput, Classification, cut_maps
 from attnscope.models.spec import ModelSpec
 from attnscope.models.zoo import data
 
@@ -22,14 +22,9 @@ DIGIT_LABELS = [str(i) for i in range(10)]
 SENTIMENT_LABELS = ["negative", "positive"]
 
 
-def classification(logits: torch.Tensor, labels: list[str]) -> dict:
+def classification(logits: torch.Tensor, labels: list[str]) -> Classification:
     probs = torch.softmax(logits.float(), dim=-1)[0].cpu().numpy()
-    return {
-        "kind": "classification",
-        "labels": labels,
-        "probs": probs.tolist(),
-        "predicted": labels[int(probs.argmax())],
-    }
+    return Classification(labels, probs.tolist(), labels[int(probs.argmax())])
 
 
 class ZooBackend(BackendBase):

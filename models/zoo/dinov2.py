@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from attnscope.models.settings import model_settings
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,8 @@ def onnx_path() -> Path | None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("ATTNSCOPE_CACHE_DIR", Path.home() / ".cache" / "attnscope")) / NAME
+    """Where the converted weights go: ``ModelSettings.cache_dir`` (``ATTNSCOPE_CACHE_DIR``) / NAME."""
+    return model_settings().cache_dir / NAME
 
 
 def config():

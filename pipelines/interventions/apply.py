@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.models.interface import Backend, ModelInput
+from attnscope.models.interface import Backend, Classification, Embedding, ModelInput, ModelOutput, NextToken
 from attnscope.models.sites import SitesUnavailableError
 from attnscope.pipelines.interventions.edits import EditContext, HeadRecorder, build_edits
 from attnscope.pipelines.interventions.metrics import MetricSpec, all_effects, effect, resolve, targets_of
@@ -176,7 +176,7 @@ def _maps(backend: Backend, inp: ModelInput, weights: np.ndarray) -> AttentionMa
     )
 
 
-def prediction(backend: Backend, out: Outputs, top: int = 5) -> dict:
+def prediction(backend: Backend, out: Outputs, top: int = 5) -> ModelOutput:
     """A readable prediction of row 0: class probabilities, the embedding, or the ``top`` next tokens
     after the last position (``top_k``: one row of ``{token_id, token, text, prob}``)."""
     if out.logits is not None:
@@ -185,22 +185,17 @@ def prediction(backend: Backend, out: Outputs, top: int = 5) -> dict:
         probs = softmax(out.logits[0])
         labels = backend.labels or [str(i) for i in range(probs.size)]
         predicted = labels[int(probs.argmax())]
-        return {"kind": "classification", "labels": labels, "probs": probs.tolist(), "predicted": predicted}
+        return Classification(labels, probs.tolist(), predicted)
     if out.embedding is not None:
-        return {"kind": "embedding", "dim": int(out.embedding.shape[1]), "embedding": out.embedding[0].tolist()}
+        return Embedding(int(out.embedding.shape[1]), out.embedding[0].tolist())
     lp = out.last_logprobs[0]
     order = [int(i) for i in np.argsort(-lp)[:top]]
-    labels = backend.labels_of(order) if hasattr(backend, "labels_of") else [str(i) for i in order]
-    text = getattr(backend, "text_of", str)
+    gen = backend.generator  # next-token outputs come from causal LMs, which have one
+    labels = gen.labels_of(order) if gen is not None else [str(i) for i in order]
+    text = gen.text_of if gen is not None else str
     tops = [{"token_id": i, "token": t, "text": text(i), "prob": float(np.exp(lp[i]))} for i, t in zip(order, labels)]
     best = tops[0]
-    return {
-        "kind": "next-token",
-        "predicted": best["text"],
-        "predicted_id": best["token_id"],
-        "predicted_token": best["token"],
-        "top_k": [tops],  # one row: after the last position
-    }
+    return NextToken(best["text"], best["token_id"], best["token"], [tops])  # top_k: one row, after the last position
 
 
 def intervene(

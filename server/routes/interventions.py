@@ -23,13 +23,13 @@ from attnscope.pipelines.interventions import (
 )
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
+from attnscope.server.predictions import prediction_of
 from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     HeadEffectsCreate,
     HeadEffectsPublic,
     InterventionCreate,
     InterventionPublic,
-    Prediction,
 )
 from attnscope.server.schemas.interventions import Ablate, Knockout, PatchHeads
 from attnscope.server.store import Run, run_key
@@ -130,8 +130,8 @@ def create_intervention(run: RunDep, body: InterventionCreate, service: ServiceD
         positions=None if m.positions is None else list(m.positions),
         answers=None if m.answers is None else list(m.answers),
         effects=res["effects"],
-        clean=Prediction(**res["clean"]),
-        altered=Prediction(**res["altered"]),
+        clean=prediction_of(res["clean"]),
+        altered=prediction_of(res["altered"]),
         shape=list(maps.shape),
     )
 
@@ -163,7 +163,7 @@ def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDe
         answers=None if m.answers is None else list(m.answers),
         effect=res["effect"].tolist(),
         top=[{"layer": a, "head": b, "effect": e} for a, b, e in top_heads(res["effect"], 10)],
-        clean=Prediction(**res["clean"]),
+        clean=prediction_of(res["clean"]),
         importance=importance.tolist(),
         rank_agreement={"rho": agree.rho, "p": agree.p, "n": agree.n},
         seconds=time.perf_counter() - start,

@@ -9,7 +9,6 @@ from typing import Annotated, Literal
 import torch
 from fastapi import APIRouter, Query, status
 
-from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
 from attnscope.pipelines.qk.explain import explain_pair
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
@@ -69,7 +68,7 @@ def read_qk(
         ids = run.capture.token_ids
         inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(list(ids))
         ex = explain_pair(backend, inp, layer, head, query, key)
-    except (SitesUnavailableError, SiteOutOfRangeError, ValueError) as exc:
+    except ValueError as exc:
         raise _refused(exc) from None
     att, view = ex.attribution, ex.view
     q_labels, k_labels, matrix = att.condensed(parts)
@@ -121,10 +120,7 @@ def read_composition(
     mode: Annotated[Literal["q", "k", "v"], Query(description="which input of the later head: q, k or v")] = "k",
 ) -> CompositionPublic:
     backend = service.models.get(name)
-    try:
-        comp = service.composition.get(backend, mode)
-    except SitesUnavailableError as exc:
-        raise _refused(exc) from None
+    comp = service.composition.get(backend, mode)  # no Sites entry: 422 (server/errors.py)
     s = comp.scores[mode]  # [src_layer, src_head, dst_layer, dst_head]
     mean, std = comp.baseline[mode]
     return CompositionPublic(

@@ -11,13 +11,13 @@ from attnscope.analysis.indices import check_index
 from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
 from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.predictions import prediction_of
 from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
     ConvAttentionPublic,
     ErrorBody,
     Generation,
     ImageSource,
-    Prediction,
     RunCreate,
     RunPublic,
 )
@@ -40,7 +40,6 @@ ERRORS = {
 
 def to_public(run: Run) -> RunPublic:
     maps, cap = run.capture.maps, run.capture
-    output = {k: v for k, v in cap.output.items() if k != "generation"}
     generation = cap.output.get("generation")
     attention = cap.attention
     return RunPublic(
@@ -55,7 +54,7 @@ def to_public(run: Run) -> RunPublic:
         causal=maps.causal,
         kv_heads=None if attention is None else attention.kv_heads,
         kv_head_of=None if attention is None else list(attention.kv_head_of),
-        prediction=Prediction(**output),
+        prediction=prediction_of(cap.output),
         created=run.created,
         image=ImageSource(**run.source) if run.source else None,
         chat=bool((run.options or {}).get("chat")),

@@ -8,7 +8,6 @@ from fastapi import APIRouter, status
 
 from attnscope.analysis.slices import parse_range
 from attnscope.models.backends.base import Capture
-from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
 from attnscope.pipelines.writes.readouts import (
     WritesInputError,
     attribution_of_run,
@@ -70,7 +69,7 @@ def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPubli
             raise WritesInputError(f"positions {start}:{stop} are {n_pos}; at most {MAX_LENS_POSITIONS} a request")
         backend = service.models.get(run.model)
         grid = lens_of_run(backend, ids, start, stop, body.k, body.target)
-    except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+    except ValueError as exc:
         raise _invalid(exc) from None
     text = backend.tokenizer.decode
     rows = grid.rows
@@ -118,7 +117,7 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
         backend = service.models.get(run.model)
         split = None if body.split_heads is None else [tuple(h) for h in body.split_heads]
         res = attribution_of_run(backend, ids, position, body.target, body.contrast, split, body.top_heads)
-    except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+    except ValueError as exc:
         raise _invalid(exc) from None
     att = res.attribution
     text = backend.tokenizer.decode
@@ -162,7 +161,7 @@ def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPubl
             backend = service.models.get(run.model)
             inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
             maps = value_weighted_of_run(backend, inp, run.capture.maps)
-        except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
+        except ValueError as exc:
             raise _invalid(exc) from None
         cap = Capture(maps, run.capture.output, None, token_ids=run.capture.token_ids, attention=run.capture.attention)
         stored = service.store.put(Run(id=vw_id, model=run.model, text=run.text, capture=cap, image=run.image))

@@ -90,3 +90,19 @@ def test_a_tokenizer_without_a_chat_template_refuses_chat(roots, tmp_path, monke
     lm = load_model("local:plain", device="cpu")
     with pytest.raises(NotAGeneratorError, match="no chat template"):
         lm.encode_chat("hello")
+
+
+def test_generation_is_a_typed_capability_of_causal_lms_only(roots, minilm):
+    """``backend.generator`` (not a probe for a ``generate`` method): the causal LM's generates what its
+    run predicts; an encoder has none, and ``capture_prompt`` refuses it generation options."""
+    from attnscope.models.capture import capture_prompt
+
+    lm = load_model("local:llama", device="cpu")
+    assert lm.generator is not None and minilm.generator is None
+    inp = lm.encode_text("The cat sat")
+    cap = lm.generator.generate(inp, GenerateOptions(1))
+    first = cap.output["generation"]["token_ids"][0]
+    assert first == lm.run(inp).output["top_k"][-1][0]["token_id"]
+    assert lm.generator.text_of(first) == lm.tokenizer.decode([first])
+    with pytest.raises(NotAGeneratorError, match="causal LM"):
+        capture_prompt(minilm, "The cat sat", generate=GenerateOptions(1))

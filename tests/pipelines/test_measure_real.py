@@ -180,36 +180,3 @@ def test_a_model_with_a_shared_block_is_iterated_through_the_contract():
     assert it.result.w1_steps[0] == pytest.approx(w1_uniform(x0, y1), rel=1e-9)
     assert it.log10_bound_attention is None
     assert it.block_contraction is None  # not the zoo's pre-LN block: the fixed-key bound does not apply
-
-
-def test_overlapping_thread_settings_restore_torch_threads():
-    """T1 enters, T2 enters while T1 is inside, T1 leaves first, T2 last: without the lock T2 would
-    restore T1's temporary value (1) and leave torch on one thread for good."""
-    import threading
-    import time
-
-    from attnscope.pipelines.lipschitz import torch_threads
-
-    original = torch.get_num_threads()
-    torch.set_num_threads(2)  # distinct from the temporary 1, whatever the machine's default
-    inside = threading.Event()
-
-    def first():
-        with torch_threads(1):
-            inside.set()
-            time.sleep(0.3)
-
-    def second():
-        inside.wait()
-        with torch_threads(1):
-            time.sleep(0.6)
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    try:
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(original)

@@ -20,10 +20,10 @@ NAMES = [
 ]  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
 # the settings classes; the container health check (standard library only); the data folder's data_dir()
-# (issue #30 gives it a setting); the zoo's DINOv2 cache folder (models/zoo: to read model_settings().cache_dir)
+# (issue #30 gives it a setting)
 READERS = {
     "models/settings.py", "server/config.py", "deploy/healthcheck.py",
-    "models/zoo/data.py", "pipelines/datasets.py", "server/db/engine.py", "models/zoo/dinov2.py",
+    "models/zoo/data.py", "pipelines/datasets.py", "server/db/engine.py",
 }  # fmt: skip
 ENV_READ = re.compile(r"""(environ(\.get)?\s*[(\[]|getenv\()\s*f?["']ATTNSCOPE_""")
 
@@ -97,11 +97,10 @@ def test_a_malformed_variable_names_itself(clean_env):
         Settings(heavy_workers=0)
 
 
-# where torch's thread count may be set: API start-up, a Ray actor's start, the training and experiment commands;
-# pipelines/lipschitz.py's torch_threads until its last caller (pipelines/shared_block.py) drops it (issue #22)
+# where torch's thread count may be set: API start-up, a Ray actor's start, the training and experiment commands
 THREAD_SETTERS = {
     "server/main.py", "server/jobs/ray_shards.py", "pipelines/train.py", "pipelines/finetune.py",
-    "experiments/__main__.py", "pipelines/lipschitz.py",
+    "experiments/__main__.py",
 }  # fmt: skip
 
 

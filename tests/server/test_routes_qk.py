@@ -99,3 +99,12 @@ def test_composition_of_a_post_norm_model_reads_through_its_norms(api):
     assert body["n_layers"] == 6 and body["n_heads"] == 12
     assert body["layer_max"][0][5] > body["baseline_mean"] + 5 * body["baseline_std"]
     assert all(body["scores"][5][h][g][k] == 0 for h in range(12) for g in range(6) for k in range(12))
+
+
+def test_a_family_without_sites_is_a_422_from_the_global_handler(api):
+    """``SitesUnavailableError`` reaches ``server/errors.py`` (the route catches nothing): 422, code
+    ``invalid``, the detail naming the family's missing parts."""
+    r = api.get("/models/san-pairwise/composition", params={"mode": "k"})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["code"] == "invalid" and "zoo-san" in body["detail"], body

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.capture import Capture
+from attnscope.models.outputs import NextToken
 from attnscope.server.config import Settings
 from attnscope.server.main import create_app
 from attnscope.server.store import (
@@ -48,7 +49,8 @@ def test_run_bytes_count_maps_hidden_states_and_output():
     base = run_nbytes(run)
     assert base >= 4 * 32 * 32 + 4 * 2 * 32 * 8  # the maps and the hidden states at least
     assert base < 4 * 32 * 32 + 4 * 2 * 32 * 8 + 8000  # plus token labels, text and an empty output
-    run.capture.output["top_k"] = [[{"token": "x" * 100, "prob": 0.5}] for _ in range(100)]
+    top_k = [[{"token": "x" * 100, "prob": 0.5}] for _ in range(100)]
+    run.capture.output = NextToken("x", 0, "x", top_k)  # a typed output: its fields are walked
     assert run_nbytes(run) - base >= 100 * 100  # the output's Python objects count too
 
 
