@@ -119,7 +119,7 @@ class ValueWeightedPublic(BaseModel):
     shape: list[int] = Field(..., description="[layer, head, query, key]")
 
 
-MAX_GRAPH_NODES = 2000
+MAX_GRAPH_NODES = 10_000
 
 
 class GraphCreate(_Body):
@@ -128,7 +128,7 @@ class GraphCreate(_Body):
         0.04, ge=0.0, le=1.0, description="keep an edge whose importance (share of its node, 0..1) is at least this"
     )
     max_nodes: int = Field(
-        500, ge=1, le=MAX_GRAPH_NODES, description="refuse (422) a graph past this many nodes: raise the threshold"
+        2000, ge=1, le=MAX_GRAPH_NODES, description="refuse (422) a graph past this many nodes: raise the threshold"
     )
     target: Answer | None = Field(
         None, description="one token whose logit's direct parts are reported; default the model's own next token"

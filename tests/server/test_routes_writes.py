@@ -67,7 +67,7 @@ def test_attribution_parts_sum_to_the_logit_with_source_splits(client, paris):
         ("attribution", {"split_heads": [[0, 9]]}, "head 9 is out of range"),
         ("attribution", {"contrast": "  Paris is"}, "exactly one token"),
         ("graph", {"threshold": 1.5}, "less than or equal to 1"),
-        ("graph", {"max_nodes": 2001}, "less than or equal to 2000"),
+        ("graph", {"max_nodes": 10001}, "less than or equal to 10000"),
         ("graph", {"threshold": 0.0, "max_nodes": 20}, "passed 20 nodes"),
         ("graph", {"position": 5}, "out of range"),
     ],
