@@ -12,6 +12,7 @@ from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import RUN_PARAMS, run_query
 from attnscope.frontend.sink_hiding import HIDES
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
+from attnscope.frontend.writes_layout import MAP_KINDS
 
 PARAMS = {
     **RUN_PARAMS,
@@ -22,15 +23,17 @@ PARAMS = {
     "step": Param(int, lo=1, hi=100_000),  # the generation step shown (1: the first generated token)
     "position": Param(int, lo=0, hi=1_000_000),  # the prediction panel's position
     "step_layer": Param(int, lo=0, hi=1000),  # the step view's layer
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the head detail's map kind
 }
 register_url_sync("explore")
 
 
-def address_values(run, selected, layer, scaling, hide, step, position, step_layer) -> dict:
+def address_values(run, selected, layer, scaling, hide, step, position, step_layer, kind=None) -> dict:
     """The address values of the view: the generation's only when the run has one, the position
     only when it is not the default (the last prompt token)."""
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
     values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
+    values["map"] = kind
     if run and run.causal:
         steps = run.generation.steps if run.generation else []
         implied = len(run.tokens) - 1  # the prediction's default position: the last prompt token
@@ -51,12 +54,13 @@ def address_values(run, selected, layer, scaling, hide, step, position, step_lay
     Input("gen-step", "value"),
     Input("prediction-position", "value"),
     Input("gen-layer", "value"),
+    Input("map-kind", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer, scaling, hide, step, position, step_layer):
+def to_address(data, selected, layer, scaling, hide, step, position, step_layer, kind):
     run = stored_run(data)
     try:
         step = int(step) if step is not None else None
     except (TypeError, ValueError):
         step = None
-    return query_string(address_values(run, selected, layer, scaling, hide, step, position, step_layer), PARAMS)
+    return query_string(address_values(run, selected, layer, scaling, hide, step, position, step_layer, kind), PARAMS)
