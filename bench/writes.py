@@ -7,9 +7,15 @@ and MLP outputs of every block in one session), then from that recording (c) the
 one position at every layer (top-10 and a target's rank) and (d) the direct logit attribution of
 one target with every head split over its source positions. Issue targets at 1,024 tokens, CPU:
 lens grid of one position <= 2 s, DLA with per-source split <= 3 s (each request records once,
-so the request cost is b + c or b + d; both are printed). Also: what a recording holds.
+so the request cost is b + c or b + d; both are printed). Also: what a recording holds, and (e) the
+contribution graph of the last position's prediction at ``--threshold`` (found top-down), its wall and
+CPU time and its peak resident memory above the recording (sampled every 10 ms), beside the float32
+bytes of the full decomposition ``[layer, head, query, key, d_model]`` (causal half) that a tool
+materialising every term would hold; at ``--small`` tokens (default 256) both are printed as a ratio.
+Issue targets at 1,024 tokens: graph <= 10 s and <= 1 GB above the run.
 
-    .venv/bin/python bench/writes.py [--tokens 1024] [--long 4096] [--repeats 3] [--threads 1]
+    .venv/bin/python bench/writes.py [--tokens 1024] [--long 4096] [--small 256] [--threshold 0.04]
+                                     [--repeats 3] [--threads 1]
 """
 
 from __future__ import annotations
@@ -22,11 +28,40 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lazy import long_text  # noqa: E402
+from lazy import PeakRSS, long_text  # noqa: E402
 from timing import timeit_both  # noqa: E402
 
 
-def bench(lm, n_tokens: int, repeats: int) -> None:
+def bench_graph(lm, writes, threshold: float, repeats: int) -> None:
+    from attnscope.pipelines.writes.graph import contribution_graph
+    from attnscope.pipelines.writes.graph_run import full_decomposition_bytes, graph_inputs, term_bytes
+
+    sites, n = lm.sites, writes.n_tokens
+    blocks, final = graph_inputs(writes)
+
+    def graph():
+        return contribution_graph(blocks, final, n - 1, threshold, max_nodes=10**6)
+
+    with PeakRSS() as mem:  # the first call: later ones reuse the allocator's pages
+        g = graph()
+    peak = mem.peak
+    g_w, g_c = timeit_both(graph, repeats)
+    widest = max(p for kind, _, p in g.nodes if kind == "mid") + 1  # keys of the widest expanded node
+    node = term_bytes(sites.n_heads, widest, sites.d_model)
+    full = full_decomposition_bytes(sites.n_layers, sites.n_heads, n, sites.d_model)
+    attn = sum(1 for e in g.edges if e[2] == "attention")
+    print(
+        f"  (e) graph, threshold {threshold:g}  {g_w:7.3f} s wall  {g_c:7.3f} s CPU   {len(g.nodes)} nodes, "
+        f"{len(g.edges)} edges ({attn} attention)"
+    )
+    print(
+        f"      graph peak RSS above the recording {peak / 2**20:.1f} MiB (one node's [head, key, d_model] terms "
+        f"{node / 2**20:.1f} MiB); full decomposition [layer, head, query, key, d_model] {full / 2**30:.1f} GiB; "
+        f"full / max(peak, one node) {full / max(peak, node):,.0f}x"
+    )
+
+
+def bench(lm, n_tokens: int, repeats: int, threshold: float = 0.04) -> None:
     from attnscope.pipelines.writes.readouts import single_token_id
     from attnscope.pipelines.writes.recorded import attribute, lens_grid, record_writes
 
@@ -49,12 +84,15 @@ def bench(lm, n_tokens: int, repeats: int) -> None:
     print(f"  (c) lens, one position  {lens_w:7.3f} s wall  {lens_c:7.3f} s CPU   request b+c {rec_w + lens_w:.3f} s")
     print(f"  (d) DLA + source split  {dla_w:7.3f} s wall  {dla_c:7.3f} s CPU   request b+d {rec_w + dla_w:.3f} s")
     print(f"      conservation: |logit - sum of parts| = {abs(att.residual_error):.2e}")
+    bench_graph(lm, writes, threshold, repeats)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=1024)
     ap.add_argument("--long", type=int, default=4096, help="a second length (0: skip)")
+    ap.add_argument("--small", type=int, default=256, help="a length for the graph vs full memory (0: skip)")
+    ap.add_argument("--threshold", type=float, default=0.04, help="the graph's edge threshold")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--device", default=None)
@@ -65,9 +103,9 @@ def main() -> None:
     from attnscope.models.loading import load_model
 
     lm = load_model("smollm2", args.device, capture="lazy")
-    for n in (args.tokens, args.long):
+    for n in (args.small, args.tokens, args.long):
         if n:
-            bench(lm, n, args.repeats)
+            bench(lm, n, args.repeats, args.threshold)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from attnscope.analysis.codec import (  # pure numpy: the wire format is defined
     unpack_top_k,
 )
 from attnscope.server.schemas import (
+    AttributionPublic,
     CensusResultPublic,
     CompositionPublic,
     ConvAttentionPublic,
@@ -29,6 +30,7 @@ from attnscope.server.schemas import (
     InterventionPublic,
     JobPublic,
     JobResultPublic,
+    LensPublic,
     LipschitzPublic,
     MeasurePublic,
     ModelList,
@@ -40,6 +42,7 @@ from attnscope.server.schemas import (
     SampleList,
     ShiftPublic,
     TokenCountPublic,
+    ValueWeightedPublic,
 )
 
 _JOB_RESULT = TypeAdapter(JobResultPublic)
@@ -325,6 +328,22 @@ class ApiClient:
 
     def resume_job(self, job_id: str) -> JobPublic:
         return JobPublic.model_validate(self._request("POST", f"/jobs/{job_id}/resume").json())
+
+    # ------------------------------------------------------------------ what heads write
+    def lens(self, run_id: str, positions: str | None = None, k: int = 3, target: str | None = None) -> LensPublic:
+        """The logit lens of ``positions`` (``"start:stop"``; default the last) at every layer."""
+        body = {"k": k} | ({"positions": positions} if positions else {}) | ({"target": target} if target else {})
+        return LensPublic.model_validate(self._request("POST", f"/runs/{run_id}/lens", json=body).json())
+
+    def attribution(self, run_id: str, position: int | None = None, top_heads: int = 1) -> AttributionPublic:
+        """Direct logit attribution of the model's own next token after ``position`` (default the last)."""
+        body = {"top_heads": top_heads} | ({} if position is None else {"position": position})
+        return AttributionPublic.model_validate(self._request("POST", f"/runs/{run_id}/attribution", json=body).json())
+
+    def value_weighted(self, run_id: str) -> str:
+        """The id of the run whose maps are ``run_id``'s value-weighted maps (made once, then kept)."""
+        r = self._request("POST", f"/runs/{run_id}/value-weighted")
+        return ValueWeightedPublic.model_validate(r.json()).value_weighted_run_id
 
     def close(self) -> None:
         self._http.close()

@@ -12,6 +12,7 @@ from attnscope.frontend.qk_layout import qk_views
 from attnscope.frontend.sink_hiding import HIDE_LABELS, HIDES
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
+from attnscope.frontend.writes_layout import map_kind_control, writes_panel
 
 # the explore views show their busy dots only when an update takes longer than this: a 0.1 s head click
 # then redraws once, not twice (the spinner in, the spinner out)
@@ -101,7 +102,7 @@ def hide_control(control_id: str, value: str = "none") -> html.Div:
     )
 
 
-def detail_views(scaling: str = "global", hide: str = "none") -> html.Div:
+def detail_views(scaling: str = "global", hide: str = "none", kind: str = "attention") -> html.Div:
     return html.Div(
         className="row",
         children=[
@@ -113,6 +114,7 @@ def detail_views(scaling: str = "global", hide: str = "none") -> html.Div:
                 ),
                 scaling_control("head-scaling", scaling),
                 hide_control("head-hide", hide),
+                map_kind_control(kind),
                 _busy(dcc.Graph(id="head-detail", config=graph_config("attnscope-head-detail"))),
                 html.Div(id="head-detail-hover", className="hint", **{"aria-live": "polite"}),
                 export_bar("head-detail"),
@@ -152,8 +154,11 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             controls(state.get("text")),
             error_box("explore"),
             llm_panels(),
+            writes_panel(),
             model_view(),
-            detail_views(state.get("scaling") or "global", state.get("hide") or "none"),
+            detail_views(
+                state.get("scaling") or "global", state.get("hide") or "none", state.get("map") or "attention"
+            ),
             qk_views(state),
         ]
     )

@@ -38,6 +38,8 @@ class Settings(ModelSettings):
     ATTNSCOPE_MAX_RUNS        runs kept in memory (LRU), default 256
     ATTNSCOPE_MAX_RUN_BYTES   bytes the runs kept in memory may hold (LRU by bytes: stored queries/keys of lazy
                               maps, eager maps, hidden states, outputs), default a quarter of physical memory
+    ATTNSCOPE_MAX_RECORDING_BYTES bytes of recorded forwards kept per run for the lens, attribution, value-weighted
+                              maps and contribution graph (LRU by bytes), default 2 GiB
     ATTNSCOPE_DEFAULT_MODEL   model used when a request names none, default minilm
     ATTNSCOPE_ALLOWED_ORIGINS comma-separated CORS origins (empty: same-origin only)
     ATTNSCOPE_API_TOKEN       when set, every route but /health needs "Authorization: Bearer <token>"
@@ -90,6 +92,7 @@ class Settings(ModelSettings):
 
     max_runs: int = Field(256, ge=1)
     max_run_bytes: int | None = Field(None, ge=1)  # None: attnscope.server.store.default_max_bytes()
+    max_recording_bytes: int = Field(2 * 2**30, ge=1)  # attnscope.pipelines.writes.cache.RecordingCache
     default_model: str = "minilm"
     allowed_origins: CsvList = Field(default_factory=list)
     api_token: str | None = None
@@ -131,6 +134,7 @@ class Settings(ModelSettings):
     @field_validator(
         "max_runs",
         "max_run_bytes",
+        "max_recording_bytes",
         "heavy_workers",
         "heavy_queue",
         "torch_threads",

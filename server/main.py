@@ -107,7 +107,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.heavy_workers, settings.heavy_queue, deadline=settings.request_deadline
         )
         app.state.db = db
-        app.state.service = RunService(cache, RunStore(settings.max_runs, settings.max_run_bytes), RunRecords(db))
+        app.state.service = RunService(
+            cache,
+            RunStore(settings.max_runs, settings.max_run_bytes),
+            RunRecords(db),
+            recording_bytes=settings.max_recording_bytes,
+        )
         try:
             executor = make_executor(settings, app.state.service)
         except Exception:

@@ -23,6 +23,7 @@ from attnscope.models.registry import get_spec, require_modality
 from attnscope.models.zoo import samples
 from attnscope.pipelines.interventions.apply import HeadMeans
 from attnscope.pipelines.qk.explain import CompositionCache
+from attnscope.pipelines.writes.cache import DEFAULT_MAX_BYTES, RecordingCache
 from attnscope.server.predictions import prediction_fields
 from attnscope.server.store import Run, RunStore, run_key
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 class RunService:
     """Creates runs (model work, called from threadpool routes) and serves them from the store."""
 
-    def __init__(self, models: ModelCache, store: RunStore, records=None):
+    def __init__(self, models: ModelCache, store: RunStore, records=None, recording_bytes: int = DEFAULT_MAX_BYTES):
         self.models = models
         self.store = store
         self.records = records  # server.db.run_records.RunRecords: a run's input outlives the process
@@ -43,6 +44,8 @@ class RunService:
         self._probe_lock = threading.Lock()
         self.head_means = HeadMeans()  # mean head outputs per model, for mean ablation (computed once)
         self.composition = CompositionCache()  # composition scores per model and mode (from weights, once)
+        # recorded forwards per run id (lens, attribution, value-weighted maps, graph), LRU bounded in bytes
+        self.recordings = RecordingCache(recording_bytes)
 
     def _cached_run(
         self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None

@@ -7,7 +7,13 @@ again from ``model`` + ``text``)."""
 import dash
 
 from attnscope.frontend.layout import explore_page
-from attnscope.frontend.pages import explore_address, explore_callbacks, explore_llm, explore_qk  # noqa: F401  (callbacks)
+from attnscope.frontend.pages import (  # noqa: F401  (callbacks)
+    explore_address,
+    explore_callbacks,
+    explore_llm,
+    explore_qk,
+    explore_writes,
+)
 from attnscope.frontend.pages.explore_address import PARAMS
 from attnscope.frontend.url_state import parse_query
 

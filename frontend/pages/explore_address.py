@@ -13,6 +13,7 @@ from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import RUN_PARAMS, run_query
 from attnscope.frontend.sink_hiding import HIDES
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
+from attnscope.frontend.writes_layout import MAP_KINDS
 
 PARAMS = {
     **RUN_PARAMS,
@@ -26,17 +27,21 @@ PARAMS = {
     "qk_query": Param(int, lo=0, hi=1_000_000),  # the QK view's query position (none: the view is off)
     "qk_key": Param(int, lo=0, hi=1_000_000),  # its key (none: the query's strongest)
     "qk_mode": Param(str, default="k", choices=QK_MODES),  # the composition shown
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the head detail's map kind
 }
 register_url_sync("explore")
 
 
-def address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k")) -> dict:
+def address_values(
+    run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k"), kind=None
+) -> dict:
     """The address values of the view: the generation's only when the run has one, the position
     only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode)."""
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
     values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
     if run:
         values.update(qk_query=qk[0], qk_key=qk[1], qk_mode=qk[2])
+    values["map"] = kind
     if run and run.causal:
         steps = run.generation.steps if run.generation else []
         implied = len(run.tokens) - 1  # the prediction's default position: the last prompt token
@@ -60,16 +65,19 @@ def address_values(run, selected, layer, scaling, hide, step, position, step_lay
     Input("qk-query", "value"),
     Input("qk-key", "value"),
     Input("qk-mode", "value"),
+    Input("map-kind", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode):
+def to_address(data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind):
     run = stored_run(data)
     try:
         step = int(step) if step is not None else None
     except (TypeError, ValueError):
         step = None
     qk = (_position(qk_query), _position(qk_key), qk_mode)
-    return query_string(address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk), PARAMS)
+    return query_string(
+        address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk, kind), PARAMS
+    )
 
 
 def _position(value) -> int | None:

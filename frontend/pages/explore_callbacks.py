@@ -161,9 +161,10 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
     State("explore-query", "data"),
     State("selected-head", "data"),
     State("head-scaling", "value"),
+    State("map-kind", "value"),
     prevent_initial_call="initial_duplicate",
 )
-def render_grid(data, hide, query, current, scaling):
+def render_grid(data, hide, query, current, scaling, kind):
     """The model view of a run, and the selected head's detail drawn in the same response (a new run
     shows both after one round trip; the selection carries ``drawn`` so the detail is not fetched
     again). A new ``hide`` redraws the thumbnails only (the detail follows it by itself)."""
@@ -185,7 +186,9 @@ def render_grid(data, hide, query, current, scaling):
     thumbs = [pool.submit(layer_thumbnails, api, run, layer, stride, hidden) for layer in range(n_layers)]
     census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
     only_thumbs = ctx.triggered_id == "head-hide"
-    detail = None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide)
+    detail = (
+        None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide, kind)
+    )
     try:
         layers = [f.result() for f in thumbs]
     except ApiError as exc:

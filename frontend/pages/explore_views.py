@@ -11,6 +11,7 @@ from dash.exceptions import PreventUpdate
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.figures import detail_stride, head_detail_figure, head_view_figure, window_from_relayout
 from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.pages.explore_writes import map_run
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note, hide_top_k, renormalise
@@ -36,11 +37,12 @@ clientside_callback(
     Input("detail-zoom", "data"),
     Input("head-scaling", "value"),
     Input("head-hide", "value"),
+    Input("map-kind", "value"),
     State("detail-window", "data"),
     State("run-store", "data"),
     prevent_initial_call=True,
 )
-def render_detail(selected, relayout, scaling, hide, window, data):
+def render_detail(selected, relayout, scaling, hide, kind, window, data):
     """The selected head's detail: a new head opens whole, a box zoom fetches its token window at
     full resolution (a reset: whole again), a new scaling redraws the same window."""
     run = stored_run(data)
@@ -56,25 +58,35 @@ def render_detail(selected, relayout, scaling, hide, window, data):
         window = {}
     if not run or not selected:
         return empty_figure(DETAIL_HINT), {}
-    figure = detail_figure(client(), run, selected["layer"], selected["head"], window or {}, scaling, hide or "none")
+    figure = detail_figure(
+        client(), run, selected["layer"], selected["head"], window or {}, scaling, hide or "none", kind
+    )
     return figure, window or {}
 
 
 def detail_figure(
-    api: ApiClient, run: RunRecord, layer: int, head: int, window: dict, scaling: str | None, hide: str = "none"
+    api: ApiClient,
+    run: RunRecord,
+    layer: int,
+    head: int,
+    window: dict,
+    scaling: str | None,
+    hide: str = "none",
+    kind: str | None = None,
 ):
     """Head ``layer``/``head``'s detail figure over ``window`` (``rows``/``cols``; empty: all), read
     through ``api`` (callable from a worker thread: no Flask context needed); ``hide``: the keys
-    blanked and renormalised away (``sink_hiding``)."""
+    blanked and renormalised away (``sink_hiding``); ``kind``: the map kind (``explore_writes``)."""
     n = run.n_tokens
     rows, cols = tuple(window.get("rows", (0, n))), tuple(window.get("cols", (0, n)))
     stride = detail_stride(rows, cols)  # at most 256 cells per side; full resolution inside a small window
     hidden = hidden_positions(hide if hide in HIDES else "none", n, run.special)
     try:
-        weights = api.attention(run.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
+        shown = map_run(api, run, kind)
+        weights = api.attention(shown.id, layer, head, rows=rows, cols=cols, stride=stride, pool="max")
         if hidden:  # each row's weight on the hidden keys, at the figure's row resolution
             mass = sum(
-                api.attention(run.id, layer, head, rows=rows, cols=(h, h + 1), stride=stride, pool="mean")[:, 0]
+                api.attention(shown.id, layer, head, rows=rows, cols=(h, h + 1), stride=stride, pool="mean")[:, 0]
                 for h in hidden
             )
             blank = sorted({(h - cols[0]) // stride for h in hidden if cols[0] <= h < cols[1]})
@@ -86,7 +98,8 @@ def detail_figure(
     )
     pooled = f" · {stride}x{stride} max-pooled" if stride > 1 else ""
     note = hide_note(hide, hidden, run.tokens, stride > 1)
-    title = f"L{layer}H{head} · {run.model}{zoom}{pooled}" + (f"<br><sub>{note}</sub>" if note else "")
+    vw = " · value-weighted" if shown is not run else ""
+    title = f"L{layer}H{head} · {run.model}{vw}{zoom}{pooled}" + (f"<br><sub>{note}</sub>" if note else "")
     scaling = scaling if scaling in SCALINGS else "global"
     return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
 

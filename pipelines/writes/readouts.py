@@ -5,7 +5,7 @@ command line (``docs/methods/direct-logit-attribution.md``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,11 +81,22 @@ class LensGrid:
         return first
 
 
+Recording = Callable[[], RecordedWrites] | None
+
+
 def lens_of_run(
-    backend, token_ids: Sequence[int], start: int, stop: int, k: int, target: str | None = None
+    backend,
+    token_ids: Sequence[int],
+    start: int,
+    stop: int,
+    k: int,
+    target: str | None = None,
+    recording: Recording = None,
 ) -> LensGrid:
     """The logit lens of positions ``start..stop-1``: top-``k`` tokens and the probability and rank of
-    ``target`` (one token, for every position; default each position's own top next token)."""
+    ``target`` (one token, for every position; default each position's own top next token).
+    ``recording`` (here and below): gives the run's recorded forward (a per-run cache,
+    ``cache.RecordingCache``); default record it now."""
     n = len(token_ids)
     if stop <= start:
         raise WritesInputError(f"the position range {start}:{stop} is empty")
@@ -96,7 +107,7 @@ def lens_of_run(
     if not 1 <= k <= unembed.vocab:
         raise WritesInputError(f"k={k} is outside [1, {unembed.vocab}] (the vocabulary of {backend.spec.name!r})")
     tid = None if target is None else single_token_id(backend, target, "target")
-    writes = record_run(backend, token_ids, "the logit lens")
+    writes = recording() if recording is not None else record_run(backend, token_ids, "the logit lens")
     if tid is None:
         with torch.inference_mode():
             tgt = unembed.logits(norm(writes.resid[-1, start:stop])).argmax(-1)
@@ -128,6 +139,7 @@ def attribution_of_run(
     contrast: str | None = None,
     split_heads: Sequence[tuple[int, int]] | None = None,
     top_heads: int = 8,
+    recording: Recording = None,
 ) -> AttributionResult:
     """Direct logit attribution at ``position`` of ``target`` (one token; default the model's own next
     token there) minus ``contrast`` (one token, optional). Splits over source positions: the heads in
@@ -140,7 +152,8 @@ def attribution_of_run(
         sites.block(layer)
         sites.check_head(head)
     cid = None if contrast is None else single_token_id(backend, contrast, "contrast")
-    writes = record_run(backend, token_ids, "direct logit attribution")
+    feature = "direct logit attribution"
+    writes = recording() if recording is not None else record_run(backend, token_ids, feature)
     if target is None:
         norm, unembed = readout_parts(sites, "direct logit attribution")
         tid = int(unembed.logits(norm(writes.resid[-1, position])).argmax())
@@ -155,12 +168,12 @@ def attribution_of_run(
     return AttributionResult(position, tid, cid, att, heads, splits)
 
 
-def value_weighted_of_run(backend, inp, maps: AttentionMaps) -> AttentionMaps:
+def value_weighted_of_run(backend, inp, maps: AttentionMaps, recording: Recording = None) -> AttentionMaps:
     """The row-normalised value-weighted maps of a run (``maps``, its attention ``[layer, head,
     query, key]``, and ``inp``, its model input): one recorded forward gives the values, the
     ``[head, key]`` norm tables are kept and the run's own maps give the weights, block by block."""
     backend.sites  # noqa: B018 - refuses (422) a model without an anatomy entry before running it
-    writes = record_writes(backend, inp)
+    writes = recording() if recording is not None else record_writes(backend, inp)
     if tuple(writes.maps.shape) != tuple(maps.shape):
         raise WritesInputError(f"the recorded forward has maps {writes.maps.shape}, the run {maps.shape}")
     return value_weighted_maps(writes, maps)

@@ -63,6 +63,12 @@ class RecordedWrites:
     def n_tokens(self) -> int:
         return int(self.resid.shape[1])
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the recorded tensors and the maps (a lazy map's stored queries and keys)."""
+        held = sum(t.numel() * t.element_size() for t in (self.resid, self.head_z, self.mlp_out))
+        return held + int(getattr(self.maps, "nbytes", 0))
+
     def values(self, layer: int) -> torch.Tensor:
         """``[kv_head, pos, d_head]``: ``v_j = ln_attn(resid_pre_j) @ W_V + b_V`` of block ``layer``
         (``resid_pre_j`` itself for a post-norm block)."""

@@ -1,6 +1,8 @@
 """What heads write on one run: its logit lens (``POST /runs/{id}/lens``), the direct logit
-attribution of one prediction (``POST /runs/{id}/attribution``) and its value-weighted maps served as
-a run (``POST /runs/{id}/value-weighted``); the work is in ``attnscope.pipelines.writes.readouts``."""
+attribution of one prediction (``POST /runs/{id}/attribution``), its value-weighted maps served as
+a run (``POST /runs/{id}/value-weighted``) and the contribution graph of one prediction (``POST
+/runs/{id}/graph``); the work is in ``attnscope.pipelines.writes.readouts`` and ``.graph_run``. The
+routes share one recorded forward per run (``service.recordings``, bounded in bytes)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ from fastapi import APIRouter, status
 
 from attnscope.analysis.slices import parse_range
 from attnscope.models.backends.base import Capture
+from attnscope.pipelines.writes.graph import GraphTooLargeError
+from attnscope.pipelines.writes.graph_run import graph_of_run
 from attnscope.pipelines.writes.readouts import (
     WritesInputError,
     attribution_of_run,
     lens_of_run,
+    single_token_id,
     value_weighted_of_run,
 )
+from attnscope.pipelines.writes.recorded import attribute, readout_parts, record_writes
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.request_executor import heavy
@@ -21,6 +27,10 @@ from attnscope.server.schemas import (
     MAX_LENS_POSITIONS,
     AttributionCreate,
     AttributionPublic,
+    GraphCreate,
+    GraphEdge,
+    GraphNode,
+    GraphPublic,
     HeadSplit,
     LensCell,
     LensCreate,
@@ -51,6 +61,16 @@ def _token_ids(run: Run) -> list[int]:
     return list(run.capture.token_ids)
 
 
+def _recording(service, run: Run, backend):
+    """The run's recorded forward from the service's per-run cache (recorded on the first request)."""
+
+    def make():
+        inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
+        return record_writes(backend, inp)
+
+    return lambda: service.recordings.get(run.id, make)
+
+
 @router.post(
     "/{run_id}/lens",
     response_model=LensPublic,
@@ -68,7 +88,7 @@ def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPubli
             n_pos = stop - start
             raise WritesInputError(f"positions {start}:{stop} are {n_pos}; at most {MAX_LENS_POSITIONS} a request")
         backend = service.models.get(run.model)
-        grid = lens_of_run(backend, ids, start, stop, body.k, body.target)
+        grid = lens_of_run(backend, ids, start, stop, body.k, body.target, _recording(service, run, backend))
     except ValueError as exc:
         raise _invalid(exc) from None
     text = backend.tokenizer.decode
@@ -116,7 +136,16 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
         position = len(ids) - 1 if body.position is None else body.position
         backend = service.models.get(run.model)
         split = None if body.split_heads is None else [tuple(h) for h in body.split_heads]
-        res = attribution_of_run(backend, ids, position, body.target, body.contrast, split, body.top_heads)
+        res = attribution_of_run(
+            backend,
+            ids,
+            position,
+            body.target,
+            body.contrast,
+            split,
+            body.top_heads,
+            _recording(service, run, backend),
+        )
     except ValueError as exc:
         raise _invalid(exc) from None
     att = res.attribution
@@ -160,9 +189,70 @@ def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPubl
         try:
             backend = service.models.get(run.model)
             inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
-            maps = value_weighted_of_run(backend, inp, run.capture.maps)
+            maps = value_weighted_of_run(backend, inp, run.capture.maps, _recording(service, run, backend))
         except ValueError as exc:
             raise _invalid(exc) from None
         cap = Capture(maps, run.capture.output, None, token_ids=run.capture.token_ids, attention=run.capture.attention)
         stored = service.store.put(Run(id=vw_id, model=run.model, text=run.text, capture=cap, image=run.image))
     return ValueWeightedPublic(run_id=run.id, value_weighted_run_id=vw_id, shape=list(stored.capture.maps.shape))
+
+
+@router.post(
+    "/{run_id}/graph",
+    response_model=GraphPublic,
+    responses=error_responses(
+        404,
+        {
+            422: "the request does not fit the run or the model: a model without a final norm and unembedding or "
+            "not pre-norm, an image run, a position out of range, a target that is not one token, or a graph past "
+            "max_nodes (the detail names the bound: raise the threshold)"
+        },
+    ),
+    summary="The contribution graph of one prediction (Ferrando and Voita 2024): from the position at the top, the "
+    "attention, residual and MLP edges whose importance reaches the threshold, found top-down, with each attention "
+    "edge's head shares; and the target logit's direct parts per block",
+)
+@heavy
+def create_graph(run: RunDep, body: GraphCreate, service: ServiceDep) -> GraphPublic:
+    try:
+        ids = _token_ids(run)
+        position = len(ids) - 1 if body.position is None else body.position
+        backend = service.models.get(run.model)
+        tid = None if body.target is None else single_token_id(backend, body.target, "target")
+        recording = _recording(service, run, backend)
+        res = graph_of_run(backend, ids, position, body.threshold, body.max_nodes, recording)
+        writes = recording()
+        if tid is None:
+            norm, unembed = readout_parts(backend.sites, "the contribution graph")
+            tid = int(unembed.logits(norm(writes.resid[-1, position])).argmax())
+        att = attribute(writes, position, tid, split=False)
+    except (ValueError, GraphTooLargeError) as exc:
+        raise _invalid(exc) from None
+    g = res.graph
+    tokens = run.capture.maps.tokens
+    order = sorted(g.nodes, key=lambda n: (-n[1], n[0] == "mid", n[2]))
+    index = {n: k for k, n in enumerate(order)}
+    return GraphPublic(
+        run_id=run.id,
+        position=position,
+        threshold=res.threshold,
+        max_nodes=res.max_nodes,
+        target_id=tid,
+        target=backend.tokenizer.decode([tid]),
+        nodes=[GraphNode(kind=k, layer=la, position=p, token=tokens[p]) for k, la, p in order],
+        edges=[
+            GraphEdge(
+                source=index[s],
+                target=index[t],
+                kind=kind,
+                weight=w,
+                heads=[float(x) for x in g.heads[(s, t)]] if kind == "attention" else None,
+            )
+            for s, t, kind, w in g.edges
+        ],
+        logit=att.logit,
+        bias=att.bias,
+        embed=att.embed,
+        attention=(att.heads.sum(-1) + att.attn_bias).tolist(),
+        mlp=att.mlp.tolist(),
+    )

@@ -125,10 +125,15 @@ from attnscope.server.schemas.structure import (  # noqa: F401
 )
 from attnscope.server.schemas.tokens import TokenCountPublic, TokenizeCreate  # noqa: F401
 from attnscope.server.schemas.writes import (  # noqa: F401
+    MAX_GRAPH_NODES,
     MAX_LENS_K,
     MAX_LENS_POSITIONS,
     AttributionCreate,
     AttributionPublic,
+    GraphCreate,
+    GraphEdge,
+    GraphNode,
+    GraphPublic,
     HeadSplit,
     LensCell,
     LensCreate,

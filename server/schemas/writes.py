@@ -117,3 +117,54 @@ class ValueWeightedPublic(BaseModel):
         "read it with every map route (attention slices, rows, heads, structure)",
     )
     shape: list[int] = Field(..., description="[layer, head, query, key]")
+
+
+MAX_GRAPH_NODES = 10_000
+
+
+class GraphCreate(_Body):
+    position: int | None = Field(None, ge=0, description="the position whose prediction is explained; default last")
+    threshold: float = Field(
+        0.04, ge=0.0, le=1.0, description="keep an edge whose importance (share of its node, 0..1) is at least this"
+    )
+    max_nodes: int = Field(
+        2000, ge=1, le=MAX_GRAPH_NODES, description="refuse (422) a graph past this many nodes: raise the threshold"
+    )
+    target: Answer | None = Field(
+        None, description="one token whose logit's direct parts are reported; default the model's own next token"
+    )
+
+
+class GraphNode(BaseModel):
+    kind: str = Field(
+        ...,
+        description="'pre': the stream entering block 'layer' (layer = blocks: the final stream); "
+        "'mid': after the block's attention",
+    )
+    layer: int
+    position: int
+    token: str
+
+
+class GraphEdge(BaseModel):
+    source: int = Field(..., description="index into nodes")
+    target: int = Field(..., description="index into nodes")
+    kind: str = Field(..., description="attention | residual | mlp")
+    weight: float = Field(..., description="the edge's importance: its share of the target node (Ferrando and Voita)")
+    heads: list[float] | None = Field(None, description="[head] each head's share of an attention edge")
+
+
+class GraphPublic(BaseModel):
+    run_id: str
+    position: int
+    threshold: float
+    max_nodes: int
+    target_id: int
+    target: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    logit: float = Field(..., description="logit(target) at the position")
+    bias: float = Field(..., description="the final norm's bias and unembedding bias term (not a block's write)")
+    embed: float = Field(..., description="the embedding's direct part of the logit")
+    attention: list[float] = Field(..., description="[layer] each block's attention direct part (heads + b_O)")
+    mlp: list[float] = Field(..., description="[layer] each MLP's direct part; embed + attention + mlp = logit - bias")

@@ -66,6 +66,10 @@ def test_attribution_parts_sum_to_the_logit_with_source_splits(client, paris):
         ("attribution", {"split_heads": [[30, 0]]}, "layer 30 is out of range"),
         ("attribution", {"split_heads": [[0, 9]]}, "head 9 is out of range"),
         ("attribution", {"contrast": "  Paris is"}, "exactly one token"),
+        ("graph", {"threshold": 1.5}, "less than or equal to 1"),
+        ("graph", {"max_nodes": 10001}, "less than or equal to 10000"),
+        ("graph", {"threshold": 0.0, "max_nodes": 20}, "passed 20 nodes"),
+        ("graph", {"position": 5}, "out of range"),
     ],
 )
 def test_bad_input_is_a_422_that_says_what_to_change(client, paris, path, body, match):
@@ -76,7 +80,7 @@ def test_bad_input_is_a_422_that_says_what_to_change(client, paris, path, body, 
 
 def test_a_model_without_an_unembedding_is_a_422_naming_what_it_lacks(client):
     run = client.post(f"{API}/runs", json={"model": "minilm", "text": "The cat sat on the mat."}).json()
-    for path in ("lens", "attribution"):
+    for path in ("lens", "attribution", "graph"):
         r = client.post(f"{API}/runs/{run['id']}/{path}", json={})
         assert r.status_code == 422, r.text
         assert "unembed" in r.json()["detail"] or "LM head" in r.json()["detail"]
@@ -104,3 +108,32 @@ def test_value_weighted_maps_are_served_as_a_run_every_map_route_reads(client, m
         assert np.all(v[w == 0] == 0) and np.abs(v - w).max() > 1e-3
     heads = client.get(f"{API}/runs/{vw['value_weighted_run_id']}/heads")
     assert heads.status_code == 200, heads.text
+
+
+def test_graph_of_a_prediction_conserves_and_shares_one_recording_with_the_lens(client):
+    """A fresh run: the lens, the attribution and the graph record its forward once (the service's
+    per-run cache); the graph's edges reach the threshold, each expanded node's incoming shares sum to
+    at most 1, and the logit's direct parts per block sum to the logit minus the bias term."""
+    run = client.post(f"{API}/runs", json={"model": "smollm2", "text": "The capital of Italy is"}).json()
+    recordings = client.app.state.service.recordings
+    misses = recordings.misses
+    assert client.post(f"{API}/runs/{run['id']}/lens", json={"k": 3}).status_code == 200
+    assert client.post(f"{API}/runs/{run['id']}/attribution", json={}).status_code == 200
+    r = client.post(f"{API}/runs/{run['id']}/graph", json={"threshold": 0.05, "max_nodes": 800, "target": " Rome"})
+    assert r.status_code == 200, r.text
+    assert recordings.misses == misses + 1 and recordings.nbytes > 0
+    g = r.json()
+    last = run["shape"][-1] - 1
+    assert g["target"] == " Rome" and g["position"] == last
+    top = {"kind": "pre", "layer": 30, "position": last, "token": g["nodes"][0]["token"]}
+    assert g["nodes"][0] == top
+    assert g["edges"] and all(e["weight"] >= 0.05 for e in g["edges"])
+    into: dict = {}
+    for e in g["edges"]:
+        into[e["target"]] = into.get(e["target"], 0.0) + e["weight"]
+        assert (e["heads"] is not None) == (e["kind"] == "attention")
+        if e["heads"]:
+            assert len(e["heads"]) == 9
+    assert all(v <= 1.0 + 1e-5 for v in into.values())
+    direct = g["embed"] + sum(g["attention"]) + sum(g["mlp"])
+    assert direct == pytest.approx(g["logit"] - g["bias"], abs=1e-4)

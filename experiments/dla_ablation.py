@@ -1,0 +1,93 @@
+"""Direct logit attribution beside the ablation effect, per head, on SmolLM2 factual prompts (#23
+item 7): for each prompt "The capital of <country> is", each head's DLA of ``logit(answer) -
+logit(contrast)`` at the last position (``pipelines.writes``) and the change of the same logit
+difference when that head alone is zero-ablated (``pipelines.interventions.head_effects``), ranked
+against each other with Spearman's rho over the 270 heads (``scipy.stats.spearmanr``). A head that
+writes the answer directly should, ablated, lower the difference: the script correlates DLA with
+``-effect``. Over the prompts: the mean rho with its bootstrap (BCa) interval.
+
+    .venv/bin/python -m attnscope.experiments.dla_ablation [--prompts 8] [--method zero] [--top 5]
+
+Prints Markdown (a table per prompt and the summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+from attnscope.analysis.stats import bootstrap_interval
+from attnscope.pipelines.interventions.apply import head_effects
+from attnscope.pipelines.interventions.metrics import MetricSpec
+from attnscope.pipelines.writes.readouts import single_token_id
+from attnscope.pipelines.writes.recorded import attribute, record_writes
+
+# (country, answer, contrast): single-token answers of SmolLM2's tokenizer
+FACTS = [
+    ("France", " Paris", " London"),
+    ("Italy", " Rome", " Paris"),
+    ("Germany", " Berlin", " Paris"),
+    ("Spain", " Madrid", " Rome"),
+    ("Japan", " Tokyo", " Beijing"),
+    ("Russia", " Moscow", " Berlin"),
+    ("England", " London", " Paris"),
+    ("China", " Beijing", " Tokyo"),
+]
+
+
+def compare(lm, country: str, answer: str, contrast: str, method: str) -> dict:
+    """DLA ``[layer, head]``, ablation effect ``[layer, head]`` and their rank correlation."""
+    inp = lm.encode_text(f"The capital of {country} is")
+    a, b = single_token_id(lm, answer), single_token_id(lm, contrast)
+    pos = len(inp) - 1
+    dla = attribute(record_writes(lm, inp), pos, a, b, split=False).heads
+    metric = MetricSpec("answer_logit_diff", (pos,), (a, b))
+    eff = head_effects(lm, inp, method=method, metric=metric)["effect"]
+    rho, p = spearmanr(dla.ravel(), -eff.ravel())
+    return {"dla": dla, "effect": eff, "rho": float(rho), "p": float(p)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompts", type=int, default=len(FACTS), help=f"how many of the {len(FACTS)} facts")
+    ap.add_argument("--method", default="zero", choices=("zero", "mean"))
+    ap.add_argument("--top", type=int, default=5, help="heads of largest DLA listed for the first prompt")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    from attnscope.models.loading import load_model
+
+    lm = load_model("smollm2", "cpu", capture="lazy")
+    rows = []
+    print("| prompt | answer - contrast | Spearman rho (DLA vs -ablation effect, 270 heads) | p |")
+    print("|---|---|---|---|")
+    for k, (country, answer, contrast) in enumerate(FACTS[: args.prompts]):
+        r = compare(lm, country, answer, contrast, args.method)
+        rows.append(r)
+        print(f"| The capital of {country} is | `{answer}` - `{contrast}` | {r['rho']:+.3f} | {r['p']:.1e} |")
+        if k == 0:
+            first = r
+    order = np.argsort(-first["dla"], axis=None)[: args.top]
+    print(f"\nHeads of largest DLA on the first prompt ({args.method} ablation effect beside):\n")
+    print("| head | DLA | ablation effect | ablation rank (of 270, most negative first) |")
+    print("|---|---|---|---|")
+    eff_rank = np.argsort(np.argsort(first["effect"], axis=None))
+    for o in order:
+        layer, head = np.unravel_index(o, first["dla"].shape)
+        print(
+            f"| L{layer}H{head} | {first['dla'][layer, head]:+.3f} | {first['effect'][layer, head]:+.3f} | "
+            f"{int(eff_rank[o]) + 1} |"
+        )
+    rhos = [r["rho"] for r in rows]
+    iv = bootstrap_interval(rhos)
+    print(
+        f"\nMean rho over {len(rhos)} prompts: {iv.mean:+.3f}, "
+        f"95 % BCa bootstrap interval [{iv.low:+.3f}, {iv.high:+.3f}]"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The contribution graph (``graph``) of one prediction of a real model, read from its recorded
+forward (``recorded.RecordedWrites``): each block's stream, MLP output, output projection, attention
+row on request (the run's lazy maps) and values, nothing quadratic held.
+
+Memory: one ``[head, key, d_model]`` term tensor per expanded node (``graph.attention_terms``), and
+the graph itself; ``full_decomposition_bytes`` is what materialising every term of every block
+(``[layer, head, query, key, d_model]``, causal half) would take, for comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from attnscope.pipelines.writes.graph import BlockInputs, Graph, contribution_graph
+from attnscope.pipelines.writes.readouts import WritesInputError, check_position, record_run
+from attnscope.pipelines.writes.recorded import RecordedWrites, readout_parts
+
+
+def graph_inputs(writes: RecordedWrites) -> tuple[list[BlockInputs], torch.Tensor]:
+    """``(blocks, final [pos, d_model])`` of a recording: one ``BlockInputs`` per block whose
+    ``probs(i) [head, key]`` reads row ``i`` of the run's maps and ``values() [kv_head, pos, d_head]``
+    recomputes the block's values from its stream."""
+    maps = writes.maps
+    blocks = []
+    for layer in range(writes.sites.n_layers):
+        W_O, b_O = writes.output_projection(layer)
+
+        def probs(i: int, layer: int = layer) -> torch.Tensor:
+            keys = slice(0, i + 1) if maps.causal else slice(None)
+            row = maps.block(layer, rows=slice(i, i + 1), cols=keys)[:, 0]  # [head, key]
+            return torch.as_tensor(row.copy())
+
+        blocks.append(
+            BlockInputs(
+                pre=writes.resid[layer],
+                mlp=writes.mlp_out[layer],
+                W_O=W_O,
+                b_O=b_O,
+                probs=probs,
+                values=lambda layer=layer: writes.values(layer),
+            )
+        )
+    return blocks, writes.resid[-1]
+
+
+def full_decomposition_bytes(n_layers: int, n_heads: int, n_tokens: int, d_model: int, causal: bool = True) -> int:
+    """float32 bytes of every ``a_hij v_hj W_O[h]`` of every block: ``[layer, head, query, key,
+    d_model]`` (with ``causal``, only the ``n (n + 1) / 2`` pairs ``j <= i``)."""
+    pairs = n_tokens * (n_tokens + 1) // 2 if causal else n_tokens * n_tokens
+    return 4 * n_layers * n_heads * pairs * d_model
+
+
+def term_bytes(n_heads: int, n_keys: int, d_model: int) -> int:
+    """float32 bytes of one expanded node's ``[head, key, d_model]`` terms."""
+    return 4 * n_heads * n_keys * d_model
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    """A ``Graph`` of the prediction at ``position`` and the bounds it ran under."""
+
+    position: int
+    threshold: float
+    max_nodes: int
+    graph: Graph
+
+
+def graph_of_run(
+    backend,
+    token_ids: Sequence[int],
+    position: int,
+    threshold: float,
+    max_nodes: int,
+    recording: Callable[[], RecordedWrites] | None = None,
+) -> GraphResult:
+    """The contribution graph of the prediction at ``position`` (``GraphTooLargeError`` past
+    ``max_nodes``); ``recording`` gives the run's recorded forward (default: record it now)."""
+    check_position(position, len(token_ids))
+    if not 0.0 <= threshold <= 1.0:
+        raise WritesInputError(f"threshold={threshold} is outside [0, 1]")
+    readout_parts(backend.sites, "the contribution graph")
+    writes = recording() if recording is not None else record_run(backend, token_ids, "the contribution graph")
+    blocks, final = graph_inputs(writes)
+    g = contribution_graph(blocks, final, position, threshold, max_nodes)
+    return GraphResult(position, threshold, max_nodes, g)
