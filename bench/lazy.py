@@ -7,12 +7,14 @@ recorder); prints b/a (issue target <= 1.10). Then from the recorded run: one he
 (2) 1 x ``--long`` (default 4,096; ``ATTNSCOPE_MAX_CAUSAL_TOKENS`` is raised for it): one lazy run
 through the backend, what it holds (``attnscope.server.store.run_nbytes``: queries/keys, outputs,
 token ids; hidden states are not kept but recomputed on request, timed last; target <= 0.5 GB),
+and the resident peak of its creation above what it keeps (target <= 0.25 GB),
 then the structure census of that run (``classify_heads``: shift, sink, entropy per head; the
 induction probe is a separate short sequence) with its peak
 memory: numpy allocations (tracemalloc) and the process' resident memory above its level before
 the census (sampled every 10 ms), against 2 layers' worth of float32 maps (the target bound).
 
     .venv/bin/python bench/lazy.py [--tokens 1024] [--long 4096] [--repeats 5] [--threads 1] [--skip-long]
+        [--skip-short] [--run-only]
 
 On a machine whose cores are busy with other jobs run with ``--threads 1`` (see bench/llm.py).
 """
@@ -120,13 +122,15 @@ def short_run(lm, n_tokens: int, repeats: int) -> None:
     )
 
 
-def long_run(lm, n_tokens: int) -> None:
+def long_run(lm, n_tokens: int, run_only: bool = False) -> None:
     from attnscope.analysis.heads import classify_heads
     from attnscope.server.store import Run, object_nbytes, run_nbytes
 
     ids = long_text(lm.tokenizer, n_tokens)
+    inp = lm.encode_ids(ids)
     t = time.perf_counter()
-    cap = lm.run(lm.encode_ids(ids))
+    with PeakRSS() as creation:
+        cap = lm.run(inp)
     forward = time.perf_counter() - t
     maps = cap.maps
     n_layers, n_heads, n, _ = maps.shape
@@ -139,6 +143,13 @@ def long_run(lm, n_tokens: int) -> None:
         f"({maps.source.layers[0].query.dtype}), hidden states kept {hidden / 1e9:.3f} GB, "
         f"outputs {object_nbytes(cap.output) / 1e9:.3f} GB   (target <= 0.5 GB)"
     )
+    above = creation.peak - total
+    print(
+        f"    run creation: resident peak above start {creation.peak / 1e9:.3f} GB, above what the run keeps "
+        f"{above / 1e9:.3f} GB   (target <= 0.25 GB; ratio {above / 0.25e9:.2f})"
+    )
+    if run_only:
+        return
     two_layers = 2 * n_heads * n * n * 4
     full = n_layers * n_heads * n * n * 4
     tracemalloc.start()
@@ -173,6 +184,8 @@ def main() -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--skip-long", action="store_true")
+    ap.add_argument("--skip-short", action="store_true")
+    ap.add_argument("--run-only", action="store_true", help="(2): the run's creation only, no census")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -181,9 +194,10 @@ def main() -> None:
 
     lm = load_model("smollm2", args.device, capture="lazy")
     assert lm.capture == "lazy", lm.capture_refusal
-    short_run(lm, args.tokens, args.repeats)
+    if not args.skip_short:
+        short_run(lm, args.tokens, args.repeats)
     if not args.skip_long:
-        long_run(lm, args.long)
+        long_run(lm, args.long, args.run_only)
 
 
 if __name__ == "__main__":
