@@ -9,6 +9,7 @@ before every request of the Flask server behind Dash:
   ``Content-Length`` before a byte is read, or cut while a chunked body streams); 400 for a body that is
   not a callback request (not JSON, not an object, an unknown output); a callback that raises on the
   inputs it was sent answers 400 too (logged with its traceback), never a 500;
+- repeated wrong tokens at ``/login`` from one address: 429 with ``Retry-After`` (``attnscope.frontend.login``);
 - when a credential is set (``ATTNSCOPE_DASH_TOKEN``, else the API token): every page and route but
   ``/login``, ``/logout`` and the static assets needs a session, made by logging in at ``/login`` with
   that credential (or ``Authorization: Bearer <credential>`` on each request, for scripts). The session
@@ -25,7 +26,6 @@ before every request of the Flask server behind Dash:
 from __future__ import annotations
 
 import hmac
-import html
 import ipaddress
 import json
 import logging
@@ -38,14 +38,14 @@ import flask
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from attnscope.frontend.login import CSRF_COOKIE, SESSION_COOKIE, login_routes
+
 log = logging.getLogger("attnscope.frontend")
 
 # the API's default (attnscope.server.config.DEFAULT_ALLOWED_HOSTS; tests/frontend/test_security.py
 # checks that both stay equal: the dashboard may not import the server)
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "api", "dashboard", "testserver")
 CALLBACK_PATH = "/_dash-update-component"
-SESSION_COOKIE = "attnscope_session"
-CSRF_COOKIE = "_csrf_token"  # Dash's renderer reads this cookie and sends it as X-CSRFToken
 CSRF_HEADER = "X-CSRFToken"
 SESSION_SECONDS = 12 * 3600
 PUBLIC_PREFIXES = ("/login", "/logout", "/assets/", "/_dash-component-suites/", "/_favicon.ico")
@@ -105,20 +105,6 @@ def _problem(status: int, detail: str, code: str):
     response = flask.jsonify({"detail": detail, "code": code})
     response.status_code = status
     return response
-
-
-LOGIN_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>attnscope: log in</title><link rel="stylesheet" href="/assets/style.css"></head>
-<body><main class="login">
-<h1>attnscope</h1>
-<form method="post" action="/login?next={next}">
-<label for="token">Access token (the API's ATTNSCOPE_API_TOKEN, or ATTNSCOPE_DASH_TOKEN)</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
-<button type="submit" id="login-button">Log in</button>
-</form>
-<p class="error" role="alert">{error}</p>
-</main></body></html>"""
 
 
 class _Guard:
@@ -266,38 +252,6 @@ def _callback_shape_problem(body, callback_map: dict) -> str | None:
     return None
 
 
-def _safe_next(target: str | None) -> str:
-    """Only a path of this server (never ``//elsewhere`` or a full URL)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
-
-
-def _login_routes(server: flask.Flask, guard: _Guard) -> None:
-    def page(error: str = "", status: int = 200):
-        nxt = html.escape(quote(_safe_next(flask.request.args.get("next")), safe="/"), quote=True)
-        return flask.Response(LOGIN_PAGE.format(next=nxt, error=html.escape(error)), status, mimetype="text/html")
-
-    @server.route("/login", methods=["GET", "POST"])
-    def login():
-        if flask.request.method == "GET":
-            return page()
-        flask.request.max_content_length = 8192
-        if not guard.settings.credential:
-            return flask.redirect("/", 303)
-        if not guard.credential_ok(flask.request.form.get("token", "").strip()):
-            log.warning("dashboard log-in refused from %s", flask.request.remote_addr)
-            return page("That token is not the dashboard's access token.", 401)
-        return guard.start_session(flask.redirect(_safe_next(flask.request.args.get("next")), 303))
-
-    @server.route("/logout")
-    def logout():
-        response = flask.redirect("/login", 303)
-        for name in (SESSION_COOKIE, CSRF_COOKIE):
-            response.delete_cookie(name, path="/", samesite="Strict")
-        return response
-
-
 def _callback_errors_as_4xx(server: flask.Flask) -> None:
     """A callback that raises on the inputs it was sent answers 400 (logged with its traceback)."""
     from dash.exceptions import PreventUpdate
@@ -328,7 +282,7 @@ def install_security(app, settings: DashSecurity) -> None:
     guard = _Guard(app, settings)
     server.before_request_funcs.setdefault(None, []).insert(0, guard.before)  # before Dash's own
     server.before_request(guard.check_callback_body)
-    _login_routes(server, guard)
+    login_routes(server, guard, _problem)
     _callback_errors_as_4xx(server)
 
     @server.errorhandler(RequestEntityTooLarge)

@@ -144,26 +144,30 @@ class HeavyExecutor:
             if item is _STOP:
                 return
             fut, token, fn, args, kwargs = item
+            deliver: Callable[[], object] | None = None
             try:
                 if not fut.set_running_or_notify_cancel():  # cancelled while queued
                     continue
                 if token.cancelled:
-                    fut.set_exception(Cancelled(token.reason))
+                    deliver = functools.partial(fut.set_exception, Cancelled(token.reason))
                     continue
                 started = self._clock()
                 try:
                     with cancel_scope(token):
                         result = fn(*args, **kwargs)
                 except BaseException as exc:  # delivered to the awaiting request
-                    self._record(started)
-                    fut.set_exception(exc)
+                    deliver = functools.partial(fut.set_exception, exc)
                 else:
-                    self._record(started)
-                    fut.set_result(result)
+                    deliver = functools.partial(fut.set_result, result)
+                self._record(started)
             finally:
+                # the slot is free before the answer is delivered: a client that sends its next
+                # request on reading this answer must find it free (not a 429 from a finished request)
                 with self._lock:
                     self._tokens.discard(token)
                 self._slots.release()
+                if deliver is not None:
+                    deliver()
 
     def _record(self, started: float) -> None:
         seconds = max(0.0, self._clock() - started)

@@ -151,15 +151,32 @@ def decode(
 
 
 def next_token_summary(
-    logits: torch.Tensor, ids: list[int], k: int = TOP_K
+    logits: torch.Tensor, ids: list[int], k: int = TOP_K, next_id: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """From logits ``[position, vocab]`` and the ids at those positions: ``top_ids [position, k]``,
     ``top_probs [position, k]`` and ``loss [position]``, the loss (nats) of the token at the next
-    position (NaN at the last position, where no next token exists)."""
+    position (NaN at the last position, where no next token exists, unless ``next_id`` names it:
+    a chunk of a longer sequence)."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     top = torch.topk(logp, k=min(k, logp.shape[-1]), dim=-1)
     loss = torch.full((logp.shape[0],), float("nan"))
-    if logp.shape[0] > 1:
-        nxt = torch.tensor(ids[1 : logp.shape[0]], dtype=torch.long)
-        loss[:-1] = -logp[:-1].gather(1, nxt[:, None])[:, 0]
+    nxt = list(ids[1 : logp.shape[0]]) + ([] if next_id is None else [next_id])
+    if nxt:
+        loss[: len(nxt)] = -logp[: len(nxt)].gather(1, torch.tensor(nxt, dtype=torch.long)[:, None])[:, 0]
     return top.indices.numpy(), top.values.exp().numpy(), loss.numpy()
+
+
+HEAD_CHUNK = 64  # positions unembedded at once: 64 x 49,152 SmolLM2 logits are 12.6 MB of float32
+
+
+def summary_by_chunks(unembed, ids: list[int], normed: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``next_token_summary`` of ``normed [position, d_model]`` (the body's last, normed stream) through
+    ``unembed`` (``attnscope.models.sites.Unembed``) ``HEAD_CHUNK`` positions at a time: the same figures
+    as the head over every position, without its ``[position, vocab]`` float32 logits (0.58 GB at 2,926
+    SmolLM2 tokens) held at once."""
+    parts = []
+    for start in range(0, len(ids), HEAD_CHUNK):
+        stop = min(len(ids), start + HEAD_CHUNK)
+        logits = unembed.logits(normed[start:stop]).float().cpu()
+        parts.append(next_token_summary(logits, ids[start:stop], next_id=ids[stop] if stop < len(ids) else None))
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))

@@ -23,6 +23,7 @@ from attnscope.models.backends.generation import (
     GenerateOptions,
     decode,
     next_token_summary,
+    summary_by_chunks,
 )
 from attnscope.models.backends.hf import HFBackend, lazy_capture
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
@@ -134,9 +135,12 @@ class HFCausalLMBackend(HFBackend):
         return text
 
     # ------------------------------------------------------------------ run
-    def _prediction(self, ids: list[int], logits: torch.Tensor, n_prompt: int) -> NextToken:
-        """Per position the top-k next tokens and the loss of the actual next token."""
-        top_ids, top_probs, loss = next_token_summary(logits, ids)
+    def _prediction(self, ids: list[int], logits: torch.Tensor | None, n_prompt: int, normed=None) -> NextToken:
+        """Per position the top-k next tokens and the next token's loss, from ``logits [pos, vocab]`` or ``normed``."""
+        summary = (
+            next_token_summary(logits, ids) if normed is None else summary_by_chunks(self.sites.unembed, ids, normed)
+        )
+        top_ids, top_probs, loss = summary
         uniq = np.unique(top_ids).tolist()
         label = dict(zip(uniq, self.labels_of(uniq)))
         top_k = [
@@ -190,17 +194,19 @@ class HFCausalLMBackend(HFBackend):
         ids = inp.ids_tensor(self.device)
         recompute = None
         if self.capture == "lazy":
-            with lazy_capture() as recorder:
-                out = self.model(input_ids=ids, use_cache=False)
+            with lazy_capture() as recorder:  # the body only: the head runs by chunks below
+                body = self.model.base_model(input_ids=ids, use_cache=False)
             maps = self.lazy_maps(recorder.ordered(), 0, len(inp), self.make_input(inp.token_ids))
             if hidden_states:
                 token_ids = tuple(inp.token_ids)
                 recompute = lambda: self.hidden_states_of(token_ids)  # noqa: E731
-            hidden_states = False
-        else:
-            out = self.model(input_ids=ids, output_attentions=True, output_hidden_states=hidden_states, use_cache=False)
-            weights = torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()
-            maps, _ = self._maps(list(inp.token_ids), weights)
+            output = self._prediction(list(inp.token_ids), None, len(inp), normed=body.last_hidden_state[0])
+            return Capture(
+                maps, output, None, token_ids=inp.token_ids, attention=self.attention, recompute_hidden=recompute
+            )
+        out = self.model(input_ids=ids, output_attentions=True, output_hidden_states=hidden_states, use_cache=False)
+        weights = torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()
+        maps, _ = self._maps(list(inp.token_ids), weights)
         hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
         output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
         return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention, recompute_hidden=recompute)

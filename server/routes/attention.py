@@ -18,6 +18,7 @@ from attnscope.analysis.attention_reads import (
 )
 from attnscope.analysis.codec import MEDIA_TYPE, pack, pack_top_k
 from attnscope.server.deps import RunDep
+from attnscope.server.request_executor import heavy
 from attnscope.server.routes.runs import ERRORS, MAX_HEAD, MAX_LAYER
 from attnscope.server.schemas import (
     MAX_SLICE_BYTES,
@@ -43,6 +44,7 @@ router = APIRouter(prefix="/runs", tags=["runs"])
     summary="Every layer's and head's attention row of one query position [layer, head, key]: what that position "
     "looked at (for a generated token, the row of the position before it, listed in the run's generation steps)",
 )
+@heavy
 def read_attention_rows(
     run: RunDep,
     request: Request,
@@ -92,6 +94,7 @@ ATTENTION_FORMATS = ("json", "float16", "uint8", "topk")
     summary="One layer [head, query, key] or one head [query, key] of a run's attention: a window of rows and "
     "columns, pooled by a stride for overviews, or each row's top-k keys",
 )
+@heavy
 def read_attention(
     run: RunDep,
     request: Request,

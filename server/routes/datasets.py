@@ -11,6 +11,7 @@ from attnscope.models import data_registry
 from attnscope.models.inputs import encode_png
 from attnscope.models.zoo import samples
 from attnscope.server.errors import error_responses
+from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import DataSetList, DataSetPublic, DatasetSample, SampleList
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -65,6 +66,7 @@ def read_samples(
     responses={200: {"content": {"image/png": {}}}, **error_responses(503)},
     summary="One sample as PNG",
 )
+@heavy
 def read_sample_image(dataset: str, index: int) -> Response:
     image, _ = samples.sample(dataset, index)
     return Response(encode_png(image), media_type="image/png")

@@ -107,6 +107,7 @@ def create_image_run(
     responses={**ERRORS, 200: {"content": {"image/png": {}}}},
     summary="The image a vision run's model saw (after preparation), as PNG",
 )
+@heavy
 def read_run_image(run: RunDep) -> Response:
     if run.image is None:
         # the run exists, so not a 404: the request does not fit it (a 404 here told clients, and
@@ -131,6 +132,7 @@ def read_run(run: RunDep) -> RunPublic:
     summary="conv-attention runs: one channel of the first layer as the convolution and as the attention "
     "layer built from it, side by side",
 )
+@heavy
 def read_conv_vs_attention(run: RunDep, channel: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0) -> ConvAttentionPublic:
     from attnscope.models.registry import get_spec
 

@@ -12,11 +12,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from attnscope.frontend.login import _safe_next
 from attnscope.frontend.security import (
     CSRF_COOKIE,
     DEFAULT_ALLOWED_HOSTS,
     SESSION_COOKIE,
-    _safe_next,
     check_exposure,
     host_allowed,
 )
