@@ -27,6 +27,7 @@ from attnscope.models.data_registry import DATASETS, DataFile, DataSet, data_dir
 
 SOURCE_ENV = "ATTNSCOPE_DATA_SOURCE"
 CHUNK = 1 << 20
+READABLE = 0o644  # data files are for every reader: a container's non-root user reads the folder mounted read-only
 
 Progress = Callable[[str], None]
 
@@ -88,6 +89,7 @@ def fetch(
             for file in ds.files:
                 dest = ds.folder(root) / file.path
                 if is_good(dest, file):
+                    _readable(dest)
                     report.kept += 1
                     continue
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -102,6 +104,13 @@ def fetch(
 
 def _sets(sets: Iterable[DataSet] | None) -> list[DataSet]:
     return list(DATASETS.values()) if sets is None else list(sets)
+
+
+def _readable(path: Path) -> None:
+    """Give a kept file read access for all (an earlier fetch wrote data files 0600), when it is ours."""
+    st = path.stat()
+    if st.st_mode & 0o044 != 0o044 and st.st_uid == os.getuid():
+        os.chmod(path, (st.st_mode & 0o777) | 0o644)
 
 
 def _put(ds: DataSet, file: DataFile, dest: Path, base: Path | None, url: str | None, timeout: float) -> None:
@@ -122,6 +131,9 @@ def _put(ds: DataSet, file: DataFile, dest: Path, base: Path | None, url: str | 
             raise FetchError(
                 f"{ds.name}/{file.path} does not match the registry (size {file.size}, sha256 {file.sha256[:12]}...)"
             )
+        # mkstemp makes the file 0600; a data file is for every reader (e.g. a container's non-root user
+        # reading the folder mounted read-only), so give it the mode an ordinary new file gets.
+        os.chmod(tmp, READABLE)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

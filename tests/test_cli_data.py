@@ -54,6 +54,17 @@ def test_fetch_from_a_folder_verifies_and_a_second_fetch_copies_nothing(tmp_path
     assert "dev.tsv" in data_fetch.verify([DATASETS["sst2"]], tmp_path / "data")["sst2"]
 
 
+def test_fetched_files_are_readable_by_others_and_a_kept_0600_file_is_repaired(tmp_path):
+    """The container's non-root user reads the data folder mounted read-only: files must not be 0600."""
+    root = tmp_path / "data"
+    data_fetch.fetch(SETS, str(FIXTURES), root)
+    files = [d.folder(root) / f.path for d in SETS for f in d.files]
+    assert files and all(p.stat().st_mode & 0o044 == 0o044 for p in files)
+    files[0].chmod(0o600)  # what the earlier fetch (mkstemp's mode) left
+    assert data_fetch.fetch(SETS, str(FIXTURES), root).kept == N_FILES
+    assert files[0].stat().st_mode & 0o777 == 0o644
+
+
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
 def test_fetch_from_an_archive_with_a_top_folder(tmp_path, kind):
     archive = tmp_path / f"data.{kind}"
