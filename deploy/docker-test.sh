@@ -446,7 +446,9 @@ e2e() {
 }
 
 stop_is_prompt() {
-  # SIGTERM must stop the containers at once, well before the 10 s grace period runs out.
+  # SIGTERM must stop the containers by themselves: a process that ignores it is killed when the
+  # 10 s grace period runs out (exit code 137, SIGKILL). The state is the check, not the milliseconds:
+  # on a loaded machine a clean shutdown can take seconds (9.1 s seen at load 17 on 2 cores).
   local svc t0 secs
   for svc in dashboard api; do
     t0=$(date +%s%N)
@@ -454,7 +456,7 @@ stop_is_prompt() {
     secs=$(( ($(date +%s%N) - t0) / 1000000 ))
     local code; code="$(docker inspect --format '{{.State.ExitCode}}' "$(compose ps -a -q "$svc")")"
     log "$svc stopped in $secs ms (exit code $code)"
-    ((secs < 8000)) || die "$svc took $secs ms to stop on SIGTERM"
+    [[ "$code" != 137 ]] || die "$svc ignored SIGTERM: killed (exit code 137) after the 10 s grace period ($secs ms)"
   done
 }
 
@@ -479,7 +481,7 @@ stop_without_init() {
   code="$(docker inspect --format '{{.State.ExitCode}}' "$cid")"
   docker rm "$cid" >/dev/null
   log "plain 'docker run IMAGE api' (no init): healthy by the image's HEALTHCHECK, stopped in $secs ms (exit code $code)"
-  ((secs < 8000)) || die "without an init, the API took $secs ms to stop on SIGTERM"
+  [[ "$code" != 137 ]] || die "without an init, the API ignored SIGTERM: killed (exit code 137) after the grace period ($secs ms)"
 }
 
 ray_profile() {
