@@ -86,14 +86,29 @@ def resolve(query, _retry, stored):
 @callback(
     Output("interventions-view-layer", "options"),
     Output("interventions-view-head", "options"),
+    Output("interventions-view-layer", "value", allow_duplicate=True),
+    Output("interventions-view-head", "value"),
     Input("interventions-run-data", "data"),
+    State("interventions-query", "data"),
+    State("interventions-view-layer", "value"),
+    State("interventions-view-head", "value"),
+    prevent_initial_call="initial_duplicate",
 )
-def view_options(run):
-    """The layers and heads the maps can show."""
+def view_options(run, query, layer, head):
+    """The layers and heads the maps can show, and the address's choice among them (a dropdown drops
+    a value its options do not hold yet)."""
     if not run:
-        return [], []
+        return [], [], None, None
     n_l, n_h = run["shape"][:2]
-    return [{"label": f"L{i}", "value": i} for i in range(n_l)], [{"label": f"H{i}", "value": i} for i in range(n_h)]
+    query = query or {}
+    layer = layer if layer is not None else query.get("vlayer")
+    head = head if head is not None else query.get("vhead")
+    return (
+        [{"label": f"L{i}", "value": i} for i in range(n_l)],
+        [{"label": f"H{i}", "value": i} for i in range(n_h)],
+        layer if layer is not None and layer < n_l else None,
+        head if head is not None and head < n_h else None,
+    )
 
 
 @callback(
@@ -141,19 +156,38 @@ def toggle_edge_cell(click, edges, klayers, shown):
     Output("interventions-altered", "data"),
     Output("interventions-result", "children"),
     Output("interventions-apply-error", "children"),
-    Output("interventions-view-layer", "value"),
+    Output("interventions-view-layer", "value", allow_duplicate=True),
     Input("interventions-apply", "n_clicks"),
     Input("interventions-run-data", "data"),
     *FORM,
     *METRIC_FORM,
     State("interventions-view-layer", "value"),
+    State("interventions-query", "data"),
+    prevent_initial_call="initial_duplicate",
 )
 def apply(
-    _clicks, run, kind, heads, method, edges, klayers, rlayer, rpos, metric, ans_a, ans_b, corrupted, direction, shown
+    _clicks,
+    run,
+    kind,
+    heads,
+    method,
+    edges,
+    klayers,
+    rlayer,
+    rpos,
+    metric,
+    ans_a,
+    ans_b,
+    corrupted,
+    direction,
+    shown,
+    query,
 ):
     """One intervention: the prediction before and after and its effects; an error (the form's or
     the API's) is shown in red and the last result stays."""
     pressed = ctx.triggered_id == "interventions-apply"
+    if shown is None and not pressed:
+        shown = (query or {}).get("vlayer")  # opening a link: the dropdown may not hold its value yet
     if not run:
         return None, NO_RUN, "", no_update
     item, problems = intervention_item(kind or "ablate", heads, method, edges, klayers, rlayer, rpos)
