@@ -84,31 +84,20 @@ def resolve(query, _retry, stored):
 
 
 @callback(
-    Output("interventions-view-layer", "options"),
     Output("interventions-view-head", "options"),
-    Output("interventions-view-layer", "value", allow_duplicate=True),
     Output("interventions-view-head", "value"),
     Input("interventions-run-data", "data"),
     State("interventions-query", "data"),
-    State("interventions-view-layer", "value"),
     State("interventions-view-head", "value"),
-    prevent_initial_call="initial_duplicate",
 )
-def view_options(run, query, layer, head):
-    """The layers and heads the maps can show, and the address's choice among them (a dropdown drops
-    a value its options do not hold yet)."""
+def view_heads(run, query, head):
+    """The heads the maps can show, and the address's choice among them (set with the options: a
+    dropdown drops a value its options do not hold yet)."""
     if not run:
-        return [], [], None, None
-    n_l, n_h = run["shape"][:2]
-    query = query or {}
-    layer = layer if layer is not None else query.get("vlayer")
-    head = head if head is not None else query.get("vhead")
-    return (
-        [{"label": f"L{i}", "value": i} for i in range(n_l)],
-        [{"label": f"H{i}", "value": i} for i in range(n_h)],
-        layer if layer is not None and layer < n_l else None,
-        head if head is not None and head < n_h else None,
-    )
+        return [], None
+    n_h = run["shape"][1]
+    head = head if head is not None else (query or {}).get("vhead")
+    return [{"label": f"H{i}", "value": i} for i in range(n_h)], (head if head is not None and head < n_h else None)
 
 
 @callback(
@@ -156,14 +145,14 @@ def toggle_edge_cell(click, edges, klayers, shown):
     Output("interventions-altered", "data"),
     Output("interventions-result", "children"),
     Output("interventions-apply-error", "children"),
-    Output("interventions-view-layer", "value", allow_duplicate=True),
+    Output("interventions-view-layer", "options"),
+    Output("interventions-view-layer", "value"),
     Input("interventions-apply", "n_clicks"),
     Input("interventions-run-data", "data"),
     *FORM,
     *METRIC_FORM,
     State("interventions-view-layer", "value"),
     State("interventions-query", "data"),
-    prevent_initial_call="initial_duplicate",
 )
 def apply(
     _clicks,
@@ -183,30 +172,35 @@ def apply(
     shown,
     query,
 ):
-    """One intervention: the prediction before and after and its effects; an error (the form's or
-    the API's) is shown in red and the last result stays."""
+    """One intervention: the prediction before and after and its effects, and the layer whose maps
+    show it (its options set here too, so that an address's layer is not dropped); an error (the
+    form's or the API's) is shown in red and the last result stays."""
     pressed = ctx.triggered_id == "interventions-apply"
-    if shown is None and not pressed:
-        shown = (query or {}).get("vlayer")  # opening a link: the dropdown may not hold its value yet
     if not run:
-        return None, NO_RUN, "", no_update
+        return None, NO_RUN, "", [], None
+    n_l = run["shape"][0]
+    layers = [{"label": f"L{i}", "value": i} for i in range(n_l)]
+    if not pressed:  # the run is new: the address's layer, else the one shown
+        shown = (query or {}).get("vlayer") if shown is None else shown
+        shown = shown if shown is not None and shown < n_l else None
     item, problems = intervention_item(kind or "ablate", heads, method, edges, klayers, rlayer, rpos)
     fields, more = metric_fields(metric, ans_a, ans_b, corrupted, direction)
     problems += more
     if problems:
         if pressed:
-            return no_update, no_update, "; ".join(problems), no_update
-        return None, "Pick an intervention and press Apply.", "", no_update
+            return no_update, no_update, "; ".join(problems), no_update, no_update
+        return None, "Pick an intervention and press Apply.", "", layers, shown
     try:
         res = client().intervene(run["id"], {"interventions": [item], **fields})
     except ApiError as exc:
-        return no_update, no_update, f"The intervention was refused: {exc.detail}", no_update
+        error = f"The intervention was refused: {exc.detail}"
+        return (no_update, no_update, error, no_update, no_update) if pressed else (None, "", error, layers, shown)
     effects = " · ".join(f"Δ {k} {v:+.4f}" for k, v in res.effects.items())
     clean, altered = (prediction_summary(p.model_dump()) for p in (res.clean, res.altered))
     touched = touched_layer(item)
     altered_of = {"run_id": run["id"], "altered_run_id": res.altered_run_id, "layer": touched, "kind": item["kind"]}
     line = f"Before: {clean} → after: {altered} · {effects}"
-    return altered_of, line, "", view_layer(shown, touched, run["shape"][0])
+    return altered_of, line, "", layers, view_layer(shown, touched, n_l)
 
 
 @callback(
