@@ -88,6 +88,8 @@ def test_head_patching_is_shown_on_a_later_layer_by_default(open_dash, page):
 def test_the_patching_plot_and_a_cell_of_it_as_a_residual_patch(open_dash, page):
     open_dash(BASE + f"&corrupted={CORRUPT.replace(' ', '+')}")
     page.wait_for_selector("#interventions-run:has-text('minilm-sst2')", timeout=60_000)
+    page.wait_for_selector("#interventions-clean-map .gtitle:has-text('L0H0 · before')", timeout=60_000)
+    page.wait_for_selector("#interventions-sweep .annotation:has-text('Type a corrupted')", timeout=60_000)
     page.click("#interventions-sweep-button")
     page.wait_for_selector("#interventions-sweep .gtitle:has-text('Residual stream patching')", timeout=120_000)
     page.wait_for_selector("#interventions-sweep-note:has-text('6 layers × 10 positions')")

@@ -52,3 +52,13 @@ def test_bad_sweeps_are_4xx_with_what_to_change(api, run, body, status, message)
     r = api.post(f"/runs/{run['id']}/residual-patching", json=body)
     assert r.status_code == status, r.text
     assert message in r.text
+
+
+def test_a_sweep_of_more_cells_than_the_bound_is_413(api, run, monkeypatch):
+    from attnscope.server.routes import interventions as route
+
+    n_cells = run["shape"][0] * len(run["tokens"])  # 6 layers x 10 tokens
+    monkeypatch.setattr(route, "MAX_PATCH_CELLS", n_cells - 1)  # the bound, one cell short (the server runs in-process)
+    r = api.post(f"/runs/{run['id']}/residual-patching", json={"corrupted": CORRUPT})
+    assert r.status_code == 413, r.text
+    assert f"= {n_cells} cells; at most {n_cells - 1}" in r.text
