@@ -38,6 +38,7 @@ from attnscope.server.schemas import (
     ParticlesPublic,
     ProbeResultPublic,
     QKPublic,
+    ResidualPatchingPublic,
     RunPublic,
     SampleList,
     ShiftPublic,
@@ -320,6 +321,12 @@ class ApiClient:
         grid beside attention importance."""
         r = self._request("POST", f"/runs/{run_id}/head-effects", json=body or {})
         return HeadEffectsPublic.model_validate(r.json())
+
+    def residual_patching(self, run_id: str, body: dict) -> ResidualPatchingPublic:
+        """``POST /runs/{id}/residual-patching`` (``body``: a ``ResidualPatchingCreate``): the layer x
+        position patching sweep ``effect [layer][position]``."""
+        r = self._request("POST", f"/runs/{run_id}/residual-patching", json=body)
+        return ResidualPatchingPublic.model_validate(r.json())
 
     def jobs(self, kind: str | None = None, limit: int = 50) -> list[JobPublic]:
         """The newest jobs (from the API's database), oldest first; only ``kind`` when given."""

@@ -123,6 +123,41 @@ def type_effect_rows(heads: list[dict], effect, top: int = 12) -> list[dict]:
     return rows
 
 
+def patching_figure(effect, tokens: list[str], metric: str, full: float | None = None) -> go.Figure:
+    """The layer x position patching plot: ``effect [layer][position]`` (diverging around 0), the
+    columns labelled ``position token``; ``full`` (the change with the whole stream patched) in the
+    title as the scale a cell is read against."""
+    z = np.asarray(effect, dtype=float)
+    n_l, n = z.shape
+    bound = float(np.abs(z).max()) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(range(n)),
+            y=list(range(n_l)),
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-bound,
+            zmax=bound,
+            customdata=[[tokens[p] if p < len(tokens) else "" for p in range(n)] for _ in range(n_l)],
+            colorbar={"title": {"text": f"Δ {metric}"}},
+            hovertemplate="after block %{y} · position %{x} %{customdata}<br>Δ " + metric + " %{z:.4f}<extra></extra>",
+        )
+    )
+    step = 1 if n <= 48 else -(-n // 40)
+    ticks = list(range(0, n, step))
+    scale = f" · whole stream patched: Δ {full:+.4f}" if full is not None else ""
+    fig.update_layout(
+        title={"text": f"Residual stream patching: Δ {metric} per layer × position{scale}"},
+        height=max(320, 22 * n_l + 170),
+        xaxis={"title": {"text": "position"}, "tickvals": ticks, "ticktext": [f"{p} {tokens[p]}" for p in ticks]},
+        yaxis={"title": {"text": "after block"}, "autorange": "reversed", "dtick": 1 if n_l <= 32 else None},
+        plot_bgcolor="white",
+        margin={"l": 70, "r": 20, "t": 50, "b": 90},
+    )
+    return fig
+
+
 def prediction_summary(pred: dict) -> str:
     """One line: the predicted class and its probability, or the top next token."""
     if pred.get("kind") == "classification":
@@ -139,6 +174,7 @@ __all__ = [
     "effect_grid_figure",
     "importance_scatter",
     "parse_heads",
+    "patching_figure",
     "pick_type_score",
     "prediction_summary",
     "scatter_figure",

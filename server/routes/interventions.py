@@ -1,5 +1,6 @@
-"""Causal tests of heads on one run: an intervention set (``POST /runs/{id}/interventions``) and the
-per-head effect grid beside attention-based importance (``POST /runs/{id}/head-effects``)."""
+"""Causal tests of heads on one run: an intervention set (``POST /runs/{id}/interventions``), the
+per-head effect grid beside attention-based importance (``POST /runs/{id}/head-effects``) and the
+layer x position patching sweep (``POST /runs/{id}/residual-patching``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from attnscope.pipelines.interventions import (
     head_effects,
     intervene,
 )
+from attnscope.pipelines.interventions.sweep import residual_patching
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.predictions import prediction_of
@@ -30,8 +32,10 @@ from attnscope.server.schemas import (
     HeadEffectsPublic,
     InterventionCreate,
     InterventionPublic,
+    ResidualPatchingCreate,
+    ResidualPatchingPublic,
 )
-from attnscope.server.schemas.interventions import Ablate, Knockout, PatchHeads
+from attnscope.server.schemas.interventions import MAX_PATCH_CELLS, Ablate, Knockout, PatchHeads
 from attnscope.server.store import Run, run_key
 
 router = APIRouter(prefix="/runs", tags=["interventions"])
@@ -166,5 +170,42 @@ def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDe
         clean=prediction_of(res["clean"]),
         importance=importance.tolist(),
         rank_agreement={"rho": agree.rho, "p": agree.p, "n": agree.n},
+        seconds=time.perf_counter() - start,
+    )
+
+
+@router.post(
+    "/{run_id}/residual-patching",
+    response_model=ResidualPatchingPublic,
+    responses=ERRORS,
+    summary="The layer x position patching sweep: the metric change when the residual stream after one block at "
+    "one position alone comes from the corrupted input (TransformerLens's activation-patching plot)",
+)
+@heavy
+def create_residual_patching(run: RunDep, body: ResidualPatchingCreate, service: ServiceDep) -> ResidualPatchingPublic:
+    start = time.perf_counter()
+    try:
+        backend, inp, source, metric = _common(body, run, service)
+        cells = backend.n_layers * len(inp)
+        if cells > MAX_PATCH_CELLS:
+            raise ApiError(
+                status.HTTP_413_CONTENT_TOO_LARGE,
+                f"the sweep would patch {backend.n_layers} layers x {len(inp)} tokens = {cells} cells; at most "
+                f"{MAX_PATCH_CELLS}: use a shorter text",
+            )
+        res = residual_patching(backend, inp, source, metric, body.direction, body.chunk)
+    except InterventionError as exc:
+        raise _invalid(exc) from None
+    m = res["metric"]
+    return ResidualPatchingPublic(
+        run_id=run.id,
+        metric=m.kind,
+        direction=body.direction,
+        positions=None if m.positions is None else list(m.positions),
+        answers=None if m.answers is None else list(m.answers),
+        tokens=list(res["target"].tokens),
+        effect=res["effect"].tolist(),
+        full=res["full"],
+        clean=prediction_of(res["clean"]),
         seconds=time.perf_counter() - start,
     )

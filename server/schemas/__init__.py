@@ -68,6 +68,8 @@ from attnscope.server.schemas.interventions import (  # noqa: F401, E402
     HeadEffectsPublic,
     InterventionCreate,
     InterventionPublic,
+    ResidualPatchingCreate,
+    ResidualPatchingPublic,
 )
 from attnscope.server.schemas.job_results import (  # noqa: F401
     JOB_RESULTS,

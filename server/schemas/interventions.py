@@ -14,6 +14,7 @@ MAX_HEADS = 1024
 MAX_EDGES = 4096
 MAX_POSITIONS = 2048
 MAX_ANSWER_CHARS = 64
+MAX_PATCH_CELLS = 4096  # layers x positions of one patching sweep (SmolLM2: 30 layers x 136 tokens)
 
 HeadRef = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
 Edge = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
@@ -141,3 +142,33 @@ class HeadEffectsPublic(BaseModel):
     importance_kind: Literal["confidence"] = "confidence"
     rank_agreement: RankAgreementPublic
     seconds: float = Field(..., description="wall time of the grid")
+
+
+class ResidualPatchingCreate(_MetricFields):
+    """The layer x position patching sweep: one residual patch per cell, batched (at most
+    ``MAX_PATCH_CELLS`` = layers x tokens cells; more is refused with 413)."""
+
+    corrupted: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="the other input, tokenising to as many tokens as the run (position by position)",
+    )
+    chunk: int = Field(32, ge=1, le=64, description="copies of the input per batched forward pass")
+
+
+class ResidualPatchingPublic(BaseModel):
+    run_id: str
+    metric: str
+    direction: str
+    positions: list[int] | None = None
+    answers: list[int] | None = None
+    tokens: list[str] = Field(..., description="the tokens of the patched input, one per column")
+    effect: list[list[float]] = Field(
+        ...,
+        description="[layer][position] metric change (altered - clean) when only the residual stream after "
+        "block layer at that position comes from the source",
+    )
+    full: float = Field(..., description="the change when the whole residual stream comes from the source")
+    clean: Prediction
+    seconds: float = Field(..., description="wall time of the sweep")

@@ -8,8 +8,13 @@ TEXT = "a gorgeous, witty, seductive movie."
 
 
 def test_ablating_heads_shows_the_prediction_change_and_the_maps_after(open_dash):
-    page = open_dash(f"/interventions?model=minilm-sst2&text={TEXT.replace(' ', '+')}&heads=L2H0&method=uniform")
+    page = open_dash(
+        f"/interventions?model=minilm-sst2&text={TEXT.replace(' ', '+')}&heads=L2H0&method=uniform&vlayer=2"
+    )
     page.wait_for_selector("#interventions-run:has-text('minilm-sst2')", timeout=60_000)
+    # a link with heads applies them on opening; Apply again gives the same result
+    page.wait_for_selector("#interventions-result:has-text('Before: positive')", timeout=60_000)
+    page.wait_for_selector("#interventions-clean-map .gtitle:has-text('L2H0 · before')", timeout=60_000)
     page.click("#interventions-apply")
     page.wait_for_selector("#interventions-result:has-text('Before: positive')", timeout=60_000)
     assert "Δ prob" in page.locator("#interventions-result").text_content()
@@ -30,7 +35,8 @@ def test_ablating_heads_shows_the_prediction_change_and_the_maps_after(open_dash
     page.fill("#interventions-heads", "L9H9")
     page.press("#interventions-heads", "Enter")
     page.click("#interventions-apply")
-    page.wait_for_selector("#interventions-result:has-text('layer=9 is out of range')", timeout=30_000)
+    page.wait_for_selector("#interventions-apply-error:has-text('layer=9 is out of range')", timeout=30_000)
+    assert "Before: positive" in page.locator("#interventions-result").text_content()  # the last result stays
     assert page.console_errors == []
 
 

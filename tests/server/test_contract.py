@@ -30,10 +30,12 @@ MODEL_DEPENDENT = [  # (method, path regex) whose acceptance depends on the name
     ("GET", "^/api/v1/runs/[^/]+/(attention|rows/[^/]+|fixed-point|flow|rollout|conv-vs-attention|shift|heads|image)$"),
     ("GET", "^/api/v1/runs/[^/]+/(evolution|measure|particles)$"),
     ("POST", "^/api/v1/runs$"),
-    ("POST", "^/api/v1/runs/[^/]+/(faithfulness|interventions|head-effects)$"),
+    ("POST", "^/api/v1/runs/[^/]+/(faithfulness|interventions|head-effects|residual-patching)$"),
     ("POST", "^/api/v1/jobs$"),
 ]
-HEAVY = "^/api/v1/(models/[^/]+/lipschitz|runs/[^/]+/(fixed-point|heads|measure|evolution|particles))$"
+HEAVY = (
+    "^/api/v1/(models/[^/]+/lipschitz|runs/[^/]+/(fixed-point|heads|measure|evolution|particles|residual-patching))$"
+)
 EXAMPLES_PER_OPERATION = 40
 HEAVY_EXAMPLES = 4  # seconds of model work each: a few cases suffice to cover their contract
 MIN_CASES = 2000
