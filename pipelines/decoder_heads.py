@@ -166,7 +166,23 @@ def markdown(report: dict) -> str:
         for r in rows:
             lines.append(f"| {r['head']} | {r['score']:.3f} |" + (f" {r['min_over_seeds']:.3f} |" if extra else ""))
         lines.append("")
-    for kind, t in (report.get("tests") or {}).items():
+    return "\n".join(lines) + ("\n" + tests_markdown(report) if report.get("tests") else "")
+
+
+def tests_markdown(report: dict) -> str:
+    """The duplicate and induction tables' heads with their interval over the seeds and corrected p, then how
+    many heads stand out after each correction (what docs/results/llm.md shows)."""
+    n = len(report["per_seed"]["seeds"])
+    lines = [
+        f"| head | kind | mean score [95 % t interval, {n} seeds] | p (mean > {report['threshold']}) | Holm p | BH p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind in ("induction", "duplicate"):
+        for r in report[kind]:
+            ps = " | ".join("–" if r[k] is None else f"{r[k]:.2g}" for k in ("p", "p_holm", "p_bh"))
+            lines.append(f"| {r['head']} | {kind} | {r['score']:.3f} [{r['low']:.3f}, {r['high']:.3f}] | {ps} |")
+    lines.append("")
+    for kind, t in report["tests"].items():
         lines.append(
             f"{kind}: of {t['tested']} heads tested ({t['test']}), {t['holm']['count']} stand out after Holm "
             f"({', '.join(t['holm']['heads']) or 'none'}) and {t['bh']['count']} after Benjamini-Hochberg "

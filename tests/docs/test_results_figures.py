@@ -194,6 +194,25 @@ def test_smollm2_head_scores_in_the_llm_page_and_the_readme():
     )
 
 
+def test_smollm2_head_tests_in_the_llm_page():
+    from attnscope.pipelines.decoder_heads import tests_markdown
+
+    heads = _json("smollm2-heads.json")
+    llm = _page("docs/results/llm.md")
+    missing = [line for line in tests_markdown(heads).splitlines() if line and line not in llm]
+    assert not missing, f"docs/results/llm.md differs from the tests of results/smollm2-heads.json: {missing}"
+    t = heads["tests"]
+    expect(
+        "llm.md",
+        llm,
+        r"labelled induction by their mean, (\d+) \(L18H6, L17H3, L17H4\) stand out after either",
+        [t["induction"]["holm"]["count"]],
+        "smollm2-heads.json tests",
+    )
+    assert t["induction"]["holm"]["heads"] == t["induction"]["bh"]["heads"] == ["L18H6", "L17H3", "L17H4"]
+    assert t["duplicate"]["holm"]["heads"] == t["duplicate"]["bh"]["heads"] == ["L14H3"]
+
+
 def test_interventions_page_figures():
     page = _page("docs/results/interventions.md")
     abl = _json("interventions/smollm2-induction-ablation.json")
