@@ -16,6 +16,7 @@ induction heads, each with its score.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,7 +48,9 @@ def threshold_tests(scores: np.ndarray, threshold: float = THRESHOLD, alpha: flo
     if x.ndim != 3 or x.shape[0] < 2:
         raise ValueError(f"threshold tests need [seed, layer, head] scores of at least 2 seeds; got {x.shape}")
     low, high, _ = t_summary(x.mean(0), x.std(0, ddof=1), np.full(x.shape[1:], x.shape[0]), LEVEL)
-    p = one_sample_p(x, axis=0, popmean=threshold, alternative="greater")
+    with warnings.catch_warnings():  # scipy warns on the no-spread heads, set to NaN just below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = one_sample_p(x, axis=0, popmean=threshold, alternative="greater")
     p[np.ptp(x, axis=0) == 0] = np.nan  # the same score on every seed: no spread, no t test (scipy's p is noise)
     arrays = {"low": low, "high": high, "p": p, **{f"p_{c}": adjust(p, c) for c in CORRECTIONS}}
     out: dict = {

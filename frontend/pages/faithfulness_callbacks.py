@@ -289,7 +289,10 @@ def poll_job(_n, job):
         return "1", describe_error(exc, f"The result of job {job.id}"), True, [], [], "", True
     dump = result.model_dump(include={"intervals", "vs_random", "interval"})
     columns, data = metric_table(
-        [r.model_dump(exclude_unset=True) for r in result.rows], result.metrics, dump["intervals"], dump["vs_random"]
+        [r.model_dump(exclude_unset=True) for r in result.rows],
+        result.metrics,
+        dump.get("intervals"),
+        dump.get("vs_random"),
     )
     trunc = result.truncation
     summary = (
@@ -304,7 +307,7 @@ def poll_job(_n, job):
         + (
             f"; cells: mean [{100 * dump['interval']['level']:.0f} % {dump['interval']['method']} interval over the "
             f"{result.n} examples], a difference from random only when its paired interval excludes 0"
-            if dump["interval"]
+            if dump.get("interval")
             else ""
         )
     )
