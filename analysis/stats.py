@@ -222,14 +222,19 @@ def paired_difference(
     return bootstrap_interval(a - b, level, method, n_resamples, seed)
 
 
-def one_sample_p(values: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Two-sided p of the t test that the mean of ``values`` along ``axis`` is 0
-    (``scipy.stats.ttest_1samp``); NaN where fewer than two values or no spread with mean 0."""
+def one_sample_p(
+    values: np.ndarray, axis: int = -1, popmean: float = 0.0, alternative: str = "two-sided"
+) -> np.ndarray:
+    """p of the t test that the mean of ``values`` along ``axis`` is ``popmean`` (``scipy.stats.ttest_1samp``):
+    two-sided by default, ``"greater"`` for the one-sided test that it exceeds ``popmean`` (a head's score
+    above a label threshold); NaN where fewer than two values or no spread."""
     from scipy.stats import ttest_1samp
 
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be two-sided, greater or less; got {alternative!r}")
     x = np.asarray(values, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.asarray(ttest_1samp(x, 0.0, axis=axis).pvalue, dtype=np.float64)
+        p = np.asarray(ttest_1samp(x, popmean, axis=axis, alternative=alternative).pvalue, dtype=np.float64)
     return p
 
 

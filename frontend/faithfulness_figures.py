@@ -109,15 +109,53 @@ def _fmt(v) -> str:
     return "–" if v is None else f"{v:.3f}"
 
 
-def metric_table(rows: Sequence[dict], metrics: Sequence[str]) -> tuple[list[dict], list[dict]]:
-    """``DataTable`` columns and rows (explainer x metric, numbers formatted, random marked)."""
+LOWER_IS_BETTER = ("sufficiency", "aopc_sufficiency", "sufficiency_kl")
+
+
+def _interval_cell(iv: dict | None, sign: str = "") -> str:
+    """``"0.326 [0.290, 0.361]"`` (``"–"``: not measured; the mean alone without an interval)."""
+    if not iv or iv.get("mean") is None:
+        return "–"
+    if iv.get("low") is None:
+        return f"{iv['mean']:{sign}.3f}"
+    return f"{iv['mean']:{sign}.3f} [{iv['low']:{sign}.3f}, {iv['high']:{sign}.3f}]"
+
+
+def verdict(iv: dict | None, metric: str) -> str:
+    """An explainer against random on one metric from the paired interval of ``explainer - random``: a
+    difference only when the interval excludes 0 (``docs/methods/statistics.md``)."""
+    if not iv or iv.get("low") is None:
+        return "no interval"
+    if iv["low"] <= 0 <= iv["high"]:
+        return "no difference"
+    return "better" if (iv["low"] > 0) == (metric not in LOWER_IS_BETTER) else "worse"
+
+
+def metric_table(
+    rows: Sequence[dict],
+    metrics: Sequence[str],
+    intervals: dict | None = None,
+    vs_random: dict | None = None,
+) -> tuple[list[dict], list[dict]]:
+    """``DataTable`` columns and rows (explainer x metric, numbers formatted, random marked).
+
+    With a data-set job's ``intervals`` (``{explainer: {metric: {mean, low, high, n}}}``) a cell is the mean
+    with its 95 % interval over the examples; with ``vs_random`` (the paired differences ``explainer -
+    random``) one more row per explainer gives the difference, its interval and the verdict."""
     columns = [{"name": "explainer", "id": "explainer"}] + [{"name": METRIC_LABELS.get(m, m), "id": m} for m in metrics]
     data = []
     for r in rows:
         name = r.get("explainer") or r.get("name")
-        data.append(
-            {"explainer": f"{name} (baseline)" if name == "random" else name, **{m: _fmt(r.get(m)) for m in metrics}}
-        )
+        by_metric = (intervals or {}).get(name) or {}
+        cells = {m: _interval_cell(by_metric[m]) if by_metric.get(m) else _fmt(r.get(m)) for m in metrics}
+        data.append({"explainer": f"{name} (baseline)" if name == "random" else name, **cells})
+    for r in rows if vs_random else []:
+        name = r.get("explainer") or r.get("name")
+        diffs = vs_random.get(name)
+        if not diffs:
+            continue
+        cells = {m: f"{_interval_cell(diffs[m], '+')} {verdict(diffs[m], m)}" if diffs.get(m) else "–" for m in metrics}
+        data.append({"explainer": f"{name} − random (paired)", **cells})
     return columns, data
 
 

@@ -287,7 +287,13 @@ def poll_job(_n, job):
         result = client().job_result(job.id)
     except ApiError as exc:
         return "1", describe_error(exc, f"The result of job {job.id}"), True, [], [], "", True
-    columns, data = metric_table([r.model_dump(exclude_unset=True) for r in result.rows], result.metrics)
+    dump = result.model_dump(include={"intervals", "vs_random", "interval"})
+    columns, data = metric_table(
+        [r.model_dump(exclude_unset=True) for r in result.rows],
+        result.metrics,
+        dump.get("intervals"),
+        dump.get("vs_random"),
+    )
     trunc = result.truncation
     summary = (
         f"{result.model} on {result.dataset} (n = {result.n}, {result.convention}, "
@@ -296,6 +302,12 @@ def poll_job(_n, job):
         + (
             f", {100 * trunc.human_fraction_lost:.1f}% of human-rationale tokens cut"
             if trunc.human_fraction_lost is not None
+            else ""
+        )
+        + (
+            f"; cells: mean [{100 * dump['interval']['level']:.0f} % {dump['interval']['method']} interval over the "
+            f"{result.n} examples], a difference from random only when its paired interval excludes 0"
+            if dump.get("interval")
             else ""
         )
     )

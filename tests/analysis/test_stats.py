@@ -153,6 +153,18 @@ def test_one_sample_p_matches_the_closed_form_for_two_degrees_of_freedom():
     assert p[1] == pytest.approx(1.0)
 
 
+def test_one_sided_p_against_a_threshold_is_half_the_two_sided_on_the_right_side():
+    # 0.7, 0.8, 0.9 against 0.5: t = 0.3 / (0.1 / sqrt 3) = 3 sqrt 3, df 2
+    # one-sided P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2
+    t = 3 * math.sqrt(3)
+    x = np.array([[0.7, 0.8, 0.9], [0.3, 0.2, 0.1]])
+    p = one_sample_p(x, popmean=0.5, alternative="greater")
+    assert p[0] == pytest.approx((1 - t / math.sqrt(t * t + 2)) / 2, rel=1e-9)
+    assert p[1] == pytest.approx(1 - p[0], rel=1e-9)  # below the threshold: the one-sided test does not fire
+    with pytest.raises(ValueError, match="alternative"):
+        one_sample_p(x, alternative="bigger")
+
+
 def test_holm_and_bh_known_answers():
     p = [0.01, 0.04, 0.03, 0.005]
     # Holm: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max 0.06

@@ -100,6 +100,67 @@ def test_faithfulness_tables_are_those_of_the_committed_files(files):
     assert not missing, f"docs/results/faithfulness.md differs from {files} (faithfulness_tables): {missing}"
 
 
+VERDICT_WORDS = {"beats": "better", "trails": "worse", "does not differ from": "no difference"}
+VERDICT = re.compile(
+    r"`(\w+)`\s+(beats|trails|does\s+not\s+differ\s+from)\s+random\s+on\s+(AOPC\s+comprehensiveness|"
+    r"AOPC\s+sufficiency|comprehensiveness|sufficiency)"
+)
+VERDICT_METRICS = {
+    "comprehensiveness": "comprehensiveness",
+    "sufficiency": "sufficiency",
+    "AOPC comprehensiveness": "aopc_comprehensiveness",
+    "AOPC sufficiency": "aopc_sufficiency",
+}
+
+
+def _interval_sections() -> list[tuple[str, list[dict]]]:
+    """(section text, the per-example results it cites) for each ``##``/``###`` section of the faithfulness
+    page citing a committed results file that keeps per-example values."""
+    page = _page("docs/results/faithfulness.md")
+    out = []
+    for section in re.split(r"\n(?=##+ )", page):
+        names = sorted({c for c in CITED.findall(section) if c.endswith(".json")})
+        results = [r for r in (_json(n.removeprefix("results/")) for n in names) if r.get("per_example")]
+        if results:
+            out.append((section, results))
+    return out
+
+
+def test_faithfulness_interval_tables_are_those_of_the_committed_files():
+    from attnscope.experiments.faithfulness_tables import interval_markdown
+
+    sections = _interval_sections()
+    assert sections, "docs/results/faithfulness.md cites no results file with per-example values"
+    for section, results in sections:
+        table = interval_markdown(results)
+        missing = [line for line in table.splitlines() if line.startswith("| ") and line not in section]
+        assert not missing, f"faithfulness.md: interval rows differ from their files (faithfulness_tables): {missing}"
+
+
+def test_faithfulness_verdict_words_follow_the_committed_intervals():
+    """Every "`explainer` beats / trails / does not differ from random on metric" in the page is the verdict
+    of the paired 95 % interval (explainer - random) of the files its section cites."""
+    from attnscope.experiments.faithfulness_tables import pooled_examples, verdict
+    from attnscope.pipelines.faithfulness_uncertainty import interval_table
+
+    checked = 0
+    for section, results in _interval_sections():
+        values = pooled_examples(results)
+        explainers = [row["explainer"] for row in results[0]["rows"]]
+        diffs = interval_table(values, explainers, list(VERDICT_METRICS.values()), "random")
+        for explainer, words, metric in VERDICT.findall(section):
+            words, metric = " ".join(words.split()), " ".join(metric.split())
+            key = VERDICT_METRICS[metric]
+            better = "lower" if "sufficiency" in key else "higher"
+            want = verdict(diffs[explainer][key], better)
+            assert VERDICT_WORDS[words] == want, (
+                f"faithfulness.md says `{explainer}` {words} random on {metric}; the interval "
+                f"{diffs[explainer][key]} says {want}"
+            )
+            checked += 1
+    assert checked >= 3, f"the faithfulness page states only {checked} verdicts in the checked form"
+
+
 def test_faithfulness_prose_figures():
     from attnscope.experiments.faithfulness_tables import pooled
 
@@ -117,6 +178,10 @@ def test_faithfulness_prose_figures():
     )
     hx = _json("faithfulness-hatexplain.json")
     expect("faithfulness.md", page, r"classifier accuracy on these 300: (\d\.\d+)", [hx["accuracy"]], "hatexplain")
+    for name, n in (("faithfulness-movies-rollout-10.json", 10), ("faithfulness-hatexplain-50.json", 50)):
+        r = _json(name)
+        assert r["n"] == n, f"results/{name} holds {r['n']} examples; the page says {n}"
+        expect("faithfulness.md", page, rf"ccuracy on these {n}: (\d\.\d+)", [r["accuracy"]], name)
 
 
 def test_claims_seed_sds_of_the_text_arms():
@@ -192,6 +257,25 @@ def test_smollm2_head_scores_in_the_llm_page_and_the_readme():
         [c["heads"], c["sink"], s["score"], p["score"], n["score"]],
         "results/smollm2-heads.json",
     )
+
+
+def test_smollm2_head_tests_in_the_llm_page():
+    from attnscope.pipelines.decoder_heads import tests_markdown
+
+    heads = _json("smollm2-heads.json")
+    llm = _page("docs/results/llm.md")
+    missing = [line for line in tests_markdown(heads).splitlines() if line and line not in llm]
+    assert not missing, f"docs/results/llm.md differs from the tests of results/smollm2-heads.json: {missing}"
+    t = heads["tests"]
+    expect(
+        "llm.md",
+        llm,
+        r"labelled induction by their mean, (\d+) \(L18H6, L17H3, L17H4\) stand out after either",
+        [t["induction"]["holm"]["count"]],
+        "smollm2-heads.json tests",
+    )
+    assert t["induction"]["holm"]["heads"] == t["induction"]["bh"]["heads"] == ["L18H6", "L17H3", "L17H4"]
+    assert t["duplicate"]["holm"]["heads"] == t["duplicate"]["bh"]["heads"] == ["L14H3"]
 
 
 def test_interventions_page_figures():

@@ -1,5 +1,6 @@
 """Pure figure/table builders of the faithfulness page, without a browser."""
 
+import numpy as np
 import pytest
 
 from attnscope.frontend.faithfulness_figures import (
@@ -54,6 +55,43 @@ def test_metric_table_and_best_per_metric():
         "comprehensiveness": "rollout",
         "sufficiency": "ig",
     }
+
+
+def test_metric_table_shows_each_mean_with_its_interval_and_the_paired_verdict():
+    from attnscope.frontend.faithfulness_figures import verdict
+    from attnscope.pipelines.faithfulness_uncertainty import uncertainty
+
+    rng = np.random.default_rng(0)
+    # 30 examples: "good" removes 0.3 more probability than random on every example (comprehensiveness),
+    # "same" is random plus noise with mean 0 (no difference); sufficiency: "good" lower by 0.2
+    base = rng.uniform(0, 0.2, 30)
+    noise = rng.normal(0, 0.05, 30)
+    noise -= noise.mean()
+    jitter = rng.normal(0, 0.02, 30)
+    jitter -= jitter.mean()
+    comp = {"random": base, "good": base + 0.3 + jitter, "same": base + noise}
+    suff = {"random": base + 0.3, "good": base + 0.1 + jitter, "same": base + 0.3 - noise}
+    records = [
+        {"faith": {e: {"comprehensiveness": comp[e][i], "sufficiency": suff[e][i]} for e in comp}, "plaus": {}}
+        for i in range(30)
+    ]
+    extra = uncertainty(records, ["good", "same", "random"], ["comprehensiveness", "sufficiency"], start=0)
+    rows = [{"explainer": e, "comprehensiveness": comp[e].mean(), "sufficiency": suff[e].mean()} for e in comp]
+    cols, data = metric_table(rows, ["comprehensiveness", "sufficiency"], extra["intervals"], extra["vs_random"])
+    good = extra["intervals"]["good"]["comprehensiveness"]
+    assert data[1]["comprehensiveness"] == f"{good['mean']:.3f} [{good['low']:.3f}, {good['high']:.3f}]"
+    paired = {d["explainer"]: d for d in data if d["explainer"].endswith("(paired)")}
+    assert set(paired) == {"good − random (paired)", "same − random (paired)"}
+    assert paired["good − random (paired)"]["comprehensiveness"].endswith("better")
+    assert (
+        paired["good − random (paired)"]["sufficiency"].startswith("-0.200")
+        and "better" in (paired["good − random (paired)"]["sufficiency"])
+    )
+    assert paired["same − random (paired)"]["comprehensiveness"].endswith("no difference")
+    assert verdict({"mean": 0.1, "low": 0.05, "high": 0.15}, "sufficiency") == "worse"
+    assert verdict({"mean": 0.1, "low": None, "high": None}, "comprehensiveness") == "no interval"
+    # without intervals (a single example's table) the cells stay plain means
+    assert metric_table(rows, ["sufficiency"])[1][0]["sufficiency"] == f"{suff['random'].mean():.3f}"
 
 
 @pytest.mark.parametrize("bad", ["[[unclosed", "]] only"])
