@@ -78,7 +78,7 @@ def add_probe(name: str, seed: int, classifier: str, n_eval: int = measure.N_EVA
     if classifier in out.get("probe", {}):
         return
     backend = measure.load_arm(name, seeds.arm_root(name, seed))
-    modality = backend.arch["kind"]
+    modality = backend.arch.kind
     inputs, labels = measure.eval_set(modality, n_eval)
     items = measure.capture_maps(backend, inputs)
     out["probe"][classifier] = measure.probe(items, labels, "crop" if modality == "text" else "pool", classifier)

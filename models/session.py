@@ -32,13 +32,16 @@ import weakref
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from attnscope.models.attention_fn import AttentionContext, QKRecorder, attention_context, current_context
 from attnscope.models.site_table import site_modules
 from attnscope.models.sites import SITE_NAMES, SiteOutOfRangeError, Sites
+
+if TYPE_CHECKING:
+    from attnscope.models.zoo.arch import Arch
 
 _INSTALLED: weakref.WeakKeyDictionary[torch.nn.Module, tuple] = weakref.WeakKeyDictionary()
 _INSTALL_LOCK = threading.Lock()
@@ -197,10 +200,10 @@ def install_taps(model: torch.nn.Module, sites: Sites) -> None:
         _INSTALLED[model] = tuple(handles)
 
 
-def attach(model: torch.nn.Module, family: str, config: dict | None = None) -> Sites:
+def attach(model: torch.nn.Module, family: str, config: Arch | None = None) -> Sites:
     """``Sites`` of ``model`` from the family table, with the session's taps installed (what a
     backend does at load; for a model built outside a backend, before it is shared). Zoo models:
-    ``family=zoo_family(cfg)`` and their ``cfg`` as ``config``."""
+    ``family=zoo_family(model.arch)`` and their typed ``model.arch`` as ``config``."""
     from attnscope.models.site_table import build_sites
 
     sites = build_sites(model, family, config)
@@ -208,9 +211,12 @@ def attach(model: torch.nn.Module, family: str, config: dict | None = None) -> S
     return sites
 
 
-def zoo_family(arch: dict) -> str:
-    """The table entry of a zoo architecture config: ``zoo-san`` for SAN, else ``zoo``."""
-    return "zoo-san" if str(arch.get("attention", "")).startswith("san") else "zoo"
+def zoo_family(arch: Arch | dict) -> str:
+    """The table entry of a zoo architecture (a typed ``Arch`` or its JSON config): ``zoo-san`` for
+    SAN, else ``zoo``."""
+    from attnscope.models.zoo.arch import parse
+
+    return parse(arch).sites_family
 
 
 def taps_installed(model: torch.nn.Module) -> int:

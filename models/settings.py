@@ -76,3 +76,19 @@ class ModelSettings(BaseSettings):
 def model_settings() -> ModelSettings:
     """The settings as the environment holds them now (read on each call; cheap next to model work)."""
     return ModelSettings()
+
+
+# Prompt plus generated tokens of a causal-LM run stay within ATTNSCOPE_MAX_CAUSAL_TOKENS. Lazy capture
+# (the default) keeps each layer's queries and keys, not maps: a 4,096-token SmolLM2 run holds 0.39 GB
+# (bench/lazy.py), so the run store (a quarter of memory by default) holds several. Eager capture
+# (ATTNSCOPE_CAPTURE=eager) materialises [layer, head, token, token]: SmolLM2 at 512 tokens holds 283 MB
+# (18 GB at 4,096), so it keeps 512. The defaults are the constants above.
+
+
+def causal_token_cap() -> int:
+    """Longest causal-LM run (prompt + generated tokens): ``ATTNSCOPE_MAX_CAUSAL_TOKENS``, default
+    4,096 (512 when ``ATTNSCOPE_CAPTURE=eager`` materialises every map); the model's context caps it."""
+    s = model_settings()
+    if s.max_causal_tokens is not None:
+        return s.max_causal_tokens
+    return DEFAULT_EAGER_CAUSAL_TOKENS if s.capture.strip().lower() == "eager" else DEFAULT_CAUSAL_TOKENS

@@ -6,11 +6,15 @@ the request session taps (``site_modules``).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import torch
 
 from attnscope.models.site_families import FAMILIES, Family
 from attnscope.models.sites import BlockSites, Norm, Rope, Sites, SitesUnavailableError, Unembed
+
+if TYPE_CHECKING:
+    from attnscope.models.zoo.arch import Arch
 
 
 def _get(root: torch.nn.Module, path: str | None):
@@ -88,10 +92,11 @@ def _missing(fam: Family, body, blocks) -> list[str]:
     return missing
 
 
-def build_sites(model: torch.nn.Module, family: str, config: dict | None = None) -> Sites:
+def build_sites(model: torch.nn.Module, family: str, config: Arch | None = None) -> Sites:
     """``Sites`` of ``model`` from the table entry ``family`` (``SitesUnavailableError`` naming what is
-    missing when there is no entry or the model does not match it). ``config``: for the zoo, its
-    architecture (``heads``, ``depth``, ``pool``); Hugging Face models read ``model.config``."""
+    missing when there is no entry or the model does not match it). ``config``: for the zoo, its typed
+    architecture (``attnscope.models.zoo.arch``: ``heads``, ``depth``, ``pool``); Hugging Face models read
+    ``model.config``."""
     fam = FAMILIES.get(family)
     if fam is None:
         raise SitesUnavailableError(
@@ -107,8 +112,9 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
     if missing:
         raise SitesUnavailableError(f"{type(model).__name__} lacks {', '.join(missing)} of the {family} family's entry")
     if family.startswith("zoo"):
-        cfg = config or {}
-        n_layers, n_heads = int(cfg["depth"]), int(cfg["heads"])
+        if config is None:
+            raise SitesUnavailableError(f"{family}: a zoo model's sites need its architecture (config)")
+        n_layers, n_heads = int(config.depth), int(config.heads)
         w_v = _get(blocks_list[0], fam.v).weight
         d_head, n_kv = int(w_v.shape[0]) // n_heads, n_heads
         d_model = int(w_v.shape[1])
@@ -176,7 +182,7 @@ def build_sites(model: torch.nn.Module, family: str, config: dict | None = None)
     head = _get(model, fam.unembed)
     unembed = None
     if head is not None and getattr(head, "weight", None) is not None:
-        pooling = "position" if fam.unembed_kind == "lm_head" else str((config or {}).get("pool", "mean"))
+        pooling = "position" if fam.unembed_kind == "lm_head" else str(getattr(config, "pool", "mean"))
         if pooling in ("position", "mean", "cls"):
             softcap = getattr(model.config, fam.softcap_attr, None) if fam.softcap_attr else None
             unembed = Unembed(

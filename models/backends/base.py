@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -37,6 +37,9 @@ from attnscope.models.outputs import BatchOutput, ModelOutput
 from attnscope.models.registry import require_modality
 from attnscope.models.sites import Sites, SitesUnavailableError
 from attnscope.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from attnscope.models.zoo.arch import Arch
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ class BackendBase:
         multi-head attention apply the session's attention hooks."""
         return f"model {self.spec.name!r} applies no per-request attention edits"
 
-    def _init_sites(self, family: str, config: dict | None = None) -> None:
+    def _init_sites(self, family: str, config: Arch | None = None) -> None:
         """Build ``sites`` from the family table and install the session's taps (once, at load,
         before the model is shared); a family without an entry keeps the reason for ``sites``."""
         from attnscope.models.session import install_taps

@@ -37,15 +37,15 @@ class ZooBackend(BackendBase):
     def __init__(self, spec: ModelSpec, model: torch.nn.Module, manifest: dict, device: torch.device):
         self.spec, self.model, self.manifest, self.device = spec, model.to(device).eval(), manifest, device
         self.name = spec.name
-        self.arch = manifest["arch"]
-        self.labels = SENTIMENT_LABELS if self.arch["kind"] == "text" else DIGIT_LABELS
-        self.attention = AttentionConfig(n_layers=int(self.arch["depth"]), n_heads=int(self.arch["heads"]))
-        if self.arch["kind"] == "text":
+        self.arch = model.arch  # typed (attnscope.models.zoo.arch), parsed from manifest["arch"]
+        self.labels = SENTIMENT_LABELS if self.arch.kind == "text" else DIGIT_LABELS
+        self.attention = AttentionConfig(n_layers=self.arch.depth, n_heads=self.arch.heads)
+        if self.arch.kind == "text":
             from attnscope.models.zoo.text_facade import TextClassifier, WordTokenizer
 
             self.vocab = data.load_vocab()
             self.index = {w: i for i, w in enumerate(self.vocab)}
-            self.max_tokens = int(self.arch["max_len"])
+            self.max_tokens = self.arch.max_len
             self.tokenizer = WordTokenizer(self.vocab)
             self.classifier = TextClassifier(self.model).eval()
         else:
@@ -53,9 +53,7 @@ class ZooBackend(BackendBase):
             self.max_tokens = self.grid[0] * self.grid[1] + len(model.special)
             # models whose maps cover a zero-padded grid (conv-as-attention) show a padded image
             self.pad = int(getattr(model, "display_pad", 0))
-        from attnscope.models.session import zoo_family
-
-        self._init_sites(zoo_family(self.arch), self.arch)
+        self._init_sites(self.arch.sites_family, self.arch)
 
     @property
     def attention_edit_refusal(self) -> str | None:

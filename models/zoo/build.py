@@ -1,31 +1,34 @@
-"""``build_model(arch) -> nn.Module`` for every architecture config in the zoo."""
+"""``build_model(arch) -> nn.Module`` for every architecture of the zoo."""
 
 from __future__ import annotations
 
 from torch import nn
 
+from attnscope.models.zoo.arch import Arch, ConvAttentionArch, SANArch, TextArch, VisionArch, parse
 
-def build_model(arch: dict) -> nn.Module:
-    """A fresh (untrained) model of ``arch`` (see ``attnscope.models.zoo.configs``)."""
-    kind = arch.get("kind")
-    if kind == "vision":
-        attention = arch.get("attention")
-        if attention in ("san-pairwise", "san-patchwise"):
+
+def build_model(arch: dict | Arch) -> nn.Module:
+    """A fresh (untrained) model of ``arch``: a JSON config (see ``attnscope.models.zoo.configs``), parsed by
+    ``attnscope.models.zoo.arch.parse`` (``ValueError`` naming what is wrong), or a typed architecture."""
+    typed = parse(arch)
+    match typed:
+        case SANArch():
             from attnscope.models.zoo.san import SAN
 
-            return SAN(arch)
-        if attention == "conv-as-attention":
+            return SAN(typed)
+        case ConvAttentionArch():
             from attnscope.models.zoo.conv_attention import ConvAttentionDemo
 
-            return ConvAttentionDemo(arch)
-        from attnscope.models.zoo.nets import VisionTransformer
+            return ConvAttentionDemo(typed)
+        case VisionArch():
+            from attnscope.models.zoo.nets import VisionTransformer
 
-        return VisionTransformer(arch)
-    if kind == "text":
-        from attnscope.models.zoo.nets import TextTransformer
+            return VisionTransformer(typed)
+        case TextArch():
+            from attnscope.models.zoo.nets import TextTransformer
 
-        return TextTransformer(arch)
-    raise ValueError(f"unknown model kind {kind!r} in architecture config {arch}")
+            return TextTransformer(typed)
+    raise TypeError(f"not a zoo architecture: {arch!r}")
 
 
 def count_params(model: nn.Module) -> int:

@@ -12,6 +12,7 @@ import logging
 
 from attnscope.models.spec import ModelSpec
 from attnscope.models.zoo import dinov2
+from attnscope.models.zoo.arch import TextArch, parse
 from attnscope.models.zoo.configs import ZOO
 from attnscope.models.zoo.manifest import read_manifest
 
@@ -19,12 +20,12 @@ log = logging.getLogger(__name__)
 
 
 def _spec(name: str, entry: dict, manifest: dict) -> ModelSpec:
-    arch = manifest["arch"]
-    if entry["modality"] == "text":
-        max_tokens = int(arch["max_len"])
+    arch = parse(manifest["arch"])
+    if isinstance(arch, TextArch):
+        max_tokens = arch.max_len
     else:
-        side = 28 // int(arch["patch"])
-        max_tokens = side * side + (1 if arch.get("cls") else 0)
+        side = 28 // arch.patch
+        max_tokens = side * side + (1 if getattr(arch, "cls", False) else 0)
     return ModelSpec(
         name=name,
         family=entry["family"],

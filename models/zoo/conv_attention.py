@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attnscope.models.zoo.arch import ConvAttentionArch
 from attnscope.models.zoo.nets import space_to_depth
 from attnscope.models.zoo.positional import grid_offsets
 
@@ -59,23 +60,23 @@ class QuadraticConvAttention(nn.Module):
 
 
 class ConvAttentionDemo(nn.Module):
-    def __init__(self, cfg: dict):
+    def __init__(self, arch: ConvAttentionArch):
         super().__init__()
-        self.cfg = cfg
-        c1, c2 = cfg["channels"]
-        p = cfg["patch"]
+        self.arch = arch
+        c1, c2 = arch.channels
+        p = arch.patch
         side = 28 // p
         self.conv1 = nn.Conv2d(p * p, c1, 3, padding=1)
         self.conv2 = nn.Conv2d(c1, c2, 3, stride=2, padding=1)
-        self.head = nn.Linear(c2 * ((side + 1) // 2) ** 2, cfg.get("classes", 10))
-        self.attention = QuadraticConvAttention(self.conv1, (side, side), cfg["alpha"])
+        self.head = nn.Linear(c2 * ((side + 1) // 2) ** 2, arch.classes)
+        self.attention = QuadraticConvAttention(self.conv1, (side, side), arch.alpha)
         self.grid = self.attention.padded  # the maps live on the zero-padded grid
         self.display_pad = p  # ... which covers the image plus a p-pixel black border
 
     special: tuple[int, ...] = ()
 
     def _grid(self, images: torch.Tensor) -> torch.Tensor:
-        p = self.cfg["patch"]
+        p = self.arch.patch
         side = 28 // p
         return space_to_depth(images, p).transpose(1, 2).reshape(images.shape[0], p * p, side, side)
 

@@ -1,12 +1,12 @@
-"""Transformer classifiers of the zoo, built from a JSON-able config (the manifest stores it).
+"""Transformer classifiers of the zoo, built from a typed architecture (``attnscope.models.zoo.arch``).
 
 Vision: ``VisionTransformer`` (image ``[B, 1, 28, 28]`` -> space-to-depth by ``patch`` -> tokens on a
-grid, optional CLS and learned absolute positions -> encoder -> mean pool -> 10 classes). The
-attention of each layer is chosen by ``attention``: ``"content"`` (ViT), ``"gaussian"`` /
-``"gaussian-full"`` (Cordonnier), ``"learned2d"`` (with ``content`` or not).
+grid, optional CLS and learned absolute positions -> encoder -> pool -> 10 classes). Each layer's
+attention is composed of the architecture's ``AttentionParts``: content term (ViT), Gaussian position
+bias (Cordonnier), learned 2-D bias (with content or not), Evolving Attention, Hierarchical Attention.
 
-Text: ``TextTransformer`` (token ids ``[B, N]``, pad id 0 -> embedding, learned positions unless
-``attention == "shift"`` -> encoder with key mask -> masked mean pool -> 2 classes).
+Text: ``TextTransformer`` (token ids ``[B, N]``, pad id 0 -> embedding, learned positions unless the
+position part is a shift bias -> encoder with key mask -> masked mean pool -> 2 classes).
 
 Both return ``(logits [B, classes], maps [B, layer, head, query, key])`` (maps None when
 ``return_maps=False``).
@@ -18,7 +18,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attnscope.models.zoo.attention import Block, EAConfig, Encoder, MultiHeadAttention
+from attnscope.models.zoo.arch import (
+    AttentionParts,
+    GaussianPosition,
+    Learned2DPosition,
+    ShiftPosition,
+    TextArch,
+    VisionArch,
+)
+from attnscope.models.zoo.attention import Block, Encoder, MultiHeadAttention
 from attnscope.models.zoo.positional import GaussianBias, Learned2DBias, ShiftBias
 
 
@@ -41,39 +49,27 @@ def pool(x: torch.Tensor, how: str) -> torch.Tensor:
     raise ValueError(f"unknown pooling {how!r}; use mean, cls or flatten")
 
 
-def make_attention(cfg: dict, layer: int, grid: tuple[int, int] | None) -> MultiHeadAttention:
-    """One attention layer of ``cfg`` (see module docstring)."""
-    kind, dim, heads = cfg["attention"], cfg["dim"], cfg["heads"]
-    ea = EAConfig(**cfg["ea"]) if cfg.get("ea") else None
-    hier = bool(cfg.get("hierarchical"))
-    drop = cfg.get("attn_dropout", 0.0)
-    first = layer == 0
-    if kind == "content":
-        return MultiHeadAttention(dim, heads, cfg.get("head_dim"), True, None, ea, hier, drop, first)
-    if kind in ("gaussian", "gaussian-full"):
-        bias = GaussianBias(heads, grid, full=kind == "gaussian-full")
-        return MultiHeadAttention(dim, heads, cfg.get("head_dim", dim), False, bias, ea, hier, drop, first)
-    if kind == "learned2d":
-        bias = Learned2DBias(heads, grid, cfg.get("pos_dim", dim))
-        return MultiHeadAttention(
-            dim, heads, cfg.get("head_dim", dim), bool(cfg.get("content")), bias, ea, hier, drop, first
-        )
-    if kind == "shift":
-        tap = cfg.get("tap_init") if not cfg.get("content", True) else None
-        bias = ShiftBias(heads, cfg.get("radius", 2), tap_init=tap)
-        return MultiHeadAttention(
-            dim, heads, cfg.get("head_dim"), bool(cfg.get("content", True)), bias, ea, hier, drop, first
-        )
-    raise ValueError(f"unknown attention kind {kind!r}")
-
-
-def make_encoder(cfg: dict, grid: tuple[int, int] | None) -> Encoder:
-    dim, mlp, drop = cfg["dim"], cfg["mlp"], cfg.get("dropout", 0.0)
-    return Encoder(
-        lambda i: Block(dim, make_attention(cfg, i, grid), mlp, drop),
-        cfg["depth"],
-        shared=bool(cfg.get("hierarchical")),
+def make_attention(parts: AttentionParts, dim: int, heads: int, layer: int, grid: tuple[int, int] | None):
+    """One attention layer composed of ``parts`` (``attnscope.models.zoo.arch``): content term, position
+    bias, Evolving Attention, Hierarchical Attention's fixed keys."""
+    bias: nn.Module | None = None
+    match parts.position:
+        case GaussianPosition(full=full):
+            bias = GaussianBias(heads, grid, full=full)
+        case Learned2DPosition(pos_dim=pos_dim):
+            bias = Learned2DBias(heads, grid, pos_dim)
+        case ShiftPosition(radius=radius, tap_init=tap):
+            bias = ShiftBias(heads, radius, tap_init=tap)
+    return MultiHeadAttention(
+        dim, heads, parts.head_dim, parts.content, bias, parts.evolving, parts.hierarchical, parts.dropout, layer == 0
     )
+
+
+def make_encoder(arch: VisionArch | TextArch, grid: tuple[int, int] | None) -> Encoder:
+    def block(i: int) -> Block:
+        return Block(arch.dim, make_attention(arch.attention, arch.dim, arch.heads, i, grid), arch.mlp, arch.dropout)
+
+    return Encoder(block, arch.depth, shared=arch.attention.hierarchical)
 
 
 class SharedBlockMixin:
@@ -97,26 +93,26 @@ class SharedBlockMixin:
 
 
 class VisionTransformer(SharedBlockMixin, nn.Module):
-    def __init__(self, cfg: dict):
+    def __init__(self, arch: VisionArch):
         super().__init__()
-        self.cfg = cfg
-        p, dim = cfg["patch"], cfg["dim"]
+        self.arch = arch
+        p, dim = arch.patch, arch.dim
         self.grid = (28 // p, 28 // p)
-        self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if cfg.get("cls") else None
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if arch.cls else None
         n = self.grid[0] * self.grid[1] + (1 if self.cls is not None else 0)
         self.embed = nn.Linear(p * p, dim)
-        self.pos = nn.Parameter(torch.randn(1, n, dim) * 0.02) if cfg.get("abs_pos") else None
-        self.encoder = make_encoder(cfg, self.grid)
+        self.pos = nn.Parameter(torch.randn(1, n, dim) * 0.02) if arch.abs_pos else None
+        self.encoder = make_encoder(arch, self.grid)
         self.norm = nn.LayerNorm(dim)
-        self.pool = cfg.get("pool", "mean")
-        self.head = nn.Linear(dim * (n if self.pool == "flatten" else 1), cfg.get("classes", 10))
+        self.pool = arch.pool
+        self.head = nn.Linear(dim * (n if self.pool == "flatten" else 1), arch.classes)
 
     @property
     def special(self) -> tuple[int, ...]:
         return (0,) if self.cls is not None else ()
 
     def forward(self, images: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
-        x = self.embed(space_to_depth(images, self.cfg["patch"]))  # (B, N, D)
+        x = self.embed(space_to_depth(images, self.arch.patch))  # (B, N, D)
         if self.cls is not None:
             x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)
         if self.pos is not None:
@@ -126,16 +122,18 @@ class VisionTransformer(SharedBlockMixin, nn.Module):
 
 
 class TextTransformer(SharedBlockMixin, nn.Module):
-    def __init__(self, cfg: dict):
+    def __init__(self, arch: TextArch):
         super().__init__()
-        self.cfg = cfg
-        dim = cfg["dim"]
-        self.embed = nn.Embedding(cfg["vocab_size"], dim, padding_idx=0)
-        self.pos = None if cfg["attention"] == "shift" else nn.Parameter(torch.randn(1, cfg["max_len"], dim) * 0.02)
-        self.drop = nn.Dropout(cfg.get("dropout", 0.0))
-        self.encoder = make_encoder(cfg, None)
+        if arch.vocab_size is None:
+            raise ValueError("a text architecture needs vocab_size (the vocabulary's size) to be built")
+        self.arch = arch
+        dim = arch.dim
+        self.embed = nn.Embedding(arch.vocab_size, dim, padding_idx=0)
+        self.pos = nn.Parameter(torch.randn(1, arch.max_len, dim) * 0.02) if arch.learned_positions else None
+        self.drop = nn.Dropout(arch.dropout)
+        self.encoder = make_encoder(arch, None)
         self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, cfg.get("classes", 2))
+        self.head = nn.Linear(dim, arch.classes)
 
     def forward(self, ids: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
         return self.forward_embeddings(self.embed(ids), ids != 0, return_maps, trace)

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attnscope.models.zoo.arch import SANArch
 from attnscope.models.zoo.attention import Block, Encoder
 from attnscope.models.zoo.nets import SharedBlockMixin, pool, space_to_depth
 
@@ -107,33 +108,31 @@ class LocalAttention(nn.Module):
 class SAN(SharedBlockMixin, nn.Module):
     """2x2 space-to-depth -> Linear -> SAN blocks (pairwise or patchwise) -> mean pool -> 10 classes."""
 
-    def __init__(self, cfg: dict):
+    def __init__(self, arch: SANArch):
         super().__init__()
-        self.cfg = cfg
-        p, dim = cfg["patch"], cfg["dim"]
+        self.arch = arch
+        p, dim, hier = arch.patch, arch.dim, arch.hierarchical
         self.grid = (28 // p, 28 // p)
-        mode = cfg["attention"].removeprefix("san-")
-        hier = bool(cfg.get("hierarchical"))
         self.embed = nn.Linear(p * p, dim)
         self.encoder = Encoder(
             lambda i: Block(
                 dim,
-                LocalAttention(dim, cfg["heads"], self.grid, cfg.get("kernel", 3), mode, cfg.get("rel_dim", 16), hier),
-                cfg["mlp"],
-                cfg.get("dropout", 0.0),
+                LocalAttention(dim, arch.heads, self.grid, arch.kernel, arch.mode, arch.rel_dim, hier),
+                arch.mlp,
+                arch.dropout,
             ),
-            cfg["depth"],
+            arch.depth,
             shared=hier,
         )
         self.norm = nn.LayerNorm(dim)
-        self.pool = cfg.get("pool", "mean")
+        self.pool = arch.pool
         n = self.grid[0] * self.grid[1]
-        self.head = nn.Linear(dim * (n if self.pool == "flatten" else 1), cfg.get("classes", 10))
+        self.head = nn.Linear(dim * (n if self.pool == "flatten" else 1), arch.classes)
 
     special: tuple[int, ...] = ()
 
     def forward(self, images: torch.Tensor, return_maps: bool = True, trace: dict | None = None):
-        x = self.embed(space_to_depth(images, self.cfg["patch"]))
+        x = self.embed(space_to_depth(images, self.arch.patch))
         x, local = self.encoder(x, return_maps=return_maps, trace=trace)
         maps = self.encoder.blocks[0].attn.dense(local) if return_maps else None
         return self.head(pool(self.norm(x), self.pool)), maps

@@ -12,9 +12,8 @@ from attnscope.models.capture import capture, capture_image
 from attnscope.models.loading import load_model
 from attnscope.models.session import attach, zoo_family
 from attnscope.models.zoo import data, samples
+from attnscope.models.zoo.build import build_model
 from attnscope.models.zoo.manifest import read_manifest
-from attnscope.models.zoo.nets import TextTransformer, VisionTransformer
-from attnscope.models.zoo.san import SAN
 from attnscope.pipelines.fixed_key_block import (
     BlockHalves,
     NotFixedKeyBlockError,
@@ -103,7 +102,7 @@ def test_trained_ha_blocks_drift_while_the_standardised_measure_settles(ha):
 def _loaded(model, name):
     """A zoo model built here, with its ``Sites`` (and the session's taps, as a backend attaches them)."""
     return SimpleNamespace(
-        model=model, spec=SimpleNamespace(name=name), sites=attach(model, zoo_family(model.cfg), model.cfg)
+        model=model, spec=SimpleNamespace(name=name), sites=attach(model, zoo_family(model.arch), model.arch)
     )
 
 
@@ -115,7 +114,7 @@ def _sharpen(model: torch.nn.Module, scale: float) -> None:
 
 
 TINY = {
-    "text": lambda: TextTransformer(
+    "text": lambda: build_model(
         {
             "kind": "text",
             "attention": "content",
@@ -128,7 +127,7 @@ TINY = {
             "hierarchical": True,
         }
     ),
-    "learned2d": lambda: VisionTransformer(
+    "learned2d": lambda: build_model(
         {
             "kind": "vision",
             "attention": "learned2d",
@@ -143,7 +142,7 @@ TINY = {
             "hierarchical": True,
         }
     ),
-    "san": lambda: SAN(
+    "san": lambda: build_model(
         {
             "kind": "vision",
             "attention": "san-pairwise",
@@ -184,7 +183,7 @@ def test_bound_holds_on_random_sharpened_ha_blocks(kind, scale):
 
 
 def test_blocks_the_bound_does_not_cover_are_refused():
-    ea = TextTransformer(
+    ea = build_model(
         {
             "kind": "text",
             "attention": "content",
@@ -201,7 +200,7 @@ def test_blocks_the_bound_does_not_cover_are_refused():
     loaded = _loaded(ea.double(), "tiny-ea-ha")
     with pytest.raises(NotFixedKeyBlockError, match="Evolving Attention"):
         extract_fixed_key_block(loaded, np.zeros((4, 8)) + np.arange(8))
-    plain = TextTransformer(
+    plain = build_model(
         {
             "kind": "text",
             "attention": "content",
