@@ -126,7 +126,7 @@ def compute(clicks, model, query, clean, corrupted, metric, answer, wrong, metho
     try:
         res = client().circuit(body)
     except ApiError as exc:
-        return None, f"The circuit was refused: {exc.detail}"
+        return no_update, f"The circuit was refused (the graph below is the last one found): {exc.detail}"
     data = {**res.model_dump(), "model": model, "clean": clean, "metric": metric}
     top = res.edges[0] if res.edges else None
     line = (

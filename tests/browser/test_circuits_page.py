@@ -30,7 +30,7 @@ def test_a_circuit_is_drawn_and_a_head_opens_on_explore(open_dash):
     page.wait_for_selector("#circuits-result:has-text('press Find the circuit')", timeout=60_000)
     assert page.input_value("#circuits-clean") == "The capital of France is"
     page.click("#circuits-compute")
-    page.wait_for_selector("#circuits-result:has-text('faithfulness')", timeout=300_000)
+    page.wait_for_selector("#circuits-result:has-text('faithfulness')", timeout=600_000)  # loads SmolLM2
     line = page.locator("#circuits-result").text_content()
     assert "70,651 edges (30 layers × 9 heads, 3 key/value heads)" in line and "circuit of 20 edges" in line
     page.wait_for_selector("#circuits-graph .gtitle:has-text('top 5 of 20 kept edges')", timeout=30_000)
@@ -50,10 +50,7 @@ def test_a_circuit_is_drawn_and_a_head_opens_on_explore(open_dash):
     page.press("#circuits-corrupted", "Enter")
     page.click("#circuits-compute")
     page.wait_for_selector("#circuits-result:has-text('same number of tokens')", timeout=120_000)
-    page.fill("#circuits-corrupted", "The capital of Italy is")
-    page.press("#circuits-corrupted", "Enter")
-    page.click("#circuits-compute")
-    page.wait_for_selector("#circuits-result:has-text('faithfulness')", timeout=300_000)
+    assert _drawn_edges(page) == 6  # the refused pair left the last circuit drawn
     # a click on the head node farthest from every drawn edge's hover point opens that head on Explore
     x, y, label = page.evaluate(
         f"""() => {{
@@ -73,8 +70,6 @@ def test_a_circuit_is_drawn_and_a_head_opens_on_explore(open_dash):
     )
     page.mouse.move(x, y)
     page.mouse.click(x, y)
-    page.wait_for_function(
-        f"location.pathname === '/' && location.search.includes('head={label}')", timeout=60_000
-    )
+    page.wait_for_function(f"location.pathname === '/' && location.search.includes('head={label}')", timeout=60_000)
     assert "text=The+capital+of+France+is" in page.evaluate("location.search")
     assert page.console_errors == []
