@@ -79,14 +79,13 @@ def layout(**query):
         "q inputs solid, k dashed, v dotted (a key/value head's input ends between the query heads that "
         "share it). Click a head to open it on Explore.",
         html.Label("edges drawn", htmlFor="circuits-shown"),
-        dcc.Slider(
+        dcc.Input(
+            type="range",
             id="circuits-shown",
             min=1,
             max=max(state["k"], 2),
             step=1,
             value=state["shown"],
-            marks=None,
-            tooltip={"placement": "bottom", "always_visible": True},
         ),  # fmt: skip
         graph("circuits-graph"),
         html.Div(id="circuits-explore-link", className="hint", role="status"),

@@ -152,12 +152,21 @@ def draw(data, shown):
         blank = empty_figure("Press Find the circuit.")
         return blank, blank, no_update
     n = len(data["edges"])
+    shown = _count(shown, n)
     fig = circuit_graph_figure(
         data["edges"], data["n_layers"], data["n_heads"], data["n_kv_heads"], min(shown or n, n),
         title=f"Circuit of {data['model']}: top {min(shown or n, n)} of {n} kept edges",
     )  # fmt: skip
     curve = faithfulness_curve_figure(data["curve"], data["m_clean"], data["m_corrupted"], data["metric"])
     return fig, curve, max(n, 2)
+
+
+def _count(value, default: int) -> int:
+    """The slider's value as a whole number (a range input may send text), else ``default``."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def explore_href(model: str, text: str, label: str) -> str:
@@ -208,5 +217,6 @@ def _node(label: str) -> str:
 def to_address(model, task, clean, corrupted, answer, wrong, metric, method, steps, k, shown, points):
     """Every choice of the page in its address (a pasted link reopens and recomputes the same circuit)."""
     values = dict(model=model, task=task, clean=clean, corrupted=corrupted, answer=answer or None)
-    values.update(wrong=wrong or None, metric=metric, method=method, steps=steps, k=k, shown=shown, points=points)
+    values.update(wrong=wrong or None, metric=metric, method=method, steps=steps, k=k, points=points)
+    values["shown"] = _count(shown, None)
     return query_string(values, PARAMS)
