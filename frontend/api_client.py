@@ -45,6 +45,7 @@ from attnscope.server.schemas import (
     TokenCountPublic,
     ValueWeightedPublic,
 )
+from attnscope.server.schemas.circuits import CircuitPublic
 
 _JOB_RESULT = TypeAdapter(JobResultPublic)
 
@@ -289,6 +290,10 @@ class ApiClient:
         """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``."""
         r = self._request("GET", "/compare/heads", params={"a": a, "b": b})
         return HeadComparisonPublic.model_validate(r.json())
+
+    def circuit(self, body: dict) -> CircuitPublic:
+        """``POST /circuits`` (``body``: a ``CircuitCreate``): the top edges, faithfulness and its curve."""
+        return CircuitPublic.model_validate(self._request("POST", "/circuits", json=body).json())
 
     # ------------------------------------------------------------------ jobs
     def create_job(self, kind: str, params: dict) -> JobPublic:

@@ -58,6 +58,9 @@ class CircuitPublic(BaseModel):
     steps: int | None
     n_senders: int
     n_receivers: int
+    n_layers: int
+    n_heads: int = Field(..., description="query heads per layer")
+    n_kv_heads: int = Field(..., description="key/value heads per layer (grouped-query attention: fewer)")
     n_edges: int = Field(..., description="edges of the whole graph (k/v receivers are key/value heads)")
     edges: list[CircuitEdge] = Field(..., description="the kept edges, by decreasing |score|")
     m_clean: float

@@ -29,6 +29,7 @@ def test_a_circuit_of_a_capitals_pair(client):
     assert r.status_code == 200, r.text
     c = r.json()
     assert c["n_senders"] == 301 and c["n_receivers"] == 481 and len(c["edges"]) == 40
+    assert (c["n_layers"], c["n_heads"], c["n_kv_heads"]) == (30, 9, 3)
     assert c["m_clean"] > c["m_corrupted"]  # Paris beats Rome on France, not on Italy
     assert [p["k"] for p in c["curve"]] == [0, 20, 40]
     assert c["curve"][0]["faithfulness"] == pytest.approx(0.0, abs=1e-3)
