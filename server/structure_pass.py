@@ -6,7 +6,9 @@ whole ``[layer, head, query, key]`` stack; on a lazy long run every pass recompu
 softmax from the queries and keys (SmolLM2 at 1,524 tokens: 30 x 9 maps of 2.3 M weights, each pass
 tens of seconds on two cores, the page 419 s). ``StructurePasses`` computes the union of the parts
 once per (run, offsets) and serves every route from it; concurrent requests for the same key wait for
-the one pass instead of starting their own.
+the one pass instead of starting their own. The pass checks its request's cancellation before each
+band of rows (``models.cancel.checker``), so a client that leaves (or the heavy executor's deadline)
+stops it.
 
 ``head_mean [layer, query, key]`` (evolution, rollout) is kept only while it is at most
 ``MEAN_BYTES``; beyond, those two routes make their own pass as before (``mean_for`` returns None).
@@ -19,6 +21,7 @@ from collections import OrderedDict
 
 from attnscope.analysis.passes import PARTS, Reductions, reduce_maps
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS
+from attnscope.models.cancel import checker
 
 MEAN_BYTES = 1 << 29  # 512 MiB of head means kept per run at most (SmolLM2: 2,048 tokens)
 MAX_ENTRIES = 4  # (run, offsets) passes kept (LRU)
@@ -55,7 +58,9 @@ class StructurePasses:
                 hit = self._done.get(key)
                 if hit is not None and hit[0] is maps:
                     return hit[1]
-            red = reduce_maps(maps, _parts(maps), k=k, radius=radius, include_special=include_special)
+            # stops at the next band of rows when this request is cancelled (client gone, deadline): a
+            # request waiting on the same key then makes the pass itself
+            red = reduce_maps(maps, _parts(maps), k=k, radius=radius, include_special=include_special, check=checker())
             with self._lock:
                 self.passes += 1
                 self._done[key] = (maps, red)

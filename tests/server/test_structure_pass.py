@@ -79,3 +79,18 @@ def test_beyond_the_mean_budget_evolution_and_rollout_make_their_own(client, mad
     maps = run.capture.maps
     np.testing.assert_allclose(evo["profile"]["head_entropy"], evolution(maps).head_entropy, atol=1e-5)
     np.testing.assert_allclose(roll["values"], rollout_importance(maps, -1).values, atol=1e-6)
+
+
+def test_a_cancelled_request_stops_the_pass_and_the_next_one_makes_it(made):
+    from attnscope.models.cancel import Cancelled, CancelToken, cancel_scope
+    from attnscope.server.structure_pass import StructurePasses
+
+    _, _, run = made
+    passes = StructurePasses()
+    token = CancelToken()
+    token.cancel("client gone")
+    with cancel_scope(token), pytest.raises(Cancelled, match="client gone"):
+        passes.get(run)
+    assert passes.passes == 0
+    red = passes.get(run)  # no token: made, and kept
+    assert passes.passes == 1 and passes.get(run) is red
