@@ -71,7 +71,8 @@ def probe_memory(backend, args, rng, vocab: int) -> None:
         i, j = len(inp) - 1, len(inp) // 2
         backend.run(inp, hidden_states=False)  # warm: weights and allocator touched once
         figures = {}
-        for name, probe in [("full logits (before)", FullLogitsProbe), ("RowProbe (after)", RowProbe)]:
+        probes = [("full logits (before)", FullLogitsProbe), ("RowProbe (after)", RowProbe)]
+        for name, probe in probes[::-1] if args.after_first else probes:  # the order's bias, checked
             p = probe(args.layer, args.head, i)
             figures[name] = _peak_mib(record, backend, inp, args.layer, probe=p)
         figures["explain_pair (after)"] = _peak_mib(explain_pair, backend, inp, args.layer, args.head, i, j)
@@ -88,6 +89,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--probe-memory", action="store_true", help="peak memory of the row probe, before/after")
+    ap.add_argument("--after-first", action="store_true", help="with --probe-memory: measure the new probe first")
     args = ap.parse_args()
     backend = load_model(args.model, device=args.device)
     print(f"model {args.model} on {args.device}, torch threads {torch.get_num_threads()}, L{args.layer}H{args.head}")

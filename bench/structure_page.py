@@ -20,8 +20,9 @@ PANELS = {
     "entropy": "entropy-heatmap",
     "rollout": "importance-figure",
 }
+SETTLED = "() => document.querySelector('[data-dash-is-loading=\"true\"]') === null"
 DRAWN = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotly-plot');
-    return !!(gd && gd.data && gd.data.length && gd.data.some(t => (t.z && t.z.length) || (t.y && t.y.length))); }"""
+    return !!(gd && gd.data && gd.data.length && gd.data.some(t => t.z || t.y)); }"""
 
 
 def _run(api: str, n: int, seed: int) -> tuple[str, int, float]:
@@ -49,16 +50,19 @@ def time_structure(p, url: str, api: str, sizes) -> None:
             t = time.perf_counter()
             page.goto(f"{url}/structure?run={rid}")
             seen: dict[str, float] = {}
-            deadline = t + 1800
-            while len(seen) < len(PANELS) and time.perf_counter() < deadline:
+            deadline, idle = t + 1800, 0
+            while len(seen) < len(PANELS) and time.perf_counter() < deadline and idle < 25:
                 for name, gid in PANELS.items():
                     if name not in seen and page.evaluate(DRAWN, gid):
                         seen[name] = time.perf_counter() - t
+                idle = idle + 1 if seen and page.evaluate(SETTLED) else 0  # 5 s settled: the rest failed
                 page.wait_for_timeout(200)
+            missing = {name: page.text_content(f"#{PANELS[name]}") for name in PANELS if name not in seen}
             page.close()
             first = min(seen.values()) if seen else float("nan")
             print(f"{tokens} tokens (run made in {made:.1f} s): first panel {first:.1f} s (target <= 20 s at 1,024)")
             for name in PANELS:
-                print(f"  {name:10s} {seen[name]:7.1f} s" if name in seen else f"  {name:10s} not drawn in 1,800 s")
+                shown = f"{seen[name]:7.1f} s" if name in seen else f"not drawn: {missing[name]!r}"
+                print(f"  {name:10s} {shown}")
     finally:
         browser.close()

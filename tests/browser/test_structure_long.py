@@ -32,7 +32,7 @@ PANELS = (
     "importance-figure",
 )
 DRAWN = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotly-plot');
-    return !!(gd && gd.data && gd.data.some(t => (t.z && t.z.length) || (t.y && t.y.length))); }"""
+    return !!(gd && gd.data && gd.data.some(t => t.z || t.y)); }"""
 
 
 @pytest.fixture(scope="module")
