@@ -199,13 +199,16 @@ def classify_heads(
     threshold: float = DEFAULT_THRESHOLD,
     probe: tuple[AttentionMaps, np.ndarray] | None = None,
     workers: int | None = None,
+    reductions: Reductions | None = None,
     **thresholds,
 ) -> HeadTypes:
     """Score and label every head of ``maps`` (``[layer, head, query, key]``). ``probe``: maps of
     the same model on a ``make_probe_ids`` sequence and the ids (aligned to its positions), to add
-    ``duplicate`` and ``induction``. Keyword thresholds as in ``head_types_from``."""
+    ``duplicate`` and ``induction``. ``reductions``: a pass over ``maps`` already made with these
+    offsets (``k``/``radius``) and at least the parts below (then no pass is made here). Keyword
+    thresholds as in ``head_types_from``."""
     parts = {"band", "special", "entropy", *(("first",) if maps.causal else ())}
-    red = reduce_maps(maps, parts, k=k, radius=radius, workers=workers)
+    red = reductions if reductions is not None else reduce_maps(maps, parts, k=k, radius=radius, workers=workers)
     scan = shift_scan_from(red, maps.layer_ids, maps.head_ids, threshold)
     extra = None
     if probe is not None:

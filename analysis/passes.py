@@ -111,12 +111,14 @@ def reduce_maps(
     radius: int = 3,
     include_special: bool = False,
     workers: int | None = None,
+    check=None,
 ) -> Reductions:
     """Compute the requested ``parts`` in one pass over ``maps.weights`` ``[layer, head, query, key]``.
 
     ``index`` (or ``k``/``radius``/``include_special`` to build it) fixes the offsets of ``band``
     and the rows x cols block of ``energy``. ``workers`` threads (default: one per core, at most one
-    per layer; one thread for small maps).
+    per layer; one thread for small maps). ``check()``, when given, is called before each band of rows
+    (from the worker threads): it raises to stop the pass (a request's cancellation).
     """
     parts = frozenset(parts)
     unknown = parts - PARTS
@@ -154,6 +156,8 @@ def reduce_maps(
     def layer_task(li: int) -> None:
         buf = np.empty((n_head, block, n), np.float32)
         for b0 in range(0, n, band_rows):  # eager: one band, the layer itself (a view)
+            if check is not None:
+                check()
             b1 = min(n, b0 + band_rows)
             band = w[li] if not lazy else np.ascontiguousarray(maps.block(li, rows=slice(b0, b1)))
             band_task(li, band, b0, b1, buf)

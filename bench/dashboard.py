@@ -9,6 +9,12 @@ against what it decodes to.
 Starts the API (MiniLM preloaded) and the dashboard on free loopback ports, drives Debian's
 Chromium through Playwright, prints medians. The first Run of a text is timed (a new run each time:
 the text changes), after one untimed warm-up run.
+
+    .venv/bin/python bench/dashboard.py --structure 1024 [4096 ...]
+
+instead times the Structure page (issue 26) on SmolLM2 runs of about that many tokens (random
+words): the run is made through the API first (its time printed apart), then ``/structure?run=ID`` is
+opened and the time to each panel's first drawn figure is printed (``bench/structure_page.py``).
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ def _text(n_words: int, seed: int) -> str:
     return " ".join(WORDS[(seed + i) % len(WORDS)] for i in range(n_words))
 
 
-def _serve():
+def _serve(preload: str = "minilm"):
     import uvicorn
     from werkzeug.serving import make_server
 
@@ -68,27 +74,35 @@ def _serve():
 
     api_port, dash_port = _port(), _port()
     api = uvicorn.Server(
-        uvicorn.Config(create_app(Settings(preload=["minilm"])), host="127.0.0.1", port=api_port, log_level="error")
+        uvicorn.Config(create_app(Settings(preload=[preload])), host="127.0.0.1", port=api_port, log_level="error")
     )
     threading.Thread(target=api.run, daemon=True).start()
     while not api.started:
         time.sleep(0.05)
     web = make_server("127.0.0.1", dash_port, create_dash_app(f"http://127.0.0.1:{api_port}").server, threaded=True)
     threading.Thread(target=web.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{dash_port}"
+    return f"http://127.0.0.1:{dash_port}", f"http://127.0.0.1:{api_port}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--structure", type=int, nargs="*", help="time the Structure page on SmolLM2 runs of these sizes")
     args = ap.parse_args()
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     from playwright.sync_api import sync_playwright
 
-    url = _serve()
+    if args.structure:
+        from structure_page import time_structure
+
+        url, api = _serve("smollm2")
+        with sync_playwright() as p:
+            time_structure(p, url, api, args.structure)
+        return
+    url, _ = _serve()
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),

@@ -23,6 +23,11 @@ A Hugging Face model loaded with ``attn_implementation="attnscope_qk"`` calls
     outputs before the output projection; return the output (same shape). Zeroing
     ``output[:, :, h]`` ablates head ``h``.
 
+  - ``read_qk(layer, record)``: ``record`` the layer's ``LayerRecord`` (below), passed before the
+    layer computes anything and before ``layer_edits`` is asked; for a hook that reads a few rows of
+    logits from the queries and keys, so that the layer keeps the fused kernel (the zoo's attention
+    does not call it, and such a hook falls back to ``edit_logits`` there).
+
   A hook may define only one of them (``getattr`` decides), and ``layer_edits(layer) -> (logits,
   output)`` (two bools) to say which of the two it changes at a layer (default: the methods it has),
   so that layers it leaves alone keep the fused kernel. Hooks see the layer index
@@ -279,20 +284,23 @@ def attnscope_qk_attention(
     recorder = ctx.recorder if ctx is not None else None
     hooks = ctx.hooks if ctx is not None else ()
     layer = _layer_index(module, recorder)
-    if recorder is not None:
-        recorder.record(
-            LayerRecord(
-                layer=layer,
-                query=query.detach(),
-                key=key.detach(),
-                mask=None if attention_mask is None else attention_mask.detach(),
-                is_causal=causal and attention_mask is None,
-                scale=scale,
-                softcap=None if softcap is None else float(softcap),
-                sinks=None if sinks is None else sinks.detach(),
-                sliding_window=kwargs.get("sliding_window"),
-            )
+    readers = [hook for hook in hooks if getattr(hook, "read_qk", None) is not None]
+    if recorder is not None or readers:
+        rec = LayerRecord(
+            layer=layer,
+            query=query.detach(),
+            key=key.detach(),
+            mask=None if attention_mask is None else attention_mask.detach(),
+            is_causal=causal and attention_mask is None,
+            scale=scale,
+            softcap=None if softcap is None else float(softcap),
+            sinks=None if sinks is None else sinks.detach(),
+            sliding_window=kwargs.get("sliding_window"),
         )
+        if recorder is not None:
+            recorder.record(rec)
+        for hook in readers:
+            hook.read_qk(layer, rec)
     want_probs = _attentions_requested() or (ctx is not None and ctx.return_probs)
     edits = [(hook, *_layer_edits(hook, layer)) for hook in hooks]
     if any(logits for _, logits, _ in edits) or want_probs or softcap is not None or sinks is not None:

@@ -52,3 +52,15 @@ def check_cancelled() -> None:
     token = _current.get()
     if token is not None and token.cancelled:
         raise Cancelled(token.reason)
+
+
+def checker():
+    """``check_cancelled`` bound to the current work's token, callable from any thread (the threads of a
+    pool do not inherit the context variable): ``check()`` raises ``Cancelled`` once the token is set."""
+    token = _current.get()
+
+    def check() -> None:
+        if token is not None and token.cancelled:
+            raise Cancelled(token.reason)
+
+    return check

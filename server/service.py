@@ -26,6 +26,7 @@ from attnscope.pipelines.qk.explain import CompositionCache
 from attnscope.pipelines.writes.cache import DEFAULT_MAX_BYTES, RecordingCache
 from attnscope.server.predictions import prediction_fields
 from attnscope.server.store import Run, RunStore, run_key
+from attnscope.server.structure_pass import StructurePasses
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class RunService:
         self.composition = CompositionCache()  # composition scores per model and mode (from weights, once)
         # recorded forwards per run id (lens, attribution, value-weighted maps, graph), LRU bounded in bytes
         self.recordings = RecordingCache(recording_bytes)
+        self.structure = StructurePasses()  # one pass over a run's maps for every structure route
 
     def _cached_run(
         self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None

@@ -8,8 +8,8 @@ import numpy as np
 from dash import Input, Output, State, callback, no_update
 
 from attnscope.frontend.api_client import ApiError
-from attnscope.frontend.figures import head_detail_figure
 from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.pages.explore_views import detail_figure
 from attnscope.frontend.plot_config import graph_config
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
@@ -31,6 +31,7 @@ PARAMS = {
     "compare": Param(str, max_len=100),
     "through": Param(int, lo=0, hi=1000),
 }
+LONG_RUN = 512  # tokens beyond which the page says what its first load costs
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 register_url_sync("structure")
 
@@ -55,6 +56,12 @@ def resolve(query, _retry, stored):
     text = run.text if len(run.text) < 120 else run.text[:117] + "…"
     about = f"Run {run.id} · {run.model} · {run.n_layers} layers × {run.n_heads} heads · “{text}”"
     about += f" — {message}" if message else ""
+    if run.n_tokens > LONG_RUN:
+        about += (
+            f" — a long run ({run.n_tokens:,} tokens): the analyses below share one pass over its "
+            f"{run.n_layers * run.n_heads} maps of {run.n_tokens:,}² weights, made once; each panel shows its busy "
+            "state until its figure arrives"
+        )
     return run.to_store(), about, "", (run.to_store() if is_new(run, stored) else no_update)
 
 
@@ -115,11 +122,9 @@ def render_kernel(click, shift, data, query):
     )
     if note and "not a head" in note:
         kfig.add_annotation(text=note, showarrow=False, xref="paper", yref="paper", x=0, y=1.12, xanchor="left")
-    try:
-        weights = client().attention(run.id, layer, head, encoding="json")
-    except ApiError as exc:
-        return kfig, empty_figure(f"The map of {label} could not be loaded: {exc.detail}"), label
-    return kfig, head_detail_figure(weights, run.tokens, f"{label} · its map"), label
+    # pooled like Explore's detail (at most 256 cells a side, max-pooled): a full 1,524-token map as JSON
+    # was slow and Plotly's resampling of it drew a blank
+    return kfig, detail_figure(client(), run, layer, head, {}, "global"), label
 
 
 @callback(Output("compare-model", "options"), Input("structure-run-data", "data"))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnscope.models.attention_fn import LayerRecord
 from attnscope.models.session import SiteRecorder, session
 from attnscope.models.sites import BlockSites, Norm, Sites
 from attnscope.pipelines.qk.linear_maps import FrozenNorm
@@ -103,7 +104,9 @@ class _StopAt:
 class RowProbe:
     """An attention hook that keeps the model's own logits of one row, ``[key]`` float32 after scale,
     soft-cap and mask (masked keys ``-inf``), as the layer soft-maxes them; ``row`` None where the model's
-    attention does not call hooks."""
+    attention does not call hooks. Under ``attnscope_qk`` the row is computed from the layer's queries and
+    keys (``read_qk``: one query against every key, ``[key]`` memory), so the layer keeps its fused kernel;
+    the zoo's attention, which does not call ``read_qk``, hands it the layer's logits (``edit_logits``)."""
 
     layer: int
     head: int
@@ -111,12 +114,34 @@ class RowProbe:
     row: torch.Tensor | None = None
 
     def layer_edits(self, layer: int) -> tuple[bool, bool]:
-        return layer == self.layer, False
+        return layer == self.layer and self.row is None, False
+
+    def read_qk(self, layer: int, rec: LayerRecord) -> None:
+        if layer == self.layer:
+            self.row = row_logits(rec, self.head, self.query)
 
     def edit_logits(self, layer: int, logits: torch.Tensor) -> torch.Tensor:
-        if layer == self.layer:
+        if layer == self.layer and self.row is None:  # a soft-capped layer, explicit anyway, read it already
             self.row = logits[0, self.head, self.query].detach().float().cpu().clone()
         return logits
+
+
+def row_logits(rec: LayerRecord, head: int, query: int) -> torch.Tensor:
+    """``[key]`` float32 on the host: the logits of row ``query`` of query head ``head`` (example 0) from
+    a recorded layer, as ``attnscope_qk``'s explicit attention computes them (``q k^T`` in the model's
+    dtype, then float32 times the scale, soft-cap, mask), without any other row."""
+    group = rec.query.shape[1] // rec.key.shape[1]
+    q = rec.query[0, head, query]  # [dim]
+    k = rec.key[0, head // group]  # [key, dim]
+    logits = torch.matmul(k, q).float() * rec.scale
+    if rec.softcap is not None:
+        logits = rec.softcap * torch.tanh(logits / rec.softcap)
+    if rec.mask is not None:
+        m = rec.mask[0, head if rec.mask.shape[1] > 1 else 0, query]
+        logits = logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
+    elif rec.is_causal and rec.query.shape[2] > 1:
+        logits[query + 1 :] = float("-inf")
+    return logits.detach().cpu().clone()
 
 
 def record(backend, inp, layer: int, hooks: Sequence = (), probe: RowProbe | None = None) -> SiteRecorder:

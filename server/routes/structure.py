@@ -7,13 +7,13 @@ from typing import Annotated
 import numpy as np
 from fastapi import APIRouter, HTTPException, Query, status
 
-from attnscope.analysis.distance import attention_distance
-from attnscope.analysis.evolution import Evolution, compare, evolution
+from attnscope.analysis.distance import distance_from
+from attnscope.analysis.evolution import Evolution, compare, evolution, evolution_from
 from attnscope.analysis.heads import classify_heads
-from attnscope.analysis.implied_conv import implied_convolution
+from attnscope.analysis.implied_conv import convolution_from
 from attnscope.analysis.indices import check_index
 from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
-from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, scan_shifts
+from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, shift_scan_from
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.request_executor import heavy
@@ -42,14 +42,16 @@ def _offset(o):
 @heavy
 def read_shift(
     run: RunDep,
+    service: ServiceDep,
     k: K = DEFAULT_K,
     radius: RADIUS = DEFAULT_RADIUS,
     threshold: THRESHOLD = DEFAULT_THRESHOLD,
     include_special: bool = False,
 ) -> ShiftPublic:
     maps = run.capture.maps
-    scan = scan_shifts(maps, k=k, radius=radius, threshold=threshold, include_special=include_special)
-    conv = implied_convolution(maps, k=k, radius=radius, include_special=include_special)
+    red = service.structure.get(run, k=k, radius=radius, include_special=include_special)  # one pass per run
+    scan = shift_scan_from(red, maps.layer_ids, maps.head_ids, threshold)
+    conv = convolution_from(red, maps.layer_ids, maps.head_ids)
     offs = [_offset(o) for o in scan.offsets]
     pick = lambda idx: [[offs[int(i)] for i in row] for row in idx]  # noqa: E731
     return ShiftPublic(
@@ -89,8 +91,9 @@ def read_heads(
             note = probe_note(service.models.get(run.model))
         except ValueError as exc:
             note = f"probe skipped: {exc}"
-    types = classify_heads(maps, probe=probe_data)
-    dist = attention_distance(maps)
+    red = service.structure.get(run)  # the pass the shift route made (or makes) for this run
+    types = classify_heads(maps, probe=probe_data, reductions=red)
+    dist = distance_from(red, maps)
     table = types.table()
     flat = dist.per_head.reshape(-1)
     attention = run.capture.attention
@@ -134,7 +137,10 @@ def read_evolution(
     ] = None,
 ) -> EvolutionPublic:
     if compare_to is None:
-        return EvolutionPublic(run_id=run.id, profile=_profile(run.model, evolution(run.capture.maps)))
+        maps = run.capture.maps
+        mean = service.structure.mean_for(run)  # None beyond MEAN_BYTES: a pass of its own
+        ev = evolution(maps) if mean is None else evolution_from(service.structure.get(run), maps)
+        return EvolutionPublic(run_id=run.id, profile=_profile(run.model, ev))
     other = service.store.get(compare_to) or service.restore(compare_to)  # as GET /runs/{id} does
     if other is None:
         raise HTTPException(
@@ -202,9 +208,11 @@ def _through(maps, layer: int | None):
     "/{run_id}/rollout", response_model=ImportancePublic, summary="Attention rollout as token (and pixel) importance"
 )
 @heavy
-def read_rollout(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportancePublic:
+def read_rollout(run: RunDep, service: ServiceDep, row: ROW = "cls", layer: LAYER = None) -> ImportancePublic:
     maps = _through(run.capture.maps, layer)
-    return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens)), "rollout", maps)
+    mean = service.structure.mean_for(run)  # [layer, query, key] of the shared pass, or None (long runs)
+    mean = None if mean is None else mean[: maps.n_layers]
+    return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens), head_mean=mean), "rollout", maps)
 
 
 @router.get(

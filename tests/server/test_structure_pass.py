@@ -1,0 +1,96 @@
+"""The structure routes share one pass over a run's maps (``server/structure_pass.py``): the shift,
+heads, evolution and rollout answers of one run cost one ``reduce_maps`` pass, and each equals the
+analysis computed on its own (``scan_shifts``, ``implied_convolution``, ``classify_heads``,
+``attention_distance``, ``evolution``, ``rollout_importance``) on the same maps; other offsets make a
+pass of their own; beyond ``MEAN_BYTES`` the head means are not kept and evolution/rollout still answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnscope.analysis.distance import attention_distance
+from attnscope.analysis.evolution import evolution
+from attnscope.analysis.heads import classify_heads
+from attnscope.analysis.implied_conv import implied_convolution
+from attnscope.analysis.rollout import rollout_importance
+from attnscope.analysis.shift import scan_shifts
+from attnscope.server import structure_pass
+
+API = "/api/v1"
+TEXT = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat."
+
+
+@pytest.fixture()
+def made(client):
+    rid = client.post(f"{API}/runs", json={"model": "minilm", "text": TEXT + " Again."}).json()["id"]
+    service = client.app.state.service
+    return rid, service, service.store.get(rid)
+
+
+def _get(client, path, **params):
+    r = client.get(f"{API}/runs/{path}", params=params)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_one_pass_serves_every_route_and_equals_each_analysis_alone(client, made):
+    rid, service, run = made
+    before = service.structure.passes
+    shift = _get(client, f"{rid}/shift")
+    heads = _get(client, f"{rid}/heads", probe=False)
+    evo = _get(client, f"{rid}/evolution")
+    roll = _get(client, f"{rid}/rollout")
+    through = _get(client, f"{rid}/rollout", layer=2)
+    assert service.structure.passes - before == 1
+    maps = run.capture.maps
+    scan, conv = scan_shifts(maps), implied_convolution(maps)
+    np.testing.assert_allclose(shift["shift_score"], scan.shift_score, atol=1e-6)
+    np.testing.assert_allclose(shift["mass"], scan.mass, atol=1e-6)
+    np.testing.assert_allclose(shift["kernel"], conv.kernel, atol=1e-6)
+    types = classify_heads(maps)
+    assert [h["labels"] for h in heads["heads"]] == [r["labels"] for r in types.table()]
+    np.testing.assert_allclose(heads["distance_per_layer"], attention_distance(maps).per_layer, atol=1e-5)
+    ev = evolution(maps)
+    np.testing.assert_allclose(evo["profile"]["head_entropy"], ev.head_entropy, atol=1e-5)
+    np.testing.assert_allclose(evo["profile"]["js_next"], ev.js_next, atol=1e-6)
+    np.testing.assert_allclose(roll["values"], rollout_importance(maps, -1).values, atol=1e-6)
+    three = maps.select(layers=range(3))
+    np.testing.assert_allclose(through["values"], rollout_importance(three, -1).values, atol=1e-6)
+
+
+def test_other_offsets_make_their_own_pass(client, made):
+    rid, service, run = made
+    _get(client, f"{rid}/shift")
+    before = service.structure.passes
+    wide = _get(client, f"{rid}/shift", k=3)
+    assert service.structure.passes - before == 1
+    np.testing.assert_allclose(wide["shift_score"], scan_shifts(run.capture.maps, k=3).shift_score, atol=1e-6)
+    _get(client, f"{rid}/shift", k=3)
+    assert service.structure.passes - before == 1
+
+
+def test_beyond_the_mean_budget_evolution_and_rollout_make_their_own(client, made, monkeypatch):
+    rid, service, run = made
+    monkeypatch.setattr(structure_pass, "MEAN_BYTES", 0)
+    assert service.structure.mean_for(run) is None
+    evo = _get(client, f"{rid}/evolution")
+    roll = _get(client, f"{rid}/rollout")
+    maps = run.capture.maps
+    np.testing.assert_allclose(evo["profile"]["head_entropy"], evolution(maps).head_entropy, atol=1e-5)
+    np.testing.assert_allclose(roll["values"], rollout_importance(maps, -1).values, atol=1e-6)
+
+
+def test_a_cancelled_request_stops_the_pass_and_the_next_one_makes_it(made):
+    from attnscope.models.cancel import Cancelled, CancelToken, cancel_scope
+    from attnscope.server.structure_pass import StructurePasses
+
+    _, _, run = made
+    passes = StructurePasses()
+    token = CancelToken()
+    token.cancel("client gone")
+    with cancel_scope(token), pytest.raises(Cancelled, match="client gone"):
+        passes.get(run)
+    assert passes.passes == 0
+    red = passes.get(run)  # no token: made, and kept
+    assert passes.passes == 1 and passes.get(run) is red
