@@ -8,7 +8,17 @@ from axe_harness import axe_violations, install_axe, split_dash_own
 
 pytestmark = pytest.mark.browser
 
-PAGES = ["/", "/structure", "/faithfulness", "/census", "/measure", "/vision", "/compare", "/interventions"]
+PAGES = [
+    "/",
+    "/structure",
+    "/faithfulness",
+    "/census",
+    "/measure",
+    "/vision",
+    "/compare",
+    "/interventions",
+    "/workspace",
+]
 
 
 @pytest.mark.parametrize("path", PAGES)
