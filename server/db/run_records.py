@@ -98,11 +98,13 @@ class RunRecords:
         prediction: dict | None = None,
         n_tokens: int | None = None,
     ) -> None:
-        """Insert the run, or mark it used when it is there already (same id, same content)."""
+        """Insert the run, or mark it used when it is there already (same id, same content; a record
+        stored before runs were counted gets its ``n_tokens`` then)."""
         now = time.time()
         with self.db.session() as s, s.begin():
             if s.get(RunRecord, run_id) is not None:
-                s.execute(update(RunRecord).where(RunRecord.id == run_id).values(last_used=now))
+                count = func.coalesce(RunRecord.n_tokens, n_tokens)
+                s.execute(update(RunRecord).where(RunRecord.id == run_id).values(last_used=now, n_tokens=count))
                 return
             s.add(
                 RunRecord(

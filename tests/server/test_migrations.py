@@ -74,6 +74,10 @@ def test_0002_upgrades_a_database_with_runs_and_counts_their_tokens(database):
         assert not any(s.pinned or s.name for s in page.items)
         assert RunRecords(db).get("old-text").text == "a b c"  # the input is kept
         assert RunRecords(db).update("old-text", name="kept", pinned=True).pinned
+        RunRecords(db).save("old-image", "vit", "sample", n_tokens=50)  # computed again: counted now
+        RunRecords(db).save("old-text", "minilm", "text", n_tokens=99)  # a count already there stays
+        by_id = {s.id: s for s in RunRecords(db).list().items}
+        assert by_id["old-image"].n_tokens == 50 and by_id["old-text"].n_tokens == 4
     finally:
         db.close()
 
