@@ -40,6 +40,8 @@ from attnscope.server.schemas import (
     QKPublic,
     ResidualPatchingPublic,
     RunPublic,
+    RunSummaryList,
+    RunSummaryPublic,
     SampleList,
     ShiftPublic,
     TokenCountPublic,
@@ -356,6 +358,18 @@ class ApiClient:
         """The id of the run whose maps are ``run_id``'s value-weighted maps (made once, then kept)."""
         r = self._request("POST", f"/runs/{run_id}/value-weighted")
         return ValueWeightedPublic.model_validate(r.json()).value_weighted_run_id
+
+    def list_runs(self, offset: int = 0, limit: int = 50, **filters) -> RunSummaryList:
+        """A page of the database's runs; ``filters``: ``model``, ``pinned``, ``q`` (None: not sent)."""
+        params = {"offset": offset, "limit": limit} | {k: v for k, v in filters.items() if v is not None}
+        return RunSummaryList.model_validate(self._request("GET", "/runs", params=params).json())
+
+    def update_run(self, run_id: str, **fields) -> RunSummaryPublic:
+        """Rename (``name``) and/or pin (``pinned``) a stored run."""
+        return RunSummaryPublic.model_validate(self._request("PATCH", f"/runs/{run_id}", json=fields).json())
+
+    def delete_run(self, run_id: str) -> None:
+        self._request("DELETE", f"/runs/{run_id}")
 
     def close(self) -> None:
         self._http.close()

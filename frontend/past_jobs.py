@@ -64,11 +64,26 @@ def _actions(prefix: str, job: JobPublic) -> list:
     return buttons
 
 
+HEAD = ["job", "kind", "model", "data set", "N", "status", "progress", "worker", "started (UTC)", "finished (UTC)"]
+
+
+def _param(job: JobPublic, key: str) -> str:
+    value = job.params.get(key)
+    return "" if value is None else str(value)
+
+
+def _started(job: JobPublic) -> html.Span:
+    """When the job started; a job still queued shows when it was asked for, marked as such."""
+    if job.started:
+        return html.Span(_when(job.started))
+    return html.Span(f"queued {_when(job.created)}", className="hint", title="not started yet")
+
+
 def jobs_table(prefix: str, jobs: list[JobPublic]) -> html.Table | html.P:
-    """The newest job first: id, kind, status (with its message as a tooltip), progress, worker, times."""
+    """The newest job first: id, kind, what it runs on (model, data set, N examples), status (with its
+    message as a tooltip), progress, worker, start and finish times, its buttons."""
     if not jobs:
         return html.P("No jobs yet.", className="hint")
-    head = ["job", "kind", "status", "progress", "worker", "created (UTC)", "finished (UTC)", "actions"]
     rows = []
     for job in sorted(jobs, key=lambda j: j.created, reverse=True):
         note = job.error or job.message or ""
@@ -78,10 +93,13 @@ def jobs_table(prefix: str, jobs: list[JobPublic]) -> html.Table | html.P:
                 children=[
                     html.Td(html.Code(job.id)),
                     html.Td(job.kind),
+                    html.Td(_param(job, "model"), className="job-model"),
+                    html.Td(_param(job, "dataset"), className="job-dataset"),
+                    html.Td(_param(job, "n"), className="job-n num"),
                     html.Td(html.Span(job.status, title=note, className="job-status")),
                     html.Td(f"{job.done}/{job.total or '?'}"),
                     html.Td(job.worker or ""),
-                    html.Td(_when(job.created)),
+                    html.Td(_started(job), className="job-started"),
                     html.Td(_when(job.finished)),
                     html.Td(_actions(prefix, job)),
                 ],
@@ -89,7 +107,7 @@ def jobs_table(prefix: str, jobs: list[JobPublic]) -> html.Table | html.P:
         )
     return html.Table(
         className="jobs-table",
-        children=[html.Thead(html.Tr([html.Th(h, scope="col") for h in head])), html.Tbody(rows)],
+        children=[html.Thead(html.Tr([html.Th(h, scope="col") for h in [*HEAD, "actions"]])), html.Tbody(rows)],
     )
 
 
@@ -128,12 +146,15 @@ def register_past_jobs(prefix: str, kinds: tuple[str, ...], job_store: str, poll
         trigger = _clicked()
         if trigger is None:
             return no_update, no_update, no_update
-        if trigger["type"].endswith("-resume"):
-            try:
+        job = {"id": trigger["job"], "kind": trigger["kind"]}
+        try:
+            if trigger["type"].endswith("-resume"):
                 client().resume_job(trigger["job"])
-            except ApiError as exc:
-                return no_update, no_update, str(exc)
-        return {"id": trigger["job"], "kind": trigger["kind"]}, False, ""
+            elif client().job(trigger["job"]).status == "done":
+                job["done"] = True  # a finished job's result is shown at once, not after a poll
+        except ApiError as exc:
+            return no_update, no_update, str(exc)
+        return job, False, ""
 
     @callback(
         Output(f"{prefix}-past-download", "data"),

@@ -44,6 +44,7 @@ from attnscope.server.routes import (
     runs,
     structure,
     tokens,
+    workspace,
     writes,
 )
 from attnscope.server.service import RunService
@@ -147,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router, prefix=API_PREFIX)
     secured = [Depends(require_token)]
     app.include_router(models.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(workspace.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(runs.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(attention.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(structure.router, prefix=API_PREFIX, dependencies=secured)

@@ -85,6 +85,7 @@ class RunService:
                 run.model,
                 token_ids=None if cap.token_ids is None else [int(i) for i in cap.token_ids],
                 prediction=prediction_fields(cap.output),
+                n_tokens=int(cap.maps.shape[2]),  # [layer, head, query, key]: the positions
                 **record,
             )
         except Exception:  # the run is served from memory all the same; the log says why it was not kept
@@ -111,6 +112,14 @@ class RunService:
             log.warning("run %s recomputed under id %s (its content hash changed)", run_id, run.id)
             return None
         return run
+
+    def delete_run(self, run_id: str) -> bool:
+        """Forget the run everywhere: its database record, its maps in memory and its recordings;
+        whether there was anything to delete."""
+        held = self.store.discard(run_id)
+        self.recordings.discard(run_id)
+        kept = self.records.delete(run_id) if self.records is not None else False
+        return held or kept
 
     def create_run(self, model: str, text: str, generate: GenerateOptions | None = None, chat: bool = False) -> Run:
         """A text run; causal LMs may ``generate`` after the text and wrap it in their ``chat``

@@ -166,6 +166,13 @@ class RunStore:
             self._evicted.pop(run.id, None)
             return run
 
+    def discard(self, run_id: str) -> bool:
+        """Drop ``run_id`` (deleted by its user, not evicted: a later read says it never existed);
+        whether it was held."""
+        with self._lock:
+            self._evicted.pop(run_id, None)
+            return self._runs.pop(run_id, None) is not None
+
     def evicted(self, run_id: str) -> int | None:
         """Bytes the run held when it was evicted for memory, or None when it was not."""
         with self._lock:

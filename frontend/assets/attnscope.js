@@ -145,14 +145,18 @@
 
   /* Names for what Dash 4 renders without one (its components take no aria props):
      - a Checklist / RadioItems is a role=listbox div carrying the component's id: it is named by the
-       page's <label for=id> (aria-labelledby);
+       page's <label for=id> (aria-labelledby), else by the title of the box around it (a pattern-matching
+       id, a JSON object, has no <label for>; CSS.escape keeps its quotes out of the selector);
      - dcc.Upload's hidden <input type=file>: named by the upload box's title. */
   function nameControls() {
     document.querySelectorAll("[role=listbox][id]:not([aria-labelledby]):not([aria-label])").forEach(function (el) {
-      var label = document.querySelector('label[for="' + el.id + '"]');
+      var label = document.querySelector('label[for="' + CSS.escape(el.id) + '"]');
+      var box = el.parentElement && el.parentElement.closest("[title]");
       if (label) {
         if (!label.id) { label.id = el.id + "-label"; }
         el.setAttribute("aria-labelledby", label.id);
+      } else if (box) {
+        el.setAttribute("aria-label", box.title);
       }
     });
     document.querySelectorAll("input[type=file]:not([aria-label])").forEach(function (el) {

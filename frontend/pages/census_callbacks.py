@@ -59,11 +59,19 @@ def census_models(_kind, query, current):
     prevent_initial_call="initial_duplicate",
 )
 def reopen_job(query):
-    """A link with ``job=ID`` reopens that job: polled while it runs, its result once done."""
+    """A link with ``job=ID`` reopens that job: a finished one shows its result at once (no poll
+    first), one still running is polled."""
     job_id = (query or {}).get("job")
     if not job_id:
         return no_update, no_update
-    return {"id": job_id, "kind": (query or {}).get("kind") or "census"}, False
+    job = {"id": job_id, "kind": (query or {}).get("kind") or "census"}
+    try:
+        status = client().job(job_id)
+    except ApiError:
+        return job, False  # the poll says what is wrong (404, the API away)
+    if status.status == "done":
+        return {**job, "kind": status.kind, "done": True}, False  # one poll still fills the status line
+    return {**job, "kind": status.kind}, False
 
 
 def check_n(choice: str, n) -> str:
@@ -182,9 +190,12 @@ def poll_job(_tick, job):
     prevent_initial_call=True,
 )
 def load_result(job):
-    """The result once the job is done; the Download buttons work only then (disabled before)."""
-    if not job or not job.get("done"):
+    """The result once the job is done; the Download buttons work only then (disabled before). A new
+    job keeps the last result on screen until it has its own."""
+    if not job:
         return [], None, [], [], True, True
+    if not job.get("done"):
+        return no_update, no_update, no_update, no_update, True, True
     try:
         result = client().job_result(job["id"])
     except ApiError:
@@ -213,8 +224,10 @@ def to_address(kind, model, dataset, n, job):
     return query_string(values, PARAMS)
 
 
-@callback(Output("census-figure", "figure"), Input("census-metric", "value"), State("census-job", "data"))
+@callback(Output("census-figure", "figure"), Input("census-metric", "value"), Input("census-job", "data"))
 def render_result(metric, job):
+    if job and not job.get("done") and ctx.triggered_id == "census-job":
+        return no_update  # a job just started: the last result stays until this one has its own
     if not job or not job.get("done") or not metric:
         return _empty("Start a job; its result appears here.")
     try:
@@ -222,6 +235,8 @@ def render_result(metric, job):
     except ApiError as exc:
         return _empty(describe_error(exc, f"The result of job {job['id']} could not be loaded"))
     if result.kind == "census":
+        if metric not in result.metrics:  # the metric of the last result: load_result picks this one's
+            return no_update
         return census_figure(result.metrics[metric].mean, metric)
     rows = result.rows
     fig = go.Figure(

@@ -44,6 +44,11 @@ class RecordingCache:
                 self._lru[run_id] = writes
         return writes
 
+    def discard(self, run_id: str) -> None:
+        """Forget ``run_id``'s recording (its run was deleted)."""
+        with self._lock:
+            self._lru.pop(run_id, None)
+
     @property
     def nbytes(self) -> int:
         with self._lock:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -37,8 +37,11 @@ class RunRecord(Base):
     image: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # the uploaded file's bytes
     token_ids: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
     prediction: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
-    created: Mapped[float] = mapped_column(Float)
+    created: Mapped[float] = mapped_column(Float, index=True)
     last_used: Mapped[float] = mapped_column(Float)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the user's, from PATCH /runs/{id}
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    n_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)  # positions (query axis of the maps)
 
 
 class JobRecord(Base):

@@ -6,6 +6,7 @@ the class names only say which family a model belongs to):
 
 - ``*Create``: the JSON body of a request (``RunCreate`` for ``POST /runs``, ``FaithfulnessCreate``,
   ``JobCreate``, and ``GenerateCreate``, the ``generate`` part of a run's body).
+- ``*Update``: the JSON body of a ``PATCH`` (``RunUpdate`` for ``PATCH /runs/{id}``): the fields to change.
 - ``*Params``: the ``params`` of one job kind in ``POST /jobs`` (``CensusParams``, ``ProbeParams``,
   ``FaithfulnessParams``); ``JOB_PARAMS`` maps each kind's name to its model.
 - ``*Public``: what one route answers (``RunPublic``, ``ShiftPublic``, ``JobPublic``, ...), or one item
@@ -126,6 +127,15 @@ from attnscope.server.schemas.structure import (  # noqa: F401
     ShiftPublic,
 )
 from attnscope.server.schemas.tokens import TokenCountPublic, TokenizeCreate  # noqa: F401
+from attnscope.server.schemas.workspace import (  # noqa: F401
+    MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
+    MAX_LIST_QUERY,
+    MAX_RUN_NAME,
+    RunSummaryList,
+    RunSummaryPublic,
+    RunUpdate,
+)
 from attnscope.server.schemas.writes import (  # noqa: F401
     MAX_GRAPH_NODES,
     MAX_LENS_K,

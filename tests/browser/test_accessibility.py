@@ -18,6 +18,7 @@ PAGES = [
     "/compare",
     "/interventions",
     "/circuits",
+    "/workspace",
 ]
 
 

@@ -8,7 +8,17 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-PAGES = ["/", "/vision", "/compare", "/structure", "/census", "/faithfulness", "/measure", "/interventions"]
+PAGES = [
+    "/",
+    "/vision",
+    "/compare",
+    "/structure",
+    "/census",
+    "/faithfulness",
+    "/measure",
+    "/interventions",
+    "/workspace",
+]
 CLOUD = re.compile(r"share|cloud|chart studio|upload", re.IGNORECASE)
 
 

@@ -43,7 +43,7 @@ def _leaves(tp) -> list:
     return out
 
 
-SUFFIXES = ("Create", "Params", "Public", "List")
+SUFFIXES = ("Create", "Update", "Params", "Public", "List")
 NESTED = {"Prediction", "NextToken", "GenerationOptions", "GenerationStep", "Generation", "ImageSource", "SampleRef"}
 
 
@@ -85,8 +85,8 @@ def test_the_bare_check_catches_untyped_fields():
 
 
 def test_every_schema_follows_the_naming_rule():
-    """``*Create`` bodies, ``*Params`` job parameters, ``*Public`` answers, ``*List`` pages, plain nouns
-    only for parts nested in another schema (see the package docstring)."""
+    """``*Create`` bodies, ``*Update`` PATCH bodies, ``*Params`` job parameters, ``*Public`` answers,
+    ``*List`` pages, plain nouns only for parts nested in another schema (see the package docstring)."""
     nested = set()
     for model in MODELS.values():
         for info in model.model_fields.values():
