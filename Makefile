@@ -34,7 +34,7 @@ DATA_TESTS ?= tests/test_cli_data.py tests/models/test_data_registry.py tests/pi
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: data test-nodata axe postgresql decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness experiments
+.PHONY: data test-nodata axe postgresql decoder-heads serve api dashboard install install-test lint docs docs-build test test-fast contract chromium bench docker-test clean zoo finetune finetune-hatexplain faithfulness-movies bench-faithfulness bench-peers experiments
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -137,6 +137,11 @@ faithfulness-movies: install  ## the movie-review table (explainer x metric) int
 
 bench-faithfulness: install
 	$(BIN)/python bench/faithfulness.py
+
+# Each peer in its own venv under .cache/peer-venvs (pinned beside $(TORCH_SPEC)), never in $(VENV), never in `make test`
+bench-peers: install  ## attnscope side by side with TransformerLens on SmolLM2 (docs/results/benchmarks.md#against-the-peers)
+	TORCH_SPEC="$(TORCH_SPEC)" $(BIN)/python bench/peers/venvs.py transformer-lens
+	$(BIN)/python bench/peers/tlens.py --out results/bench/peers-transformer-lens.txt
 
 docker-test:
 	bash deploy/docker-test.sh

@@ -1,0 +1,104 @@
+"""attnscope's side of a peer comparison: one quantity, measured once in this fresh process
+(``common.measure``), its answer saved for the driver to check against the peer's.
+
+    .venv/bin/python bench/peers/attnscope_side.py TASK IDS.json OUT_DIR [--threads 1] [--target ID]
+        [--position P]
+
+TASK:
+- ``maps``: the lazy run (``backend.run``: SDPA forward with queries and keys recorded, predictions)
+  plus every map ``[head, query, key]`` of every layer computed once (``AttentionMaps.block``) and
+  dropped, as a user paging through all of them would; then, untimed, the stack written to
+  ``OUT_DIR/maps.npy`` layer by layer for the check.
+- ``lens``: the recorded run (``record_writes``) plus the logit lens of one position at every layer
+  (``lens_grid``, top 10 and the target's probability): what ``POST /runs/{id}/lens`` computes.
+- ``dla``: the recorded run plus the direct logit attribution of ``--target`` at ``--position``,
+  per head (``attribute(..., split=False)``).
+- ``grid``: the zero-ablation grid of every head (``head_effects``: the mean next-token loss change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import emit, maps_file, measure, save  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("task", choices=["maps", "lens", "dla", "grid"])
+    ap.add_argument("ids")
+    ap.add_argument("out")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--target", type=int, default=None)
+    ap.add_argument("--position", type=int, default=-1)
+    ap.add_argument("--no-check", action="store_true", help="maps: skip writing the stack for the check")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    ids = json.loads(Path(a.ids).read_text())
+    os.environ["ATTNSCOPE_MAX_CAUSAL_TOKENS"] = str(max(len(ids), 4096))
+    from attnscope.models.loading import load_model
+
+    lm = load_model("smollm2", "cpu", capture="lazy")
+    out = Path(a.out)
+    inp = lm.encode_ids(ids)
+    pos = a.position % len(ids)
+    lm.run(lm.encode_ids(ids[:32]), hidden_states=False)  # warm: weights paged in, kernels chosen
+
+    if a.task == "maps":
+
+        def every_map():
+            cap = lm.run(inp, hidden_states=False)
+            maps = cap.maps
+            for layer in range(maps.n_layers):
+                maps.block(layer)  # every head's full map, computed and dropped
+            return cap
+
+        cap, report = measure(every_map)
+        maps = cap.maps
+        report["shape"] = list(maps.shape)
+        if not a.no_check:
+            stack = maps_file(out, tuple(maps.shape))
+            for layer in range(maps.n_layers):
+                stack[layer] = maps.block(layer)
+            stack.flush()
+    elif a.task in ("lens", "dla"):
+        from attnscope.pipelines.writes.recorded import attribute, lens_grid, record_writes
+
+        if a.task == "lens":
+            target = None if a.target is None else torch.tensor([a.target])
+
+            def lens():
+                writes = record_writes(lm, inp)
+                return lens_grid(writes, range(pos, pos + 1), 10, target)
+
+            rows, report = measure(lens)
+            save(out, top_ids=rows.top_ids, top_probs=rows.top_probs, target_prob=rows.target_prob)
+        else:
+
+            def dla():
+                writes = record_writes(lm, inp)
+                return attribute(writes, pos, a.target, split=False)
+
+            att, report = measure(dla)
+            save(out, heads=att.heads, mlp=att.mlp, embed=np.float64(att.embed), logit=np.float64(att.logit))
+            report["residual_error"] = float(att.residual_error)
+    else:
+        from attnscope.pipelines.interventions import MetricSpec, head_effects
+
+        head_effects(lm, lm.encode_ids(ids[:16]), "zero", MetricSpec())  # warm the grid's own path
+        grid, report = measure(lambda: head_effects(lm, inp, "zero", MetricSpec()))
+        save(out, effect=grid["effect"])
+    report.update(side="attnscope", task=a.task, tokens=len(ids), threads=torch.get_num_threads())
+    emit(report)
+
+
+if __name__ == "__main__":
+    main()
