@@ -25,7 +25,8 @@ class RunUpdate(BaseModel):
         description=f"the run's name, at most {MAX_RUN_NAME} characters; empty or null removes it",
         examples=["cat vs dog, layer 2"],
     )
-    pinned: bool | None = Field(None, description="pinned runs are listed first")
+    # boolean in the schema (null is not a value of it); absent means unchanged
+    pinned: bool = Field(None, description="pinned runs are listed first; true or false")  # type: ignore[assignment]
 
     @field_validator("name")
     @classmethod
@@ -38,8 +39,6 @@ class RunUpdate(BaseModel):
     def _something(self) -> RunUpdate:
         if not self.model_fields_set & {"name", "pinned"}:
             raise ValueError("send 'name' and/or 'pinned': an empty body changes nothing")
-        if "pinned" in self.model_fields_set and self.pinned is None:
-            raise ValueError("pinned must be true or false")
         return self
 
 
