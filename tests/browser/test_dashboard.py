@@ -50,16 +50,35 @@ def test_bad_input_shows_the_apis_message_and_the_page_keeps_working(dash_page, 
 
 
 def _dash_updates(page):
-    """Record the page's Dash updates from here on: ``[(outputs, status, body)]`` as they finish."""
-    seen = []
+    """Record the Dash updates the page asks for from here on: ``[(outputs, status, body)]`` as they
+    finish. A request sent before (the page's own first callbacks, still in flight on a loaded machine)
+    is not counted, nor is one sent before ``seen.clear()``."""
+    seen = _Updates()
+
+    def started(request):
+        if "_dash-update-component" in request.url:
+            seen.asked.add(request)
 
     def finished(request):
-        if "_dash-update-component" in request.url:
+        if request in seen.asked:
             response = request.response()
             seen.append((request.post_data_json["output"], response.status, response.text()))
 
+    page.on("request", started)
     page.on("requestfinished", finished)
     return seen
+
+
+class _Updates(list):
+    """The recorded updates; ``clear()`` also forgets the requests asked so far."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked: set = set()
+
+    def clear(self):
+        super().clear()
+        self.asked.clear()
 
 
 def test_a_run_draws_its_detail_with_the_grid_and_a_click_costs_one_round_trip(dash_page):
