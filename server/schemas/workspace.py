@@ -15,15 +15,16 @@ MAX_LIST_QUERY = 200  # characters of the q filter
 
 class RunUpdate(BaseModel):
     """Body of ``PATCH /runs/{id}``: a new ``name`` (``""`` or null removes it) and/or ``pinned``;
-    at least one of them."""
+    at least one of them (``minProperties`` in the schema)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"minProperties": 1})
 
     name: str | None = Field(
         None,
         max_length=MAX_RUN_NAME,
         description=f"the run's name, at most {MAX_RUN_NAME} characters; empty or null removes it",
         examples=["cat vs dog, layer 2"],
+        json_schema_extra={"pattern": "^[^\\x00-\\x1f]*$"},  # one line: no control characters (checked below)
     )
     # boolean in the schema (null is not a value of it); absent means unchanged
     pinned: bool = Field(None, description="pinned runs are listed first; true or false")  # type: ignore[assignment]
