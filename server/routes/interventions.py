@@ -104,6 +104,15 @@ def _common(body, run: Run, service):
     return backend, inp, source, metric
 
 
+def _metric_fields(m) -> dict:
+    """The metric an answer reports (``metric``, ``positions``, ``answers``), as every route gives it."""
+    return {
+        "metric": m.kind,
+        "positions": None if m.positions is None else list(m.positions),
+        "answers": None if m.answers is None else list(m.answers),
+    }
+
+
 @router.post(
     "/{run_id}/interventions",
     response_model=InterventionPublic,
@@ -130,9 +139,7 @@ def create_intervention(run: RunDep, body: InterventionCreate, service: ServiceD
     return InterventionPublic(
         run_id=run.id,
         altered_run_id=altered_id,
-        metric=m.kind,
-        positions=None if m.positions is None else list(m.positions),
-        answers=None if m.answers is None else list(m.answers),
+        **_metric_fields(m),
         effects=res["effects"],
         clean=prediction_of(res["clean"]),
         altered=prediction_of(res["altered"]),
@@ -162,9 +169,7 @@ def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDe
     return HeadEffectsPublic(
         run_id=run.id,
         method=body.method,
-        metric=m.kind,
-        positions=None if m.positions is None else list(m.positions),
-        answers=None if m.answers is None else list(m.answers),
+        **_metric_fields(m),
         effect=res["effect"].tolist(),
         top=[{"layer": a, "head": b, "effect": e} for a, b, e in top_heads(res["effect"], 10)],
         clean=prediction_of(res["clean"]),
@@ -199,10 +204,8 @@ def create_residual_patching(run: RunDep, body: ResidualPatchingCreate, service:
     m = res["metric"]
     return ResidualPatchingPublic(
         run_id=run.id,
-        metric=m.kind,
         direction=body.direction,
-        positions=None if m.positions is None else list(m.positions),
-        answers=None if m.answers is None else list(m.answers),
+        **_metric_fields(m),
         tokens=list(res["target"].tokens),
         effect=res["effect"].tolist(),
         full=res["full"],
