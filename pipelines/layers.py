@@ -176,7 +176,7 @@ class AttentionSublayer:
 
     def __init__(self, loaded: Backend, layer: int, residual: bool = False):
         blk = _block(loaded, layer)
-        scale = getattr(getattr(loaded, "attention", None), "scale", None)
+        scale = loaded.attention.scale
         self.scale = float(scale) if scale else float(blk.W_Q.shape[-1]) ** -0.5
 
         def f64(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:

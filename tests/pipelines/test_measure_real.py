@@ -7,6 +7,7 @@ from transformers import BertConfig
 
 from attnscope.analysis.markov_kernel import head_outputs, push_forward
 from attnscope.analysis.wasserstein import w1_uniform
+from attnscope.models.backends.base import AttentionConfig
 from attnscope.models.capture import capture
 from attnscope.pipelines.layers import (
     AttentionSublayer,
@@ -126,6 +127,7 @@ class FakeLoaded:
                 shared_state=lambda x0: {"attention_mask": None},
             )
         self.sites = sites
+        self.attention = AttentionConfig(n_layers=sites.n_layers, n_heads=model.config.num_attention_heads)
 
 
 def test_gradient_ascent_reaches_the_bound_where_it_is_tight():
