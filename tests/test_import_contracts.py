@@ -66,6 +66,7 @@ def test_the_contracts_catch_imports_against_the_layers(tmp_path):
     (layout / "attnscope" / "pipelines" / "interventions" / "bad_probe.py").write_text(
         "def f():\n    from attnscope.models.backends.hf import HFBackend\n    return HFBackend\n"
     )
+    (layout / "attnscope" / "server" / "routes" / "bad_zoo.py").write_text("from attnscope.models.zoo import nets\n")
     result = lint_imports(layout)
     assert result.returncode != 0
     out = result.stdout
@@ -75,4 +76,6 @@ def test_the_contracts_catch_imports_against_the_layers(tmp_path):
     assert "attnscope.pipelines.bad_old -> models" in out
     assert "attnscope.server.jobs.bad_web -> attnscope.server.routes" in out
     assert "attnscope.pipelines.interventions.bad_probe -> attnscope.models.backends.hf" in out
-    assert f"Contracts: {CONTRACTS - 7} kept, 7 broken." in out
+    assert "attnscope.server.routes.bad_zoo -> attnscope.models.zoo.nets" in out
+    # bad_probe breaks two contracts (site-based engines, and a model is its interface outside models)
+    assert f"Contracts: {CONTRACTS - 8} kept, 8 broken." in out

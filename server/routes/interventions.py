@@ -10,7 +10,7 @@ import time
 from fastapi import APIRouter, status
 
 from attnscope.analysis.interventions import head_confidence, rank_agreement, top_heads
-from attnscope.models.backends.base import Capture, ModelInput
+from attnscope.models.interface import Capture, ModelInput
 from attnscope.pipelines.interventions import (
     EdgeKnockout,
     HeadAblation,

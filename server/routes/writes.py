@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from attnscope.analysis.slices import parse_range
-from attnscope.models.backends.base import Capture
+from attnscope.models.interface import Capture
 from attnscope.pipelines.writes.graph import GraphTooLargeError
 from attnscope.pipelines.writes.graph_run import graph_of_run
 from attnscope.pipelines.writes.readouts import (

@@ -7,8 +7,8 @@ from transformers import BertConfig
 
 from attnscope.analysis.markov_kernel import head_outputs, push_forward
 from attnscope.analysis.wasserstein import w1_uniform
-from attnscope.models.backends.base import AttentionConfig
 from attnscope.models.capture import capture
+from attnscope.models.interface import AttentionConfig
 from attnscope.pipelines.layers import (
     AttentionSublayer,
     UnsupportedLayerError,
