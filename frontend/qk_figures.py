@@ -106,3 +106,42 @@ def head_composition_figure(comp: CompositionPublic, layer: int, head: int) -> g
         yaxis={"autorange": "reversed"},
     )
     return fig
+
+
+def layer_pair_composition_figure(comp: CompositionPublic, layer: int | None = None) -> go.Figure:
+    """The ``comp.mode``-composition between layers: ``[src_layer][dst_layer]`` the largest score over
+    their head pairs (``comp.layer_max``; cells with ``dst <= src`` left empty, no head composes with a
+    later or its own layer), on a scale from 0 whose colour bar marks the random baseline; ``layer``
+    (the selected head's) outlined as the destination column."""
+    n = comp.n_layers
+    mean, std = comp.baseline_mean, comp.baseline_std
+    z = [[comp.layer_max[src][dst] if dst > src else None for dst in range(n)] for src in range(n)]
+    cells = [(src, dst) for src in range(n) for dst in range(src + 1, n)]
+    best = max(cells, key=lambda sd: z[sd[0]][sd[1]]) if cells else None
+    peak = z[best[0]][best[1]] if best else mean
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"L{d}" for d in range(n)],
+            y=[f"L{s}" for s in range(n)],
+            colorscale="Viridis",
+            zmin=0.0,
+            zmax=max(peak, mean + 3 * std),
+            colorbar={"title": "score", "tickvals": [0.0, mean, peak], "ticktext": ["0", "random", f"{peak:.3g}"]},
+            hoverongaps=False,
+            hovertemplate=f"%{{y}} -> %{{x}}<br>largest {comp.mode.upper()}-composition %{{z:.4f}}"
+            f"<br>random {mean:.4f} ± {std:.4f}<extra></extra>",
+        )
+    )
+    where = f"strongest L{best[0]} -> L{best[1]} {peak:.3g}" if best else "one layer: no pair"
+    fig.update_layout(
+        title=f"{comp.mode.upper()}-composition between layers (largest over head pairs): {where} "
+        f"(random {mean:.3g} ± {std:.2g})",
+        xaxis={"title": "reading layer"},
+        yaxis={"title": "writing layer", "autorange": "reversed"},
+    )
+    if layer is not None and 0 < layer < n:
+        fig.add_shape(
+            type="rect", x0=layer - 0.5, x1=layer + 0.5, y0=-0.5, y1=layer - 0.5, line={"color": "#d62728", "width": 2}
+        )
+    return fig

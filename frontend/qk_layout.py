@@ -1,7 +1,8 @@
 """Layout of Explore's "why this head attends" panel (``docs/methods/qk-attribution.md``): a query
 position (and a key, else the query's strongest), the QK attribution of the selected head there as a
 query-part x key-part heatmap and key-side shares, the query/key product by dimension, and the
-composition scores of the selected head. Its callbacks are in ``pages/explore_qk.py``."""
+composition scores of the selected head and between every pair of layers. Its callbacks are in
+``pages/explore_qk.py``."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def qk_views(state: dict) -> html.Section:
                     html.Div(dcc.Graph(id="qk-product", config=graph_config("attnscope-qk-product")), className="half"),
                     html.Div(
                         dcc.Graph(id="qk-composition", config=graph_config("attnscope-qk-composition")),
+                        className="half",
+                    ),
+                    html.Div(
+                        dcc.Graph(id="qk-composition-layers", config=graph_config("attnscope-qk-composition-layers")),
                         className="half",
                     ),
                 ],

@@ -21,6 +21,11 @@ session nests over attention hooks (``hooks=``, see ``attention_fn``) and the QK
 (``recorder=``), so one forward pass can record queries and keys, edit attention and record the
 residual stream together.
 
+A session can also **stop** the forward pass at a site: ``session(rec, stop_at=StopAt("resid_pre",
+4))`` ends the pass when it reaches the stream entering block 4 (after the session's hooks have seen
+it), and the rest of the ``with`` block is skipped: later blocks and the unembedding are not
+computed. ``stop.reached`` says whether it stopped (False: the pass never got there).
+
 Site values: ``resid_pre``/``resid_mid``/``resid_post``/``attn_out``/``mlp_out`` ``[batch, pos,
 d_model]`` in the model's dtype and device; ``head_z`` ``[batch, pos, head, head_dim]``.
 """
@@ -76,6 +81,34 @@ class SiteRecorder:
         return torch.stack([got[i] for i in sorted(got)])
 
 
+@dataclass(eq=False)
+class StopAt:
+    """Where a session ends the forward pass: at ``site`` of block ``layer`` (the session's site hooks
+    see the value first). ``reached`` is set once the pass has stopped there."""
+
+    site: str
+    layer: int
+    reached: bool = False
+
+    def __post_init__(self) -> None:
+        if self.site not in SITE_NAMES:
+            raise SiteOutOfRangeError(f"unknown site {self.site!r}: use {', '.join(SITE_NAMES)}")
+
+    def wants(self, site: str, layer: int) -> bool:
+        return site == self.site and layer == self.layer
+
+    def edit_site(self, site: str, layer: int, value: torch.Tensor) -> torch.Tensor:
+        raise _Stopped(self)
+
+
+class _Stopped(Exception):
+    """Carries a session's ``StopAt`` out of the forward pass to that session (and no other)."""
+
+    def __init__(self, stop: StopAt):
+        super().__init__(f"stopped at {stop.site} of block {stop.layer}")
+        self.stop = stop
+
+
 @contextmanager
 def session(
     *site_hooks: Any,
@@ -83,14 +116,22 @@ def session(
     hooks: Sequence[Any] = (),
     return_probs: bool = False,
     start: Start | None = None,
+    stop_at: StopAt | None = None,
 ) -> Iterator[AttentionContext]:
     """Within the block, the site taps call ``site_hooks``, the attention function (``attnscope_qk``
     and the zoo's attention) records into ``recorder`` and applies ``hooks``, and a ``start_shell``
-    runs from ``start``, for this thread/task only (see the module docstring)."""
-    with attention_context(
-        recorder=recorder, hooks=hooks, return_probs=return_probs, site_hooks=site_hooks, start=start
-    ) as ctx:
-        yield ctx
+    runs from ``start``, for this thread/task only; with ``stop_at`` the forward pass ends there and
+    the rest of the block is skipped (see the module docstring)."""
+    stops = () if stop_at is None else (stop_at,)
+    try:
+        with attention_context(
+            recorder=recorder, hooks=hooks, return_probs=return_probs, site_hooks=(*site_hooks, *stops), start=start
+        ) as ctx:
+            yield ctx
+    except _Stopped as exc:
+        if exc.stop is not stop_at:  # an outer session's stop: its session ends the pass
+            raise
+        stop_at.reached = True
 
 
 def check_layers(sites: Sites, layers: Collection[int] | None) -> None:

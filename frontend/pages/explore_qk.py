@@ -17,7 +17,13 @@ from dash import Input, Output, State, callback, no_update
 
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.page_common import client, empty_figure
-from attnscope.frontend.qk_figures import head_composition_figure, key_parts_figure, qk_matrix_figure, qk_product_figure
+from attnscope.frontend.qk_figures import (
+    head_composition_figure,
+    key_parts_figure,
+    layer_pair_composition_figure,
+    qk_matrix_figure,
+    qk_product_figure,
+)
 from attnscope.frontend.qk_layout import QK_HINT, QK_MODES
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions
@@ -126,18 +132,24 @@ def composition(api: ApiClient, model: str, mode: str):
 
 @callback(
     Output("qk-composition", "figure"),
+    Output("qk-composition-layers", "figure"),
     Input("selected-head", "data"),
     Input("qk-mode", "value"),
     Input("qk-query", "value"),
     State("explore-run-data", "data"),
 )
 def render_composition(selected, mode, query, data):
+    """The selected head's composition with every earlier head, and the layer-pair matrix (the
+    selected head's layer outlined)."""
     run = stored_run(data)
     if not run or not selected or query is None:
-        return empty_figure("Composition scores of the selected head appear with its QK view.")
+        blank = empty_figure("Composition scores of the selected head appear with its QK view.")
+        return blank, blank
     mode = mode if mode in QK_MODES else "k"
     try:
         comp = composition(client(), run.model, mode)
     except ApiError as exc:
-        return empty_figure(str(exc))
-    return head_composition_figure(comp, selected["layer"], selected["head"])
+        blank = empty_figure(str(exc))
+        return blank, blank
+    layer = selected["layer"]
+    return head_composition_figure(comp, layer, selected["head"]), layer_pair_composition_figure(comp, layer)

@@ -51,7 +51,9 @@ def find_attention_modules(model: torch.nn.Module, n_layers: int) -> list[torch.
 
 def attention_config(config, modules: list[torch.nn.Module] | None, causal: bool) -> AttentionConfig:
     """``AttentionConfig`` from a Hugging Face config, refined by what each attention module holds
-    (``scaling``, ``sliding_window``, ``attn_logit_softcapping`` are per layer in transformers 5)."""
+    (``scaling``, ``sliding_window``, ``attn_logit_softcapping`` are per layer in transformers 5). A
+    module without a ``sliding_window`` attribute (Mistral, Mixtral, Phi-3: they pass
+    ``config.sliding_window`` at call time and mask every layer with it) slides by the config's window."""
     n_layers = int(config.num_hidden_layers)
     n_heads = int(config.num_attention_heads)
     kv = getattr(config, "num_key_value_heads", None) or n_heads
@@ -59,7 +61,7 @@ def attention_config(config, modules: list[torch.nn.Module] | None, causal: bool
     scale, window, softcap, sliding = None, None, None, []
     for i, module in enumerate(modules or []):
         scale = scale if scale is not None else getattr(module, "scaling", None)
-        w = getattr(module, "sliding_window", None)
+        w = getattr(module, "sliding_window", None) if hasattr(module, "sliding_window") else _config_window(config)
         if w:
             window, sliding = int(w), [*sliding, i]
         softcap = softcap or getattr(module, "attn_logit_softcapping", None)
@@ -76,6 +78,14 @@ def attention_config(config, modules: list[torch.nn.Module] | None, causal: bool
         sliding_layers=tuple(sliding),
         softcap=None if softcap is None else float(softcap),
     )
+
+
+def _config_window(config) -> int | None:
+    """The window every layer's mask uses where the attention module does not hold its own: the config's
+    ``sliding_window`` unless ``use_sliding_window`` turns it off."""
+    if getattr(config, "use_sliding_window", True) is False:
+        return None
+    return getattr(config, "sliding_window", None)
 
 
 def stack_attentions(attentions, length: int | None = None) -> np.ndarray:

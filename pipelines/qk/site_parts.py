@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from attnscope.models.attention_fn import LayerRecord
-from attnscope.models.session import SiteRecorder, session
+from attnscope.models.session import SiteRecorder, StopAt, session
 from attnscope.models.sites import BlockSites, Norm, Sites
 from attnscope.pipelines.qk.linear_maps import FrozenNorm
 from attnscope.pipelines.qk.qk_attribution import NORM_BIAS
@@ -82,24 +82,6 @@ def attention_norm(sites: Sites, layer: int) -> FrozenNorm | None:
     return frozen_norm(sites.block(layer).ln_attn) if sites.norm_placement == "pre" else None
 
 
-class _Enough(Exception):
-    """Raised by ``_StopAt`` once the stream entering the layer asked for is recorded."""
-
-
-@dataclass(frozen=True)
-class _StopAt:
-    """A site hook that ends the forward pass at the stream entering ``layer`` (after the recorder
-    before it in the session has kept it): later blocks and the unembedding are not computed."""
-
-    layer: int
-
-    def wants(self, site: str, layer: int) -> bool:
-        return site == "resid_pre" and layer == self.layer
-
-    def edit_site(self, site: str, layer: int, value: torch.Tensor) -> torch.Tensor:
-        raise _Enough
-
-
 @dataclass
 class RowProbe:
     """An attention hook that keeps the model's own logits of one row, ``[key]`` float32 after scale,
@@ -149,12 +131,9 @@ def record(backend, inp, layer: int, hooks: Sequence = (), probe: RowProbe | Non
     the next one), recording the sites the parts need (blocks ``0..layer``), with attention ``hooks``
     (interventions) applied, then ``probe`` reading the layer's logits."""
     rec = SiteRecorder(RECORDED, layers=range(layer + 1))
-    stop = [_StopAt(layer + 1)] if layer + 1 < backend.sites.n_layers else []
-    try:
-        with torch.inference_mode(), session(rec, *stop, hooks=[*hooks, *([probe] if probe else [])]):
-            backend.run(inp, hidden_states=False)
-    except _Enough:
-        pass
+    stop = StopAt("resid_pre", layer + 1) if layer + 1 < backend.sites.n_layers else None
+    with torch.inference_mode(), session(rec, hooks=[*hooks, *([probe] if probe else [])], stop_at=stop):
+        backend.run(inp, hidden_states=False)
     return rec
 
 

@@ -84,5 +84,8 @@ def test_without_a_key_the_view_explains_the_strongest_and_shows_composition(ope
     page.wait_for_selector("#qk-composition .gtitle:has-text('V-composition into L1H2')", timeout=60_000)
     heat = page.evaluate("document.querySelector('#qk-composition .js-plotly-plot').data[0]")
     assert heat["y"] == ["L0"] and len(heat["z"][0]) == len(heat["x"]) and min(heat["z"][0]) > 0
+    page.wait_for_selector("#qk-composition-layers .gtitle:has-text('V-composition between layers')", timeout=60_000)
+    pairs = page.evaluate("document.querySelector('#qk-composition-layers .js-plotly-plot').data[0]")
+    assert pairs["z"][0][0] is None and pairs["z"][0][1] >= max(heat["z"][0]) - 1e-9  # L0 -> L1: over every L1 head
     assert page.locator("#qk-mode input[value='v']").is_checked()
     assert page.console_errors == []

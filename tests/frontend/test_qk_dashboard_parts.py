@@ -9,7 +9,13 @@ import pytest
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.pages.explore_address import PARAMS, address_values
 from attnscope.frontend.pages.explore_qk import clicked_pair
-from attnscope.frontend.qk_figures import head_composition_figure, key_parts_figure, qk_matrix_figure, qk_product_figure
+from attnscope.frontend.qk_figures import (
+    head_composition_figure,
+    key_parts_figure,
+    layer_pair_composition_figure,
+    qk_matrix_figure,
+    qk_product_figure,
+)
 from attnscope.frontend.url_state import parse_query, query_string
 from attnscope.server.schemas import CompositionPublic, QKPublic
 
@@ -64,6 +70,31 @@ def test_composition_and_a_bad_pair(client, qk):
     with pytest.raises(ApiError) as err:
         client.qk(run.id, layer=6, head=0, query=0, key=0)
     assert err.value.status == 422 and "0..5" in err.value.detail
+
+
+def test_the_layer_pair_matrix_is_the_largest_score_over_head_pairs(client):
+    """MiniLM's K-composition between layers: each cell ``[src][dst]`` (``dst > src``) the largest score
+    over the head pairs, recomputed here from the served per-head scores; the rest empty; the title
+    names the strongest pair and the colour bar the random baseline; the selected layer outlined."""
+    comp = client.composition("minilm", "k")
+    fig = layer_pair_composition_figure(comp, layer=3)
+    heat = fig.data[0]
+    n, h = comp.n_layers, comp.n_heads
+    for src in range(n):
+        for dst in range(n):
+            cell = heat.z[src][dst]
+            if dst <= src:
+                assert cell is None
+            else:
+                best = max(comp.scores[src][a][dst][b] for a in range(h) for b in range(h))
+                assert cell == pytest.approx(best, abs=1e-12)
+    cells = [(s, d) for s in range(n) for d in range(s + 1, n)]
+    s, d = max(cells, key=lambda sd: heat.z[sd[0]][sd[1]])
+    title = fig.layout.title.text
+    assert f"strongest L{s} -> L{d}" in title and "K-composition between layers" in title
+    assert list(heat.colorbar.ticktext)[1] == "random" and heat.colorbar.tickvals[1] == comp.baseline_mean
+    assert heat.zmin == 0 and len(fig.layout.shapes) == 1 and fig.layout.shapes[0].x0 == 2.5
+    assert len(layer_pair_composition_figure(comp, layer=0).layout.shapes) == 0  # layer 0 reads no earlier layer
 
 
 def test_a_click_on_the_head_detail_is_a_pair_in_range():

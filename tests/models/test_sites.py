@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnscope.models.attention_fn import QKRecorder, current_context
-from attnscope.models.session import SiteRecorder, session
+from attnscope.models.session import SiteRecorder, StopAt, session
 from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
 
 TEXT = "The capital of France is Paris, and the cat sat on the mat."
@@ -173,6 +173,35 @@ def test_a_session_leaves_nothing_on_the_model_and_records_nothing_outside(minil
     with pytest.raises(RuntimeError), session(SiteRecorder()):
         raise RuntimeError("fails inside")
     assert current_context() is None and _hook_counts(minilm.model) == before
+
+
+def test_a_session_stops_the_pass_at_a_site_and_only_its_own_stop(minilm):
+    """``stop_at`` ends the forward pass at the site (the session's recorder sees it first), skips the
+    rest of the block and no later block runs; an outer session's stop passes through an inner
+    session to its own; a stop the pass never reaches leaves it whole; other errors still raise."""
+    enc = minilm.model_inputs([minilm.encode_text(TEXT)])
+    rec, stop, after = SiteRecorder({"resid_pre", "resid_post"}), StopAt("resid_pre", 3), []
+    with torch.inference_mode(), session(rec, stop_at=stop):
+        minilm.model(**enc)
+        after.append("ran")  # skipped: the pass stopped
+    assert stop.reached and after == [] and current_context() is None
+    assert sorted(rec.values["resid_pre"]) == [0, 1, 2, 3] and sorted(rec.values["resid_post"]) == [0, 1, 2]
+
+    outer, inner = StopAt("resid_post", 1), SiteRecorder({"resid_post"})
+    with torch.inference_mode(), session(stop_at=outer):
+        with session(inner):
+            minilm.model(**enc)
+        after.append("inner ran")
+    assert outer.reached and after == [] and sorted(inner.values["resid_post"]) == [0]
+
+    never = StopAt("resid_pre", 6)  # MiniLM has blocks 0..5
+    with torch.inference_mode(), session(stop_at=never):
+        out = minilm.model(**enc)
+    assert not never.reached and out.last_hidden_state.shape[1] == enc["input_ids"].shape[1]
+    with pytest.raises(RuntimeError, match="fails"), session(stop_at=StopAt("resid_pre", 1)):
+        raise RuntimeError("fails inside")
+    with pytest.raises(SiteOutOfRangeError, match="unknown site"):
+        StopAt("resid_middle", 1)
 
 
 def test_two_threads_recording_different_sites_each_get_their_own(smollm2):

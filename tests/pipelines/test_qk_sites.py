@@ -79,6 +79,33 @@ def test_zoo_terms_sum_to_the_score_of_its_maps():
         assert ex.view.weight == pytest.approx(float(maps.layer(layer)[head, 2, 5]), abs=1e-5)
 
 
+def test_an_ablation_reaches_a_zoo_models_attribution():
+    """The zoo's attention applies the session's edit hooks: zero-ablating L0H1 of a zoo model changes
+    the layer-1 score, the ablated terms still sum to the model's own (ablated) logit and the weight is
+    the ablated run's map; ablating a head of layer 1 itself (its output, after the scores) does not."""
+    from attnscope.models.loading import load_model
+    from attnscope.models.session import session
+
+    backend = load_model("text-vanilla", device="cpu")
+    inp = backend.encode_text("a gripping , funny and moving film")
+    ctx = EditContext(n_heads=backend.n_heads, head_dim=backend.sites.d_head, n_tokens=len(inp))
+
+    def ablate(layer, head):
+        return build_edits([InterventionSet((HeadAblation(((layer, head),), "zero"),))], ctx)
+
+    clean = explain_pair(backend, inp, 1, 3, 2, 5)
+    edited = explain_pair(backend, inp, 1, 3, 2, 5, hooks=[ablate(0, 1)])
+    assert abs(edited.view.score - clean.view.score) > 1e-3
+    assert edited.model_score is not None and abs(float(edited.attribution.matrix.sum()) - edited.model_score) < 1e-4
+    totals = dict(zip(edited.attribution.key_labels, edited.attribution.key_totals))
+    assert abs(float(totals["L0H1"])) < 1e-9  # the ablated head wrote nothing
+    with torch.inference_mode(), session(hooks=[ablate(0, 1)]):
+        maps = backend.run(inp, hidden_states=False).maps
+    assert edited.view.weight == pytest.approx(float(maps.layer(1)[3, 2, 5]), abs=1e-5)
+    same = explain_pair(backend, inp, 1, 3, 2, 5, hooks=[ablate(1, 0)])
+    assert same.view.score == pytest.approx(clean.view.score, abs=1e-6)
+
+
 @pytest.mark.slow
 def test_knocking_out_the_top_key_side_head_lowers_an_induction_score(smollm2):
     """On repeated random tokens, the strongest induction head's score at the second copy is split;
