@@ -281,9 +281,10 @@ class ApiClient(JobsApi):
         )
 
     # ------------------------------------------------------------------ compare
-    def compare_heads(self, a: str, b: str) -> HeadComparisonPublic:
-        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``."""
-        r = self._request("GET", "/compare/heads", params={"a": a, "b": b})
+    def compare_heads(self, a: str, b: str, align: bool = False) -> HeadComparisonPublic:
+        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``
+        (``align``: on their aligned tokens, ``positions_a``/``positions_b``)."""
+        r = self._request("GET", "/compare/heads", params={"a": a, "b": b, "align": align})
         return HeadComparisonPublic.model_validate(r.json())
 
     def circuit(self, body: dict) -> CircuitPublic:
