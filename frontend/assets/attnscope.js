@@ -317,6 +317,16 @@
         }, delayMs || 400);
         return noUpdate();
       },
+      /* stale_note.py: the results on screen are of a run made from another text or model */
+      staleNote: function (text, model, run) {
+        if (!run || !run.model) { return ["", "notice empty"]; }
+        var why = [];
+        if (model && model !== run.model) { why.push("model " + run.model); }
+        if ((text || "").trim() !== (run.text || "").trim()) { why.push("the earlier text"); }
+        if (!why.length) { return ["", "notice empty"]; }
+        return ["Stale: the results below are of run " + run.id + " (" + why.join(", ") +
+          "), not of the text and model above. Press Run to update them.", "notice stale"];
+      },
       nextStep: function (state, storeId) {
         if (!state || state.error || state.next >= state.n) { return noUpdate(); }
         setTimeout(function () { window.dash_clientside.set_props(storeId, { data: state.next }); }, 0);
