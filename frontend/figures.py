@@ -135,9 +135,26 @@ def head_detail_figure(
             "scaleanchor": "x",
         },
         plot_bgcolor="white",
-        meta={"stride": stride, "rows": list(rows), "cols": list(cols), "value": value},
+        meta={
+            "stride": stride,
+            "rows": list(rows),
+            "cols": list(cols),
+            "value": value,
+            # one token label per row / column of z: the CSV export's headers (assets/attnscope.js)
+            "labels": {"x": block_labels(tokens, *cols, stride), "y": block_labels(tokens, *rows, stride)},
+        },
     )
     return fig
+
+
+def block_labels(tokens: list[str], lo: int, hi: int, stride: int = 1) -> list[str]:
+    """One label per pooled block of positions ``lo..hi`` (``stride`` positions each): ``"cat (2)"``,
+    or ``"the … mat (4-7)"`` for a block, as the hover names them."""
+    out = []
+    for p in range(lo, hi, stride):
+        q = min(p + stride, hi) - 1
+        out.append(f"{tokens[p]} ({p})" if q == p else f"{tokens[p]} … {tokens[q]} ({p}-{q})")
+    return out
 
 
 def window_from_relayout(relayout: dict | None, n: int, current: dict | None = None) -> dict | None:

@@ -50,10 +50,25 @@
     return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
 
-  /* The figure's numbers: every trace's name, type, x, y and (heatmaps) z. */
+  /* a heatmap axis's values as the tokens its ticks name, when every value has a tick */
+  function tickLabels(axis, values) {
+    if (!axis || !values || !axis.tickvals || !axis.ticktext) { return values; }
+    var names = {};
+    plain(axis.tickvals).forEach(function (v, i) { names[v] = axis.ticktext[i]; });
+    var all = values.every(function (v) { return names[v] !== undefined; });
+    return all ? values.map(function (v) { return names[v]; }) : values;
+  }
+
+  /* The figure's numbers: every trace's name, type, x, y and (heatmaps) z; a heatmap's x and y are
+     its tokens where the figure names them (meta.labels, or ticks on every position). */
   function traces(gd) {
+    var layout = gd.layout || {};
+    var labels = (layout.meta && layout.meta.labels) || null;
     return (gd.data || []).filter(function (t) { return t.mode !== "text"; }).map(function (t) {
-      return { name: t.name || null, type: t.type || "scatter", x: plain(t.x), y: plain(t.y), z: plain(t.z) };
+      var x = plain(t.x), y = plain(t.y);
+      if (t.z && !x && labels) { x = labels.x; y = labels.y; }
+      else if (t.z) { x = tickLabels(layout.xaxis, x); y = tickLabels(layout.yaxis, y); }
+      return { name: t.name || null, type: t.type || "scatter", x: x, y: y, z: plain(t.z) };
     });
   }
 
