@@ -7,6 +7,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.data_status import register_data_status
+from attnscope.frontend.job_status import status_line
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
 from attnscope.frontend.past_jobs import register_past_jobs
@@ -169,9 +170,7 @@ def poll_job(_tick, job):
             return 0, "", True, None, True, describe_error(exc, f"Job {job['id']}")
         # the API is away: stop this poll, say so; Retry (or the banner) brings it back
         return no_update, "", True, no_update, True, describe_error(exc, f"Job {job['id']} could not be polled")
-    text = f"{status.kind} {status.id}: {status.status} · {status.done}/{status.total or '?'}"
-    if status.error:
-        text += f" · {status.error}"
+    text = status_line(status)  # names a shortfall when N is beyond the data set's size
     finished = status.status in FINISHED
     record = (
         {**job, "kind": status.kind, "done": True} if status.status == "done" and not job.get("done") else no_update
