@@ -188,7 +188,20 @@
     });
     btn.classList.add("selected");
     btn.setAttribute("aria-pressed", "true");
+    rove(grid);
   }
+  /* A grid is one tab stop (roving tabindex): its selected thumbnail (else its first) takes Tab, the
+     others only arrow keys; a page of 72 or 270 heads no longer asks 72 or 270 presses of Tab. */
+  function rove(grid) {
+    var thumbs = grid.querySelectorAll(".head-thumb");
+    if (!thumbs.length) { return; }
+    var stop = grid.querySelector(".head-thumb.selected") || thumbs[0];
+    thumbs.forEach(function (b) {
+      var t = b === stop ? "0" : "-1";
+      if (b.getAttribute("tabindex") !== t) { b.setAttribute("tabindex", t); }
+    });
+  }
+  function roveGrids() { document.querySelectorAll(".model-grid").forEach(rove); }
   var STEP = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
   document.addEventListener("click", function (ev) {
     var btn = ev.target.closest && ev.target.closest(".head-thumb");
@@ -273,10 +286,11 @@
   function schedule() {
     if (pending) { return; }
     pending = true;
-    window.requestAnimationFrame(function () { pending = false; nameControls(); wireHovers(); });
+    window.requestAnimationFrame(function () { pending = false; nameControls(); wireHovers(); roveGrids(); });
   }
   function watch() {
     nameControls();
+    roveGrids();
     new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", watch); } else { watch(); }
