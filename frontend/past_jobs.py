@@ -1,7 +1,7 @@
 """Past jobs of a page's kinds, read from the API's database (``GET /jobs``): status, progress and
 worker, a Show button (the result into the page), CSV/JSON downloads of finished ones, and Resume
-for jobs left ``interrupted`` (the API stopped) or ``cancelled``. The list is rebuilt from the API on every load and every few
-seconds, so it survives a reload of the page and a restart of the API.
+for jobs left ``interrupted`` (the API stopped) or ``cancelled``. The list is rebuilt from the API on
+every load and every few seconds, so it survives a reload of the page and a restart of the API.
 
 A page adds ``past_jobs_panel(prefix)`` to its layout and calls ``register_past_jobs(prefix, kinds,
 job_store, poll)`` once: Show and Resume write ``{"id", "kind"}`` into the page's ``job_store`` and
