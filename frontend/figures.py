@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
 from attnscope.frontend.plot_config import SEQUENTIAL, scale_map, scaling_title
+from attnscope.frontend.token_labels import calm_token, calm_tokens
 
 COLORSCALE = SEQUENTIAL  # one colour-scale policy across pages (plot_config)
 _LUT = np.array(
@@ -115,7 +116,7 @@ def head_detail_figure(
         return {
             "tickmode": "array",
             "tickvals": ticks,
-            "ticktext": [tokens[i] for i in ticks],
+            "ticktext": [calm_token(tokens[i]) for i in ticks],
             "showgrid": False,
             "range": [lo - 0.5, hi - 0.5],
             # Plotly's default ("hide past div") measures every label's box on each draw: half of a click's
@@ -244,7 +245,7 @@ def head_view_figure(
                 x=[x] * len(shown),
                 y=ys,
                 mode="text",
-                text=[tokens[i] for i in shown],
+                text=calm_tokens([tokens[i] for i in shown]),
                 textposition=f"middle {anchor}",
                 hovertemplate="%{text}<extra></extra>",
                 showlegend=False,

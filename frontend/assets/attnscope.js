@@ -54,7 +54,11 @@
   function tickLabels(axis, values) {
     if (!axis || !values || !axis.tickvals || !axis.ticktext) { return values; }
     var names = {};
-    plain(axis.tickvals).forEach(function (v, i) { names[v] = axis.ticktext[i]; });
+    var text = function (label) {  /* the label's text without its markup (token_labels.py's grey marks) */
+      /* DOMParser: an inert document (no script, no image load), unlike innerHTML */
+      return new DOMParser().parseFromString(String(label), "text/html").body.textContent;
+    };
+    plain(axis.tickvals).forEach(function (v, i) { names[v] = text(axis.ticktext[i]); });
     var all = values.every(function (v) { return names[v] !== undefined; });
     return all ? values.map(function (v) { return names[v]; }) : values;
   }
