@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import httpx
 import numpy as np
-from pydantic import TypeAdapter
 
 from attnscope.analysis.codec import (  # pure numpy: the wire format is defined once, beside AttentionMaps
     MEDIA_TYPE,
     unpack,
     unpack_top_k,
 )
+from attnscope.frontend.api_jobs import JobsApi
 from attnscope.server.schemas import (
     AttributionPublic,
-    CensusResultPublic,
     CompositionPublic,
     ConvAttentionPublic,
     DataSetList,
     EvolutionPublic,
     ExplainerPublic,
     FaithfulnessPublic,
-    FaithfulnessResultPublic,
     FixedPointPublic,
     HeadComparisonPublic,
     HeadEffectsPublic,
@@ -28,15 +26,12 @@ from attnscope.server.schemas import (
     HealthPublic,
     ImportancePublic,
     InterventionPublic,
-    JobPublic,
-    JobResultPublic,
     LensPublic,
     LipschitzPublic,
     MeasurePublic,
     ModelList,
     ModelStructurePublic,
     ParticlesPublic,
-    ProbeResultPublic,
     QKPublic,
     ResidualPatchingPublic,
     RunPublic,
@@ -49,8 +44,6 @@ from attnscope.server.schemas import (
 )
 from attnscope.server.schemas.circuits import CircuitPublic
 
-_JOB_RESULT = TypeAdapter(JobResultPublic)
-
 
 class ApiError(Exception):
     """The API answered with an error; ``str()`` is its message, fit to show a user."""
@@ -60,7 +53,7 @@ class ApiError(Exception):
         super().__init__(detail)
 
 
-class ApiClient:
+class ApiClient(JobsApi):
     """Typed access to the attnscope REST API at ``base_url`` (default ``http://127.0.0.1:8000``), with
     ``token`` as the bearer token when the API asks for one. Both come from the caller: the command
     line passes ``ATTNSCOPE_API_URL`` and ``ATTNSCOPE_API_TOKEN`` from the server's settings."""
@@ -288,34 +281,15 @@ class ApiClient:
         )
 
     # ------------------------------------------------------------------ compare
-    def compare_heads(self, a: str, b: str) -> HeadComparisonPublic:
-        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``."""
-        r = self._request("GET", "/compare/heads", params={"a": a, "b": b})
+    def compare_heads(self, a: str, b: str, align: bool = False) -> HeadComparisonPublic:
+        """Per-head JS divergence, total variation and largest difference of run ``a`` from run ``b``
+        (``align``: on their aligned tokens, ``positions_a``/``positions_b``)."""
+        r = self._request("GET", "/compare/heads", params={"a": a, "b": b, "align": align})
         return HeadComparisonPublic.model_validate(r.json())
 
     def circuit(self, body: dict) -> CircuitPublic:
         """``POST /circuits`` (``body``: a ``CircuitCreate``): the top edges, faithfulness and its curve."""
         return CircuitPublic.model_validate(self._request("POST", "/circuits", json=body).json())
-
-    # ------------------------------------------------------------------ jobs
-    def create_job(self, kind: str, params: dict) -> JobPublic:
-        return JobPublic.model_validate(self._request("POST", "/jobs", json={"kind": kind, "params": params}).json())
-
-    def job(self, job_id: str) -> JobPublic:
-        return JobPublic.model_validate(self._request("GET", f"/jobs/{job_id}").json())
-
-    def cancel_job(self, job_id: str) -> JobPublic:
-        """Cancel a job (a queued one at once, a running one at its next progress report)."""
-        return JobPublic.model_validate(self._request("POST", f"/jobs/{job_id}/cancel").json())
-
-    def job_result(self, job_id: str) -> CensusResultPublic | ProbeResultPublic | FaithfulnessResultPublic:
-        """A finished job's result as its kind's model (``JobResultPublic``: told apart by ``kind``).
-        ``result.model_dump_json(exclude_unset=True)`` gives back the API's JSON."""
-        return _JOB_RESULT.validate_python(self._request("GET", f"/jobs/{job_id}/result").json())
-
-    def job_result_csv(self, job_id: str) -> str:
-        """A finished job's result rows as CSV text."""
-        return self._request("GET", f"/jobs/{job_id}/result", params={"format": "csv"}).text
 
     def intervene(self, run_id: str, body: dict) -> InterventionPublic:
         """``POST /runs/{id}/interventions`` (``body``: an ``InterventionCreate``): the altered
@@ -334,14 +308,6 @@ class ApiClient:
         position patching sweep ``effect [layer][position]``."""
         r = self._request("POST", f"/runs/{run_id}/residual-patching", json=body)
         return ResidualPatchingPublic.model_validate(r.json())
-
-    def jobs(self, kind: str | None = None, limit: int = 50) -> list[JobPublic]:
-        """The newest jobs (from the API's database), oldest first; only ``kind`` when given."""
-        params = {"limit": limit} | ({"kind": kind} if kind else {})
-        return [JobPublic.model_validate(j) for j in self._request("GET", "/jobs", params=params).json()]
-
-    def resume_job(self, job_id: str) -> JobPublic:
-        return JobPublic.model_validate(self._request("POST", f"/jobs/{job_id}/resume").json())
 
     # ------------------------------------------------------------------ what heads write
     def lens(self, run_id: str, positions: str | None = None, k: int = 3, target: str | None = None) -> LensPublic:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import dash
@@ -85,8 +86,8 @@ def create_dash_app(
         index_string=INDEX,
         meta_tags=[{"name": "viewport", "content": "width=device-width, initial-scale=1"}],
     )
-    app.server.config["ATTNSCOPE_CLIENT"] = ApiClient(api_url, token=token)
-    app.layout = shell
+    api = app.server.config["ATTNSCOPE_CLIENT"] = ApiClient(api_url, token=token)
+    app.layout = functools.partial(shell, api_docs=f"{api.base_url}/docs")
     register_export(app)
     _security_headers(app)
     install_security(app, security or DashSecurity(credential=token or None))

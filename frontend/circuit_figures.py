@@ -17,9 +17,10 @@ import re
 
 import plotly.graph_objects as go
 
+from attnscope.frontend.plot_config import NEGATIVE, POSITIVE
+
 SENDER = re.compile(r"^(?:E|a(\d+)\.h(\d+)|m(\d+))$")
 RECEIVER = re.compile(r"^(?:logits|m(\d+)|a(\d+)\.h(\d+)<q>|a(\d+)\.g(\d+)<([kv])>)$")
-POSITIVE, NEGATIVE = "#c0392b", "#2166ac"
 DASH = {"q": "solid", "k": "dash", "v": "dot", "mlp": "solid", "logits": "solid"}
 WIDTHS = (1.0, 2.0, 3.5, 5.5, 8.0)  # |score| in five bands of the largest
 

@@ -11,6 +11,7 @@ from plotly.colors import sample_colorscale
 
 from attnscope.frontend.figures import _png, downsample
 from attnscope.frontend.plot_config import DIVERGING, SEQUENTIAL, diverging_range
+from attnscope.frontend.token_labels import calm_tokens
 
 _DIV_LUT = np.array(
     [[int(float(c)) for c in rgb[4:-1].split(",")] for rgb in sample_colorscale(DIVERGING, np.linspace(0, 1, 256))],
@@ -67,7 +68,7 @@ def diff_map_figure(diff: np.ndarray, tokens: list[str], title: str) -> go.Figur
             hovertemplate="query %{y} · key %{x}<br>A − B %{z:+.4f}<extra></extra>",
         )
     )
-    axis = {"tickmode": "array", "tickvals": idx, "ticktext": tokens, "showgrid": False}
+    axis = {"tickmode": "array", "tickvals": idx, "ticktext": calm_tokens(tokens), "showgrid": False}
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
         height=min(700, max(360, 16 * n + 140)),
@@ -77,3 +78,40 @@ def diff_map_figure(diff: np.ndarray, tokens: list[str], title: str) -> go.Figur
         plot_bgcolor="white",
     )
     return fig
+
+
+def restrict_map(weights: np.ndarray, positions: list[int] | None) -> np.ndarray:
+    """Maps ``[..., query, key]`` on ``positions`` only (rows and keys), each row renormalised to
+    sum to 1 (a row left with no weight stays 0): the server's aligned comparison, drawn here.
+    ``None``: the maps unchanged. Returns ``[..., P, P]`` float32."""
+    w = np.asarray(weights, dtype=np.float32)
+    if positions is None:
+        return w
+    idx = np.asarray(positions, dtype=np.intp)
+    sub = np.take(np.take(w, idx, axis=-2), idx, axis=-1).astype(np.float64)
+    mass = sub.sum(axis=-1, keepdims=True)
+    return np.divide(sub, mass, out=np.zeros_like(sub), where=mass > 0).astype(np.float32)
+
+
+def pair_labels(tokens_a: list[str], tokens_b: list[str]) -> list[str]:
+    """One axis label per aligned position: the token, or ``a→b`` where A and B differ there."""
+    return [a if a == b else f"{a}→{b}" for a, b in zip(tokens_a, tokens_b)]
+
+
+def share_colour_range(*figures: go.Figure) -> float:
+    """Give every figure's first trace one colour range (the widest of them), so A's and B's maps
+    read on one scale; returns the common ``zmax``."""
+    lo = min(float(f.data[0].zmin) for f in figures)
+    hi = max(float(f.data[0].zmax) for f in figures)
+    for fig in figures:
+        fig.data[0].update(zmin=lo, zmax=hi)
+    return hi
+
+
+def mismatch_note(n_a: int, n_b: int) -> str:
+    """What to do when A and B have different token counts (Retry cannot change them)."""
+    return (
+        f"A has {n_a} tokens and B has {n_b}: a head-by-head comparison needs the same positions, so Retry "
+        "cannot help. Make the texts differ word for word (a minimal pair), or tick “Compare by aligned "
+        "tokens” to compare the positions that pair up (equal tokens and one-for-one substitutions)."
+    )

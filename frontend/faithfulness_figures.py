@@ -9,6 +9,10 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from attnscope.frontend.plot_config import NEGATIVE, POSITIVE
+
+POSITIVE_RGB, NEGATIVE_RGB = (",".join(str(int(c[i : i + 2], 16)) for i in (1, 3, 5)) for c in (POSITIVE, NEGATIVE))
+
 METRIC_LABELS = {
     "comprehensiveness": "comprehensiveness ↑",
     "sufficiency": "sufficiency ↓",
@@ -50,7 +54,7 @@ def token_colors(scores: Sequence[float], special: Sequence[int] = ()) -> list[s
             out.append("rgba(200,200,200,0.35)")
         else:
             a = min(1.0, abs(s) / top)
-            out.append(f"rgba(214,39,40,{a:.3f})" if s >= 0 else f"rgba(31,119,180,{a:.3f})")
+            out.append(f"rgba({POSITIVE_RGB},{a:.3f})" if s >= 0 else f"rgba({NEGATIVE_RGB},{a:.3f})")
     return out
 
 

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
 from attnscope.frontend.plot_config import SEQUENTIAL, scale_map, scaling_title
+from attnscope.frontend.token_labels import calm_token, calm_tokens
 
 COLORSCALE = SEQUENTIAL  # one colour-scale policy across pages (plot_config)
 _LUT = np.array(
@@ -115,7 +116,7 @@ def head_detail_figure(
         return {
             "tickmode": "array",
             "tickvals": ticks,
-            "ticktext": [tokens[i] for i in ticks],
+            "ticktext": [calm_token(tokens[i]) for i in ticks],
             "showgrid": False,
             "range": [lo - 0.5, hi - 0.5],
             # Plotly's default ("hide past div") measures every label's box on each draw: half of a click's
@@ -135,9 +136,26 @@ def head_detail_figure(
             "scaleanchor": "x",
         },
         plot_bgcolor="white",
-        meta={"stride": stride, "rows": list(rows), "cols": list(cols), "value": value},
+        meta={
+            "stride": stride,
+            "rows": list(rows),
+            "cols": list(cols),
+            "value": value,
+            # one token label per row / column of z: the CSV export's headers (assets/attnscope.js)
+            "labels": {"x": block_labels(tokens, *cols, stride), "y": block_labels(tokens, *rows, stride)},
+        },
     )
     return fig
+
+
+def block_labels(tokens: list[str], lo: int, hi: int, stride: int = 1) -> list[str]:
+    """One label per pooled block of positions ``lo..hi`` (``stride`` positions each): ``"cat (2)"``,
+    or ``"the … mat (4-7)"`` for a block, as the hover names them."""
+    out = []
+    for p in range(lo, hi, stride):
+        q = min(p + stride, hi) - 1
+        out.append(f"{tokens[p]} ({p})" if q == p else f"{tokens[p]} … {tokens[q]} ({p}-{q})")
+    return out
 
 
 def window_from_relayout(relayout: dict | None, n: int, current: dict | None = None) -> dict | None:
@@ -227,7 +245,7 @@ def head_view_figure(
                 x=[x] * len(shown),
                 y=ys,
                 mode="text",
-                text=[tokens[i] for i in shown],
+                text=calm_tokens([tokens[i] for i in shown]),
                 textposition=f"middle {anchor}",
                 hovertemplate="%{text}<extra></extra>",
                 showlegend=False,

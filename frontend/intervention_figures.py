@@ -8,6 +8,8 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
+from attnscope.frontend.plot_config import DIVERGING
+
 HEAD = re.compile(r"^\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
 TYPE_SCORES = ("induction", "duplicate", "previous", "sink", "shift", "cls_sink", "sep_sink")
 
@@ -38,7 +40,7 @@ def effect_grid_figure(effect, metric: str, selected: list[list[int]] | None = N
             z=z,
             x=[f"H{h}" for h in range(n_h)],
             y=[f"L{layer}" for layer in range(n_l)],
-            colorscale="RdBu",
+            colorscale=DIVERGING,  # red: the metric went up, blue: down (plot_config)
             zmid=0,
             zmin=-bound,
             zmax=bound,
@@ -135,7 +137,7 @@ def patching_figure(effect, tokens: list[str], metric: str, full: float | None =
             z=z,
             x=list(range(n)),
             y=list(range(n_l)),
-            colorscale="RdBu",
+            colorscale=DIVERGING,  # red: the metric went up, blue: down (plot_config)
             zmid=0,
             zmin=-bound,
             zmax=bound,

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from attnscope.frontend.figures import _LUT, _png, downsample
 from attnscope.frontend.plot_config import SEQUENTIAL
+from attnscope.frontend.token_labels import calm_token
 
 MASKED_RGB = (214, 218, 225)  # keys a causal head never sees (the future): grey, not "weight 0"
 ACTUAL_COLOR, OTHER_COLOR = "#d9480f", "#2f6fde"
@@ -234,7 +235,7 @@ def generation_step_figure(
         xaxis={
             "tickmode": "array",
             "tickvals": ticks,
-            "ticktext": [tokens[k] for k in ticks],
+            "ticktext": [calm_token(tokens[k]) for k in ticks],
             "tickangle": -60,
             "title": {"text": "key (prompt | generated)"},
         },

@@ -1,7 +1,7 @@
 """Past jobs of a page's kinds, read from the API's database (``GET /jobs``): status, progress and
 worker, a Show button (the result into the page), CSV/JSON downloads of finished ones, and Resume
-for jobs the API left ``interrupted``. The list is rebuilt from the API on every load and every few
-seconds, so it survives a reload of the page and a restart of the API.
+for jobs left ``interrupted`` (the API stopped) or ``cancelled``. The list is rebuilt from the API on
+every load and every few seconds, so it survives a reload of the page and a restart of the API.
 
 A page adds ``past_jobs_panel(prefix)`` to its layout and calls ``register_past_jobs(prefix, kinds,
 job_store, poll)`` once: Show and Resume write ``{"id", "kind"}`` into the page's ``job_store`` and
@@ -28,7 +28,7 @@ def past_jobs_panel(prefix: str) -> html.Section:
             html.H2("Past jobs", id=f"{prefix}-past-title"),
             html.P(
                 "Jobs kept by the API (they survive restarts). An interrupted job (the API stopped while it ran) "
-                "resumes from its last saved shard.",
+                "or a cancelled one resumes from its last saved shard.",
                 className="hint",
             ),
             html.Div(id=f"{prefix}-past", **{"aria-live": "polite", "aria-labelledby": f"{prefix}-past-title"}),
@@ -57,7 +57,7 @@ def _actions(prefix: str, job: JobPublic) -> list:
     buttons = []
     if job.status in ("done", "queued", "running"):
         buttons.append(_button(prefix, "show", job, "Show", "show"))
-    if job.status == "interrupted":
+    if job.status in ("interrupted", "cancelled"):
         buttons.append(_button(prefix, "resume", job, "Resume", "resume"))
     for fmt in job.result_formats:
         buttons.append(_button(prefix, f"dl-{fmt}", job, fmt.upper(), f"download {fmt.upper()} of"))

@@ -21,6 +21,9 @@ from dash import ClientsideFunction, Input, Output, dcc, html
 
 SEQUENTIAL = "Blues"  # attention weights, probabilities, scores in [0, max]
 DIVERGING = "RdBu_r"  # differences A - B: red above 0, blue below, white at 0
+# the one convention for signed values on every page (effects, attributions, evidence, A - B): red is
+# positive, blue negative, the two ends of DIVERGING; bars and lines take these, heatmaps DIVERGING
+POSITIVE, NEGATIVE = "#b2182b", "#2166ac"
 SCALINGS = ("global", "row", "log")
 LOG_FLOOR = 1e-4  # log scaling: weights below this are drawn as this (log10 = -4)
 

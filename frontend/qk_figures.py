@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from attnscope.frontend.plot_config import DIVERGING
 from attnscope.server.schemas import CompositionPublic, QKPublic
 
 
@@ -28,8 +29,7 @@ def qk_matrix_figure(qk: QKPublic) -> go.Figure:
             z=att.matrix,
             x=[f"{p} -> key" for p in att.key_parts],
             y=[f"{p} -> query" for p in att.query_parts],
-            colorscale="RdBu",
-            reversescale=True,
+            colorscale=DIVERGING,
             zmin=-peak,
             zmax=peak,
             colorbar={"title": "term"},

@@ -46,11 +46,23 @@ def check_api(_tick, _retry):
     return "api-banner hidden", "", HEALTH_EVERY_MS
 
 
-def shell() -> html.Div:
+def shell(api_docs: str = "/docs") -> html.Div:
+    """The page frame; ``api_docs``: the address of the API's Swagger UI (linked in the header)."""
     links = [
         dcc.Link(p["name"], href=p["relative_path"], className="nav-link")
         for p in sorted(dash.page_registry.values(), key=lambda p: p.get("order") or 0)
     ]
+    # the REST API's interactive docs (Swagger UI, served by the API itself): every number here is a route
+    links.append(
+        html.A(
+            "API docs",
+            href=api_docs,
+            target="_blank",
+            rel="noopener",
+            className="nav-link",
+            title="the REST API behind every page (Swagger UI), in a new tab",
+        )
+    )
     return html.Div(
         className="page",
         children=[

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnscope.frontend.plot_config import NEGATIVE, POSITIVE
 from attnscope.server.schemas import AttributionPublic, LensPublic
 
 DLA_TOP = 12  # heads shown in the DLA bar
@@ -29,7 +30,7 @@ def dla_figure(att: AttributionPublic, top: int = DLA_TOP) -> go.Figure:
             x=parts,
             y=labels,
             orientation="h",
-            marker_color=["#1f77b4" if p >= 0 else "#d62728" for p in parts],
+            marker_color=[POSITIVE if p >= 0 else NEGATIVE for p in parts],
             hovertemplate="%{y}: %{x:.3f}<extra></extra>",
         )
     )

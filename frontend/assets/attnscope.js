@@ -50,10 +50,29 @@
     return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
 
-  /* The figure's numbers: every trace's name, type, x, y and (heatmaps) z. */
+  /* a heatmap axis's values as the tokens its ticks name, when every value has a tick */
+  function tickLabels(axis, values) {
+    if (!axis || !values || !axis.tickvals || !axis.ticktext) { return values; }
+    var names = {};
+    var text = function (label) {  /* the label's text without its markup (token_labels.py's grey marks) */
+      /* DOMParser: an inert document (no script, no image load), unlike innerHTML */
+      return new DOMParser().parseFromString(String(label), "text/html").body.textContent;
+    };
+    plain(axis.tickvals).forEach(function (v, i) { names[v] = text(axis.ticktext[i]); });
+    var all = values.every(function (v) { return names[v] !== undefined; });
+    return all ? values.map(function (v) { return names[v]; }) : values;
+  }
+
+  /* The figure's numbers: every trace's name, type, x, y and (heatmaps) z; a heatmap's x and y are
+     its tokens where the figure names them (meta.labels, or ticks on every position). */
   function traces(gd) {
+    var layout = gd.layout || {};
+    var labels = (layout.meta && layout.meta.labels) || null;
     return (gd.data || []).filter(function (t) { return t.mode !== "text"; }).map(function (t) {
-      return { name: t.name || null, type: t.type || "scatter", x: plain(t.x), y: plain(t.y), z: plain(t.z) };
+      var x = plain(t.x), y = plain(t.y);
+      if (t.z && !x && labels) { x = labels.x; y = labels.y; }
+      else if (t.z) { x = tickLabels(layout.xaxis, x); y = tickLabels(layout.yaxis, y); }
+      return { name: t.name || null, type: t.type || "scatter", x: x, y: y, z: plain(t.z) };
     });
   }
 
@@ -173,7 +192,20 @@
     });
     btn.classList.add("selected");
     btn.setAttribute("aria-pressed", "true");
+    rove(grid);
   }
+  /* A grid is one tab stop (roving tabindex): its selected thumbnail (else its first) takes Tab, the
+     others only arrow keys; a page of 72 or 270 heads no longer asks 72 or 270 presses of Tab. */
+  function rove(grid) {
+    var thumbs = grid.querySelectorAll(".head-thumb");
+    if (!thumbs.length) { return; }
+    var stop = grid.querySelector(".head-thumb.selected") || thumbs[0];
+    thumbs.forEach(function (b) {
+      var t = b === stop ? "0" : "-1";
+      if (b.getAttribute("tabindex") !== t) { b.setAttribute("tabindex", t); }
+    });
+  }
+  function roveGrids() { document.querySelectorAll(".model-grid").forEach(rove); }
   var STEP = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
   document.addEventListener("click", function (ev) {
     var btn = ev.target.closest && ev.target.closest(".head-thumb");
@@ -258,10 +290,11 @@
   function schedule() {
     if (pending) { return; }
     pending = true;
-    window.requestAnimationFrame(function () { pending = false; nameControls(); wireHovers(); });
+    window.requestAnimationFrame(function () { pending = false; nameControls(); wireHovers(); roveGrids(); });
   }
   function watch() {
     nameControls();
+    roveGrids();
     new MutationObserver(schedule).observe(document.body, { childList: true, subtree: true });
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", watch); } else { watch(); }
@@ -316,6 +349,16 @@
           window.dash_clientside.set_props(storeId, { data: { text: text || "", model: model || null } });
         }, delayMs || 400);
         return noUpdate();
+      },
+      /* stale_note.py: the results on screen are of a run made from another text or model */
+      staleNote: function (text, model, run) {
+        if (!run || !run.model) { return ["", "notice empty"]; }
+        var why = [];
+        if (model && model !== run.model) { why.push("model " + run.model); }
+        if ((text || "").trim() !== (run.text || "").trim()) { why.push("the earlier text"); }
+        if (!why.length) { return ["", "notice empty"]; }
+        return ["Stale: the results below are of run " + run.id + " (" + why.join(", ") +
+          "), not of the text and model above. Press Run to update them.", "notice stale"];
       },
       nextStep: function (state, storeId) {
         if (!state || state.error || state.next >= state.n) { return noUpdate(); }

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.data_status import register_data_status
+from attnscope.frontend.job_status import status_line
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
 from attnscope.frontend.past_jobs import register_past_jobs
+from attnscope.frontend.probe_figures import probe_figure
 from attnscope.frontend.structure_figures import census_figure
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -169,9 +170,7 @@ def poll_job(_tick, job):
             return 0, "", True, None, True, describe_error(exc, f"Job {job['id']}")
         # the API is away: stop this poll, say so; Retry (or the banner) brings it back
         return no_update, "", True, no_update, True, describe_error(exc, f"Job {job['id']} could not be polled")
-    text = f"{status.kind} {status.id}: {status.status} · {status.done}/{status.total or '?'}"
-    if status.error:
-        text += f" · {status.error}"
+    text = status_line(status)  # names a shortfall when N is beyond the data set's size
     finished = status.status in FINISHED
     record = (
         {**job, "kind": status.kind, "done": True} if status.status == "done" and not job.get("done") else no_update
@@ -238,27 +237,7 @@ def render_result(metric, job):
         if metric not in result.metrics:  # the metric of the last result: load_result picks this one's
             return no_update
         return census_figure(result.metrics[metric].mean, metric)
-    rows = result.rows
-    fig = go.Figure(
-        go.Bar(
-            x=[r.layer for r in rows],
-            y=[r.accuracy for r in rows],
-            name="accuracy",
-            error_y={"type": "data", "array": [r.accuracy_std for r in rows]},
-        )
-    )
-    fig.add_hline(y=result.chance, line_dash="dot", annotation_text="chance (majority class)")
-    fig.update_layout(
-        title={
-            "text": f"Probe ({result.classifier}): label from each layer's "
-            f"maps ({result.n} examples, {result.folds}-fold)",
-            "font": {"size": 13},
-        },
-        xaxis={"title": {"text": "layer"}, "dtick": 1},
-        yaxis={"title": {"text": "accuracy"}, "range": [0, 1]},
-        height=380,
-    )
-    return fig
+    return probe_figure(result)
 
 
 @callback(

@@ -45,6 +45,18 @@ def layout(**query):
                 children=[
                     _side("a", state["text_a"] or EXAMPLE_A),
                     _side("b", state["text_b"] or EXAMPLE_B),
+                    html.Div(
+                        className="control",
+                        children=[
+                            dcc.Checklist(
+                                id="compare-align",
+                                options=[{"label": " Compare by aligned tokens", "value": "align"}],
+                                value=["align"] if state["align"] else [],
+                                className="head-checklist",
+                            ),
+                            html.Div(id="compare-mismatch", className="notice", role="status"),
+                        ],
+                    ),
                     html.Button("Compare", id="compare-run", n_clicks=0, className="run-button"),
                     html.Div(id="compare-status", className="api-status"),
                     error_box("compare"),

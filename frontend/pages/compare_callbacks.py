@@ -9,7 +9,15 @@ from dash import ALL, Input, Output, State, callback, ctx, html, no_update
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from attnscope.frontend.api_client import ApiError
-from attnscope.frontend.compare_figures import diff_map_figure, diff_thumbnail_src, js_grid_figure
+from attnscope.frontend.compare_figures import (
+    diff_map_figure,
+    diff_thumbnail_src,
+    js_grid_figure,
+    mismatch_note,
+    pair_labels,
+    restrict_map,
+    share_colour_range,
+)
 from attnscope.frontend.figures import head_detail_figure
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.plot_config import SCALINGS
@@ -29,6 +37,7 @@ PARAMS = {
     "b": Param(str, max_len=64),
     "head": Param(str, max_len=12),
     "scaling": Param(str, default="global", choices=SCALINGS),
+    "align": Param(bool, default=False),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 register_url_sync("compare")
@@ -46,6 +55,14 @@ class ComparePair(BaseModel):
     js: list[list[float]]
     tv: list[list[float]]
     max_abs_diff: list[list[float]]
+    positions_a: list[int] | None = None  # compared on aligned tokens: A's positions, paired with B's
+    positions_b: list[int] | None = None
+
+    def tokens(self) -> tuple[list[str], list[str]]:
+        """A's and B's tokens at the compared positions (all of them, or the aligned ones)."""
+        if self.positions_a is None or self.positions_b is None:
+            return list(self.a.tokens), list(self.b.tokens)
+        return [self.a.tokens[i] for i in self.positions_a], [self.b.tokens[j] for j in self.positions_b]
 
     @classmethod
     def from_store(cls, data) -> ComparePair | None:
@@ -103,9 +120,11 @@ def _make_run(model: str, text: str, run_id: str | None) -> RunRecord:
 @callback(
     Output("compare-pair", "data"),
     Output("compare-error", "children"),
+    Output("compare-mismatch", "children"),
     Input("compare-run", "n_clicks"),
     Input("compare-model-b", "value"),
     Input("compare-retry", "n_clicks"),
+    Input("compare-align", "value"),
     State("compare-model-a", "value"),
     State("compare-text-a", "value"),
     State("compare-text-b", "value"),
@@ -115,21 +134,35 @@ def _make_run(model: str, text: str, run_id: str | None) -> RunRecord:
         (Output("compare-run", "children"), "Comparing…", "Compare"),
     ],
 )
-def compare_runs(n_clicks, model_b, _retry, model_a, text_a, text_b, query):
-    """Run both sides (Compare pressed, or on open) and fetch the per-head divergences."""
+def compare_runs(n_clicks, model_b, _retry, align, model_a, text_a, text_b, query):
+    """Run both sides (Compare pressed, or on open) and fetch the per-head divergences. Texts of
+    different token counts are a note next to the counters (Retry cannot change them) unless
+    ``align`` asks for the comparison on their aligned tokens."""
     if not model_a or not model_b:
-        return no_update, no_update
+        return no_update, no_update, no_update
     if ctx.triggered_id == "compare-model-b" and n_clicks:
-        return no_update, no_update  # a new model B is compared when Compare is pressed
-    query = query or {}
+        return no_update, no_update, no_update  # a new model B is compared when Compare is pressed
+    query, aligned = query or {}, "align" in (align or [])
     try:
         run_a = _make_run(model_a, text_a or "", query.get("a"))
         run_b = _make_run(model_b, text_b or "", query.get("b"))
-        cmp = client().compare_heads(run_a.id, run_b.id)
+        if len(run_a.tokens) != len(run_b.tokens) and not aligned:
+            return None, "", mismatch_note(len(run_a.tokens), len(run_b.tokens))
+        cmp = client().compare_heads(run_a.id, run_b.id, align=aligned)
     except ApiError as exc:
-        return None, describe_error(exc, "Comparing A with B failed")
-    pair = ComparePair(a=run_a, b=run_b, js=cmp.js, tv=cmp.tv, max_abs_diff=cmp.max_abs_diff)
-    return pair.model_dump(mode="json"), ""
+        if exc.status == 422:  # the runs themselves cannot be compared: retrying gives the same answer
+            return None, "", f"A and B cannot be compared: {exc.detail}. Retry cannot help; change a text or a model."
+        return None, describe_error(exc, "Comparing A with B failed"), ""
+    pair = ComparePair(
+        a=run_a,
+        b=run_b,
+        js=cmp.js,
+        tv=cmp.tv,
+        max_abs_diff=cmp.max_abs_diff,
+        positions_a=cmp.positions_a if aligned else None,
+        positions_b=cmp.positions_b if aligned else None,
+    )
+    return pair.model_dump(mode="json"), "", ""
 
 
 def _thumb(layer: int, head: int, src: str, js: float, selected: bool) -> html.Button:
@@ -162,8 +195,10 @@ def render_grids(data, query):
     n_layers, n_heads = a.n_layers, a.n_heads
     try:
         diffs = [
-            np.asarray(client().attention(a.id, l), np.float32) - client().attention(b.id, l) for l in range(n_layers)
-        ]  # [layer][head, query, key]
+            restrict_map(client().attention(a.id, l), pair.positions_a)
+            - restrict_map(client().attention(b.id, l), pair.positions_b)
+            for l in range(n_layers)
+        ]  # [layer][head, query, key] (query, key: the aligned positions when aligned)
     except ApiError as exc:
         return html.P(describe_error(exc, "The maps could not be loaded"), className="error"), no_update, "", "", None
     scale = float(max(np.abs(d).max() for d in diffs)) or 1e-12
@@ -194,6 +229,11 @@ def render_grids(data, query):
         f"A: run {a.id} · {a.model} · “{a.text}”   B: run {b.id} · {b.model} · “{b.text}”. "
         f"Largest JS: L{js.argmax() // n_heads}H{js.argmax() % n_heads} ({js.max():.4f} bits)."
     )
+    if pair.positions_a is not None:
+        about += (
+            f" Compared on {len(pair.positions_a)} aligned tokens (of A's {len(a.tokens)} and B's "
+            f"{len(b.tokens)}), each row renormalised over them."
+        )
     scale_note = f"Colour scale: ±{scale:.3f} (white = equal, red = A attends more, blue = B attends more)."
     return rows, js_grid_figure(pair.js), scale_note, about, {"layer": layer, "head": head}
 
@@ -234,18 +274,22 @@ def render_heads(selected, scaling, data):
     label = f"L{layer}H{head}"
     a, b = pair.a, pair.b
     try:
-        wa = client().attention(a.id, layer, head, encoding="json")
-        wb = client().attention(b.id, layer, head, encoding="json")
+        wa = restrict_map(client().attention(a.id, layer, head, encoding="json"), pair.positions_a)
+        wb = restrict_map(client().attention(b.id, layer, head, encoding="json"), pair.positions_b)
     except ApiError as exc:
         blank = empty_figure(describe_error(exc, f"The maps of {label} could not be loaded"))
         return blank, blank, empty_figure(""), label
     js = pair.js[layer][head]
     scaling = scaling if scaling in SCALINGS else "global"
+    tokens_a, tokens_b = pair.tokens()
+    fig_a = head_detail_figure(wa, tokens_a, f"A · {label} · {a.model}", scaling=scaling)
+    fig_b = head_detail_figure(wb, tokens_b, f"B · {label} · {b.model}", scaling=scaling)
+    share_colour_range(fig_a, fig_b)  # one colour scale: equal colours are equal weights in A and B
     return (
-        head_detail_figure(wa, a.tokens, f"A · {label} · {a.model}", scaling=scaling),
-        head_detail_figure(wb, b.tokens, f"B · {label} · {b.model}", scaling=scaling),
-        diff_map_figure(wa - wb, a.tokens, f"A − B · {label}"),
-        f"{label}: A and B side by side (JS {js:.4f} bits)",
+        fig_a,
+        fig_b,
+        diff_map_figure(wa - wb, pair_labels(tokens_a, tokens_b), f"A − B · {label}"),
+        f"{label}: A and B side by side, one colour scale (JS {js:.4f} bits)",
     )
 
 
@@ -270,5 +314,6 @@ def to_address(data, selected, scaling):
         "b": b.id,
         "head": f"L{selected['layer']}H{selected['head']}" if selected else None,
         "scaling": scaling,
+        "align": pair.positions_a is not None,
     }
     return query_string(values, PARAMS)

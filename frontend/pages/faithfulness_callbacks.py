@@ -7,6 +7,7 @@ from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.data_status import register_data_status
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
+from attnscope.frontend.job_status import n_shortfall
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.past_jobs import register_past_jobs
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
@@ -279,6 +280,7 @@ def poll_job(_n, job):
     except ApiError as exc:
         return "0", describe_error(exc, f"Job {job['id']}"), True, no_update, no_update, no_update, True
     status = f"{job.status}: {job.done}/{job.total}" + (f" ({job.error})" if job.error else "")
+    status += f" · {n_shortfall(job)}" if n_shortfall(job) else ""  # N beyond the data set's size
     if job.status in ("queued", "running"):
         return str(job.progress), status, False, no_update, no_update, no_update, True
     if job.status != "done":

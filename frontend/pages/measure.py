@@ -9,6 +9,7 @@ from attnscope.frontend.page_common import control, error_box, model_picker, pan
 from attnscope.frontend.pages import measure_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.measure_callbacks import PARAMS
 from attnscope.frontend.plot_config import bare_graph
+from attnscope.frontend.stale_note import stale_note
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts, parse_query
 
@@ -40,6 +41,7 @@ def _controls(state: dict) -> html.Div:
             error_box("measure-run"),
             html.Div(id="measure-status", className="api-status"),
             html.Div(id="measure-run-about", className="hint"),
+            stale_note("measure"),
         ],
     )
 

@@ -13,6 +13,7 @@ from attnscope.frontend.plot_config import message_figure as _empty
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.stale_note import register_stale_note
 from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -21,6 +22,7 @@ DASH_BUDGET = {"steps": 15, "draws": 2}  # per layer: a few seconds on a CPU
 PARAMS = {**RUN_PARAMS, "dims": Param(int, default=2, choices=(2, 3))}
 register_url_sync("measure")
 register_token_counter("measure", "measure-text", "measure-model")
+register_stale_note("measure", "measure-run-data", "measure-text", "measure-model")
 
 
 @callback(
@@ -57,14 +59,19 @@ def resolve(query, _retry, stored):
         failed = message != NO_RUN
         return None, "" if failed else message, message if failed else "", no_update, no_update
     share = run.to_store() if is_new(run, stored) else no_update
-    about = f"Run {run.id} · {run.model} · {run.n_layers} layers" + (f" — {message}" if message else "")
+    about = _about(run) + (f" — {message}" if message else "")
     return run.to_store(), about, "", share, run.text or no_update
+
+
+def _about(run) -> str:
+    return f"Run {run.id} · {run.model} · {run.n_layers} layers"
 
 
 @callback(
     Output("measure-run-data", "data", allow_duplicate=True),
     Output("run-store", "data", allow_duplicate=True),
     Output("measure-error", "children"),
+    Output("measure-run-about", "children", allow_duplicate=True),
     Input("measure-run-button", "n_clicks"),
     State("measure-text", "value"),
     State("measure-model", "value"),
@@ -72,8 +79,10 @@ def resolve(query, _retry, stored):
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
+    """Run the text; the line above the panels names the new run (it said "No run yet" before)."""
     store, error = run_text(n_clicks, model, text)
-    return store, store, error
+    run = stored_run(store) if isinstance(store, dict) else None
+    return store, store, error, _about(run) if run else no_update
 
 
 @callback(

@@ -2,7 +2,7 @@
 cancel, and resume of jobs a dead process left behind (``docs/guide/jobs.md``).
 
 States: ``queued -> running -> done | failed | cancelled``; ``running -> interrupted`` when the process
-stopped mid-job (found at start-up) or shut down; ``interrupted -> queued`` on resume, which continues
+stopped mid-job (found at start-up) or shut down; ``interrupted | cancelled -> queued`` on resume, which continues
 after the last saved shard: saved shards are never run again and every example is counted once.
 """
 
@@ -168,15 +168,15 @@ class JobManager:
         return self.records.get(job_id)
 
     def resume(self, job_id: str) -> Job:
-        """``interrupted -> queued``; it continues after its last saved shard."""
+        """``interrupted | cancelled -> queued``; it continues after its last saved shard."""
         with self._admit:
             job = self.records.get(job_id)
             if job is None:
                 raise LookupError(job_id)
             if not self.records.requeue_interrupted(job_id):
                 raise NotResumableError(
-                    f"job {job_id} is {job.status}; only an interrupted job can be resumed "
-                    "(a failed or cancelled one: submit it again with POST /api/v1/jobs)"
+                    f"job {job_id} is {job.status}; only an interrupted or cancelled job can be resumed "
+                    "(a failed one: submit it again with POST /api/v1/jobs)"
                 )
         self._queue.put(job_id)
         return self.records.get(job_id)

@@ -222,9 +222,15 @@ class JobRecords:
         return n == 1
 
     def requeue_interrupted(self, job_id: str) -> bool:
-        """interrupted -> queued (resume); False when the job is not interrupted."""
+        """interrupted or cancelled -> queued (resume: its saved shards are kept, the rest run); False
+        when the job is neither."""
         n = self._update(
-            job_id, JobRecord.status == "interrupted", status="queued", finished=None, cancel_requested=False
+            job_id,
+            JobRecord.status.in_(("interrupted", "cancelled")),
+            status="queued",
+            finished=None,
+            cancel_requested=False,
+            message="",
         )
         return n == 1
 

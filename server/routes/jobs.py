@@ -194,8 +194,11 @@ def read_job_result(
     "/{job_id}/resume",
     response_model=JobPublic,
     status_code=status.HTTP_202_ACCEPTED,
-    summary="Resume an interrupted job from its last saved shard",
-    responses={**NOT_FOUND, **error_responses({409: "the job is not interrupted (the detail says its state)"})},
+    summary="Resume an interrupted or cancelled job from its last saved shard",
+    responses={
+        **NOT_FOUND,
+        **error_responses({409: "the job is neither interrupted nor cancelled (the detail says its state)"}),
+    },
 )
 def resume_job(job_id: str, request: Request) -> JobPublic:
     _job(request, job_id)

@@ -20,3 +20,7 @@ class HeadComparisonPublic(BaseModel):
     )
     tv: list[list[float]] = Field(..., description="[layer][head] total variation between the rows, mean over rows")
     max_abs_diff: list[list[float]] = Field(..., description="[layer][head] largest |A - B| of one cell")
+    positions_a: list[int] | None = Field(
+        None, description="with align: the positions of A compared (paired one for one with positions_b)"
+    )
+    positions_b: list[int] | None = Field(None, description="with align: the positions of B paired with positions_a")

@@ -29,3 +29,18 @@ def test_swagger_ui_renders_every_route_without_another_host(page, api_url):
     assert len(paths) >= 20
     assert foreign == []
     assert errors == []
+
+
+def test_every_dashboard_page_links_the_api_docs(open_dash, api_url):
+    page = open_dash("/census")
+    link = page.get_by_role("link", name="API docs")
+    link.wait_for(timeout=30_000)
+    assert link.get_attribute("href") == f"{api_url}/docs" and link.get_attribute("target") == "_blank"
+    with page.context.expect_page(timeout=30_000) as opened:
+        link.click()
+    docs = opened.value
+    docs.wait_for_selector(".swagger-ui .opblock", timeout=60_000)  # the API's own Swagger UI
+    docs.close()
+    page.click("nav >> text=Explore")  # in the header of every page: it stays after navigating
+    page.wait_for_selector("#text-input", timeout=30_000)
+    assert page.get_by_role("link", name="API docs").is_visible()

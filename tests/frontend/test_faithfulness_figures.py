@@ -22,8 +22,8 @@ def test_marked_text_gives_clean_text_and_character_spans():
 def test_token_colors_scale_by_the_largest_non_special_score():
     colors = token_colors([5.0, 0.5, -0.25, 0.0, 9.0], special=(0, 4))
     assert colors[0] == colors[4] == "rgba(200,200,200,0.35)"
-    assert colors[1] == "rgba(214,39,40,1.000)"  # the largest |score| among words
-    assert colors[2] == "rgba(31,119,180,0.500)"  # negative: blue, half as strong
+    assert colors[1] == "rgba(178,24,43,1.000)"  # the largest |score| among words
+    assert colors[2] == "rgba(33,102,172,0.500)"  # negative: blue, half as strong
     assert token_colors([0.0, 0.0])[0].endswith("0.000)")  # all zero: no division by zero
 
 

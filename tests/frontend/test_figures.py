@@ -57,6 +57,10 @@ def test_head_detail_has_token_labels_on_both_axes_and_no_per_cell_text():
         "rows": [0, 5],
         "cols": [0, 5],
         "value": "weight",
+        "labels": {
+            "x": [f"{t} ({i})" for i, t in enumerate(tokens)],
+            "y": [f"{t} ({i})" for i, t in enumerate(tokens)],
+        },
     }
     payload = fig.to_json()
     assert "the → cat" not in payload and len(payload) < 12_000  # mostly the colour scale and the template
@@ -159,3 +163,14 @@ def test_head_detail_scaling_colours_the_weights_globally_per_row_or_in_log():
     assert (log.data[0].zmin, log.data[0].zmax, log.data[0].colorbar.title.text) == (-4.0, 0.0, "max log10 weight")
     np.testing.assert_allclose(np.asarray(log.data[0].z)[0], [np.log10(0.5), np.log10(0.5), -4.0], rtol=1e-6)
     assert log.layout.meta["value"] == "log10 weight"  # the client-side hover names the scaled value
+
+
+def test_block_labels_name_one_token_or_a_pooled_block_per_row():
+    from attnscope.frontend.figures import block_labels
+
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    assert block_labels(tokens, 1, 4) == ["the (1)", "cat (2)", "sat (3)"]
+    assert block_labels(tokens, 0, 5, stride=2) == ["[CLS] … the (0-1)", "cat … sat (2-3)", "[SEP] (4)"]
+    w = np.zeros((3, 3), np.float32)
+    fig = head_detail_figure(w, [f"t{i}" for i in range(6)], "L0H0", stride=2)
+    assert fig.layout.meta["labels"]["x"] == ["t0 … t1 (0-1)", "t2 … t3 (2-3)", "t4 … t5 (4-5)"]  # one per z column

@@ -27,6 +27,7 @@ from attnscope.frontend.llm_figures import (
     step_marks,
 )
 from attnscope.frontend.pages.explore_llm import generate_options
+from attnscope.frontend.token_labels import calm_tokens
 from attnscope.server.schemas import ModelPublic
 
 SMOLLM2_KV = [0, 0, 0, 1, 1, 1, 2, 2, 2]
@@ -127,7 +128,7 @@ def test_a_steps_figure_is_that_querys_rows_over_prompt_and_prefix_heads_grouped
     assert list(fig.layout.yaxis.ticktext) == ["L5 H0 (kv 0)", "L5 H2 (kv 0)", "L5 H1 (kv 1)", "L5 H3 (kv 1)"]
     z = np.asarray(fig.data[0].z)
     assert np.array_equal(z, rows[[0, 2, 1, 3]])  # rows reordered with their labels
-    assert list(fig.layout.xaxis.ticktext) == tokens[:4]
+    assert list(fig.layout.xaxis.ticktext) == calm_tokens(tokens[:4])  # ␣ drawn grey (token_labels)
     assert fig.layout.title.text.startswith("Step 2/2: “.” (p = 0.500) · layer 5")
     assert "query 3 “␣Paris”" in fig.layout.title.text and "generated before" in fig.layout.title.text
     xs = [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]

@@ -38,10 +38,11 @@ def test_each_state_gets_its_buttons_newest_first():
         _job("cut", "interrupted", 2.0),
         _job("bad", "failed", 3.0),
         _job("now", "running", 4.0),
+        _job("stop", "cancelled", 0.5),
     ]
     rows = jobs_table("census", jobs).children[1].children
-    assert [r.children[0].children.children for r in rows] == ["now", "bad", "cut", "old"]
-    assert [_buttons(r) for r in rows] == [["show"], [], ["resume"], ["show", "dl-json", "dl-csv"]]
+    assert [r.children[0].children.children for r in rows] == ["now", "bad", "cut", "old", "stop"]
+    assert [_buttons(r) for r in rows] == [["show"], [], ["resume"], ["show", "dl-json", "dl-csv"], ["resume"]]
     assert rows[1].children[STATUS].children.title == "ValueError: bad"  # the reason as a tooltip
     assert rows[2].children[STATUS].children.children == "interrupted"
     resume = rows[2].children[-1].children[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from attnscope.frontend.pages.explore_address import PARAMS
+from attnscope.frontend.plot_config import NEGATIVE, POSITIVE
 from attnscope.frontend.url_state import parse_query, query_string
 from attnscope.frontend.writes_figures import dla_figure, lens_figure, top_heads
 from attnscope.server.schemas import AttributionPublic, LensCell, LensPublic, TokenProb
@@ -26,7 +27,11 @@ def test_the_dla_bar_holds_the_largest_heads_largest_on_top():
     assert top_heads(att, 3) == [(0, 1, -2.0), (1, 0, 1.5), (0, 2, 0.3)]
     bar = dla_figure(att, top=3).data[0]
     assert list(bar.y) == ["L0H2", "L1H0", "L0H1"] and list(bar.x) == [0.3, 1.5, -2.0]
-    assert bar.marker.color[-1] == "#d62728" and "' Paris'" in dla_figure(att).layout.title.text
+    assert (
+        bar.marker.color[-1] == NEGATIVE
+        and bar.marker.color[0] == POSITIVE
+        and "' Paris'" in dla_figure(att).layout.title.text
+    )
 
 
 def test_the_lens_bar_has_a_bar_per_layer_labelled_by_its_top_token():

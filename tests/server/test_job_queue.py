@@ -79,7 +79,26 @@ def test_shutdown_mid_job_interrupts_it_and_resume_counts_every_example_once(dat
         result = c.get(f"{API}/jobs/{job_id}/result").json()
         assert result["examples"] == list(range(40))  # none lost, none counted twice
         r = c.post(f"{API}/jobs/{job_id}/resume")
-        assert r.status_code == 409 and "only an interrupted job can be resumed" in r.json()["detail"]
+        assert r.status_code == 409 and "only an interrupted or cancelled job can be resumed" in r.json()["detail"]
+
+
+def test_a_cancelled_job_resumes_from_its_saved_shards_and_counts_every_example_once(database, tmp_path):
+    gate = tmp_path / "gate"
+    with app(database) as c:
+        params = {"n": 40, "gate": str(gate), "gate_shard": 2}
+        job_id = c.post(f"{API}/jobs", json={"kind": "sumsq-test", "params": params}).json()["id"]
+        deadline = time.time() + 20
+        while c.get(f"{API}/jobs/{job_id}").json()["shards_done"] < 2 and time.time() < deadline:
+            time.sleep(0.02)
+        assert c.post(f"{API}/jobs/{job_id}/cancel").status_code == 200  # waiting at its third shard
+        job = wait_for(c, job_id, "cancelled")
+        assert job["shards_done"] == 2 and job["done"] == 20
+        gate.touch()
+        r = c.post(f"{API}/jobs/{job_id}/resume")
+        assert r.status_code == 202, r.text
+        job = wait_for(c, job_id, "done")
+        assert job["done"] == job["total"] == 40 and job["message"] == ""
+        assert c.get(f"{API}/jobs/{job_id}/result").json()["examples"] == list(range(40))  # none twice
 
 
 def test_queue_limit_answers_429_with_retry_after_and_cancel_of_a_queued_job(database, tmp_path):

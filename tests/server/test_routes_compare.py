@@ -49,3 +49,20 @@ def test_runs_that_cannot_be_compared_get_a_clear_4xx(api_url, b_text, status, p
     assert r.status_code == status and phrase in r.json()["detail"] and r.json()["code"]
     bad = httpx.get(f"{api_url}/api/v1/compare/heads", params={"a": "x" * 65, "b": a["id"]}, timeout=30)
     assert bad.status_code == 422
+
+
+def test_texts_of_different_lengths_compare_on_their_aligned_tokens(api_url):
+    a = _run(api_url, "minilm", "The cat sat on the mat.")
+    b = _run(api_url, "minilm", "The cat sat on the big red mat.")
+    r = httpx.get(f"{api_url}/api/v1/compare/heads", params={"a": a["id"], "b": b["id"], "align": True}, timeout=120)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    pa, pb = body["positions_a"], body["positions_b"]
+    assert [body["tokens_a"][i] for i in pa] == [body["tokens_b"][j] for j in pb]  # equal tokens only here
+    assert len(pa) == len(a["tokens"]) and "big" not in [body["tokens_b"][j] for j in pb]
+    js = np.array(body["js"])
+    assert js.shape == (6, 12) and (js >= 0).all() and (js <= 1).all() and js.max() > 1e-3
+    same = httpx.get(f"{api_url}/api/v1/compare/heads", params={"a": a["id"], "b": a["id"], "align": True}, timeout=120)
+    assert np.allclose(same.json()["js"], 0, atol=1e-6) and same.json()["positions_a"] == list(range(9))
+    plain = _compare(api_url, a["id"], a["id"]).json()
+    assert plain["positions_a"] is None
