@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.census_tables import census_table, probe_table
 from attnscope.frontend.data_status import register_data_status
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
@@ -182,28 +183,26 @@ def poll_job(_tick, job):
 @callback(
     Output("census-metric", "options"),
     Output("census-metric", "value"),
-    Output("census-table", "data"),
-    Output("census-table", "columns"),
     Output("census-csv", "disabled"),
     Output("census-json", "disabled"),
     Input("census-job", "data"),
+    State("census-metric", "value"),
     prevent_initial_call=True,
 )
-def load_result(job):
-    """The result once the job is done; the Download buttons work only then (disabled before). A new
-    job keeps the last result on screen until it has its own."""
+def load_result(job, current):
+    """The result's metrics once the job is done (the chosen one kept when the new result has it); the
+    Download buttons work only then (disabled before). A new job keeps the last result on screen until it
+    has its own."""
     if not job:
-        return [], None, [], [], True, True
+        return [], None, True, True
     if not job.get("done"):
-        return no_update, no_update, no_update, no_update, True, True
+        return no_update, no_update, True, True
     try:
         result = client().job_result(job["id"])
     except ApiError:
-        return [], None, [], [], True, True
-    rows = [r.model_dump(exclude_unset=True) for r in result.rows]
-    columns = [{"name": c, "id": c} for c in rows[0]] if rows else []
+        return [], None, True, True
     metrics = list(result.metrics) if result.kind == "census" else ["accuracy"]
-    return metrics, metrics[0], rows, columns, False, False
+    return metrics, current if current in metrics else metrics[0], False, False
 
 
 @callback(
@@ -224,34 +223,53 @@ def to_address(kind, model, dataset, n, job):
     return query_string(values, PARAMS)
 
 
-@callback(Output("census-figure", "figure"), Input("census-metric", "value"), Input("census-job", "data"))
+@callback(
+    Output("census-figure", "figure"),
+    Output("census-table", "data"),
+    Output("census-table", "columns"),
+    Input("census-metric", "value"),
+    Input("census-job", "data"),
+)
 def render_result(metric, job):
+    """The chosen metric's figure and table (census: per head with its t interval and n; probe: per layer
+    with its Wilson interval, n and the verdict against chance)."""
     if job and not job.get("done") and ctx.triggered_id == "census-job":
-        return no_update  # a job just started: the last result stays until this one has its own
+        return no_update, no_update, no_update  # a job just started: the last result stays until it has its own
     if not job or not job.get("done") or not metric:
-        return _empty("Start a job; its result appears here.")
+        return _empty("Start a job; its result appears here."), [], []
     try:
         result = client().job_result(job["id"])
     except ApiError as exc:
-        return _empty(describe_error(exc, f"The result of job {job['id']} could not be loaded"))
+        return _empty(describe_error(exc, f"The result of job {job['id']} could not be loaded")), [], []
+    rows = [r.model_dump(exclude_unset=True) for r in result.rows]
     if result.kind == "census":
         if metric not in result.metrics:  # the metric of the last result: load_result picks this one's
-            return no_update
-        return census_figure(result.metrics[metric].mean, metric)
+            return no_update, no_update, no_update
+        columns, data = census_table(rows, metric)
+        return census_figure(result.metrics[metric].mean, metric), data, columns
+    columns, data = probe_table(rows, result.n, result.chance)
+    return _probe_figure(result), data, columns
+
+
+def _probe_figure(result) -> go.Figure:
+    """Accuracy per layer with its 95 % Wilson interval over the examples (the fold std for an older
+    result without one)."""
     rows = result.rows
-    fig = go.Figure(
-        go.Bar(
-            x=[r.layer for r in rows],
-            y=[r.accuracy for r in rows],
-            name="accuracy",
-            error_y={"type": "data", "array": [r.accuracy_std for r in rows]},
-        )
-    )
+    if all(r.accuracy_low is not None for r in rows):
+        error = {
+            "type": "data",
+            "array": [r.accuracy_high - r.accuracy for r in rows],
+            "arrayminus": [r.accuracy - r.accuracy_low for r in rows],
+        }
+        what = "95 % Wilson interval"
+    else:
+        error, what = {"type": "data", "array": [r.accuracy_std for r in rows]}, "std over folds"
+    fig = go.Figure(go.Bar(x=[r.layer for r in rows], y=[r.accuracy for r in rows], name="accuracy", error_y=error))
     fig.add_hline(y=result.chance, line_dash="dot", annotation_text="chance (majority class)")
     fig.update_layout(
         title={
             "text": f"Probe ({result.classifier}): label from each layer's "
-            f"maps ({result.n} examples, {result.folds}-fold)",
+            f"maps ({result.n} examples, {result.folds}-fold; bars: {what})",
             "font": {"size": 13},
         },
         xaxis={"title": {"text": "layer"}, "dtick": 1},
