@@ -280,6 +280,7 @@ class HeadEffectRow(Strict):
     head_index: int
     mean_effect: float
     std_effect: float
+    n: int | None = Field(None, description="examples the effect was measured on")
     flip_rate: float | None = None
     mean_importance: float | None = Field(
         None, description="the head's attention-based importance (confidence: mean max weight), averaged"
