@@ -115,11 +115,13 @@ VERDICT_METRICS = {
 
 def _interval_sections() -> list[tuple[str, list[dict]]]:
     """(section text, the per-example results it cites) for each ``##``/``###`` section of the faithfulness
-    page citing a committed results file that keeps per-example values."""
+    page citing a committed results file that keeps per-example values, in the order the section first
+    cites them (its ``faithfulness_tables`` command's: the pooled bootstrap resamples the examples in that
+    order)."""
     page = _page("docs/results/faithfulness.md")
     out = []
     for section in re.split(r"\n(?=##+ )", page):
-        names = sorted({c for c in CITED.findall(section) if c.endswith(".json")})
+        names = list(dict.fromkeys(c for c in CITED.findall(section) if c.endswith(".json")))
         results = [r for r in (_json(n.removeprefix("results/")) for n in names) if r.get("per_example")]
         if results:
             out.append((section, results))
