@@ -301,3 +301,20 @@ def test_interventions_page_figures():
     expect("interventions.md", page, r"L0 to L5: " + ", ".join([r"(\d\.\d+)"] * 6), layer, "grid")
     negative = sum(r["mean_effect"] < 0 for r in grid["rows"])
     expect("interventions.md", page, r"(\d+) of 72 mean effects are\s+negative", [negative], "grid")
+
+
+def test_zoo_accuracy_table_is_the_manifests_with_wilson_intervals():
+    """Each zoo row's held-out accuracy is its committed manifest's, and its interval the 95 % Wilson
+    interval of that accuracy over the n examples the row names."""
+    from attnscope.analysis.stats import proportion_interval
+
+    page = _page("docs/results/zoo.md")
+    row = r"^\| `([\w-]+)` \| [^|]+ \| [^|(]+\(([\d,]+)\) \| [\d,]+ \| ([\d.]+)% \| \[([\d.]+), ([\d.]+)\] \|"
+    rows = re.findall(row, page, flags=re.M)
+    assert len(rows) >= 17, f"zoo.md: {len(rows)} accuracy rows with an interval"
+    for name, n, acc, low, high in rows:
+        manifest = json.loads((ROOT / "models" / "zoo" / "checkpoints" / name / "manifest.json").read_text())
+        n, want = int(n.replace(",", "")), manifest["eval_accuracy"]
+        iv = proportion_interval(round(want * n), n)
+        assert agrees(acc, 100 * want), f"zoo.md: {name} accuracy {acc}% but its manifest says {want}"
+        assert agrees(low, 100 * iv.low) and agrees(high, 100 * iv.high), f"zoo.md: {name} interval [{low}, {high}]"
