@@ -7,9 +7,11 @@ pooling, as ``torch.nn.AdaptiveAvgPool2d``), flattened to ``[head * size * size]
 standardised logistic regression (scikit-learn) is cross-validated (stratified k-fold). Layers
 whose maps carry the label score above ``chance`` (the majority-class rate).
 
-The classifier is pluggable: ``fit_score(x_train, y_train, x_test, y_test) -> accuracy`` receives
-features ``[example, head, size, size]``; the 2-layer CNN with H input channels (docs/methods/heads.md)
-lives in ``attnscope.pipelines.map_probe_cnn.cnn_fit_score`` (torch), and every classifier sees the same folds.
+The classifier is pluggable: ``fit_score(x_train, y_train, x_test, y_test)`` receives features
+``[example, head, size, size]`` and returns whether each held-out example was predicted right (bool
+``[test example]``; a bare accuracy is accepted, and then the result keeps no per-example values); the
+2-layer CNN with H input channels (docs/methods/heads.md) lives in
+``attnscope.pipelines.map_probe_cnn.cnn_fit_score`` (torch), and every classifier sees the same folds.
 """
 
 from __future__ import annotations
@@ -71,7 +73,9 @@ def map_features(maps: AttentionMaps, layer: int, size: int = DEFAULT_SIZE, mode
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """Cross-validated accuracy per layer: ``accuracy``/``accuracy_std`` ``[layer]``."""
+    """Cross-validated accuracy per layer: ``accuracy``/``accuracy_std`` ``[layer]``; ``correct``
+    ``[layer, example]`` (bool): each example's held-out prediction right or wrong (every example is
+    held out once), None when the classifier gave only accuracies."""
 
     layer_ids: tuple[int, ...]
     accuracy: np.ndarray
@@ -81,9 +85,10 @@ class ProbeResult:
     size: int
     mode: str
     classifier: str = "logistic"
+    correct: np.ndarray | None = None
 
 
-FitScore = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], float]
+FitScore = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], "np.ndarray | float"]
 
 
 def logistic_fit_score(C: float = 1.0) -> FitScore:
@@ -92,10 +97,10 @@ def logistic_fit_score(C: float = 1.0) -> FitScore:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    def fit_score(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray) -> float:
+    def fit_score(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray) -> np.ndarray:
         model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000))
         model.fit(x_tr.reshape(len(x_tr), -1), y_tr)
-        return float(model.score(x_te.reshape(len(x_te), -1), y_te))
+        return model.predict(x_te.reshape(len(x_te), -1)) == y_te
 
     return fit_score
 
@@ -134,9 +139,22 @@ def probe_layers(
     n_layers, n_heads = items[0].n_layers, items[0].n_heads
     splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(y.size), y))
     acc, std = np.zeros(n_layers), np.zeros(n_layers)
+    correct: np.ndarray | None = np.zeros((n_layers, y.size), dtype=bool)
     for li in range(n_layers):
         x = np.stack([map_features(m, li, size, mode) for m in items]).reshape(len(items), n_heads, size, size)
-        scores = np.array([fit_score(x[tr], y[tr], x[te], y[te]) for tr, te in splits])
+        scores = []
+        for tr, te in splits:
+            got = np.asarray(fit_score(x[tr], y[tr], x[te], y[te]))
+            if got.ndim == 0:  # a bare accuracy: no per-example values
+                correct = None
+                scores.append(float(got))
+                continue
+            if got.shape != (te.size,):
+                raise ValueError(f"fit_score returned shape {got.shape}; expected ({te.size},) or a scalar")
+            if correct is not None:
+                correct[li, te] = got.astype(bool)
+            scores.append(float(got.mean()))
+        scores = np.array(scores)
         acc[li], std[li] = scores.mean(), scores.std()
         log.debug("probe layer %d (%s): accuracy %.3f +- %.3f", li, classifier, acc[li], std[li])
     return ProbeResult(
@@ -148,4 +166,5 @@ def probe_layers(
         size=size,
         mode=mode,
         classifier=classifier,
+        correct=correct,
     )

@@ -1,7 +1,8 @@
 """The induction circuit of a causal LM over seeded repeated-random-token pairs: per pair EAP and
 EAP-IG over every edge, the Spearman agreement of each with exact path patching on its top edges,
 the faithfulness curve of the EAP circuit, and the edges most often in the top; means with 95 % BCa
-bootstrap intervals over the pairs, as Markdown and JSON:
+bootstrap intervals over the pairs, as Markdown and JSON (every pair's values in its ``rows``), and the
+same per-pair values in long format beside it (``OUT-pairs.csv``: one row per pair and quantity):
 
     python -m attnscope.experiments.circuits_induction --pairs 8 --out results/circuits/smollm2-induction.json
 """
@@ -9,6 +10,7 @@ bootstrap intervals over the pairs, as Markdown and JSON:
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from collections import Counter
@@ -81,9 +83,25 @@ def main(argv: list[str] | None = None) -> int:
     out += [f"| {e} | {c} |\n" for e, c in summary["head_edges_in_top10"]]
     sys.stdout.write("".join(out))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(summary, indent=1, default=float) + "\n")
+        out_path = Path(args.out)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(json.dumps(summary, indent=1, default=float) + "\n")
+        with out_path.with_name(out_path.stem + "-pairs.csv").open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["seed", "quantity", "value"])
+            writer.writeheader()
+            writer.writerows(pair_rows(rows))
     return 0
+
+
+def pair_rows(rows: list[dict]) -> list[dict]:
+    """The long-format table of the pairs' values: one row per pair and quantity (``m_clean``,
+    ``m_corrupted``, ``spearman_eap``, ``spearman_eap_ig``, ``faithfulness@k`` for each k of its curve)."""
+    out = []
+    for r in rows:
+        for key in ("m_clean", "m_corrupted", "spearman_eap", "spearman_eap_ig"):
+            out.append({"seed": r["seed"], "quantity": key, "value": float(r[key])})
+        out += [{"seed": r["seed"], "quantity": f"faithfulness@{k}", "value": float(v)} for k, v in r["curve"]]
+    return out
 
 
 if __name__ == "__main__":

@@ -6,14 +6,19 @@ against each other with Spearman's rho over the 270 heads (``scipy.stats.spearma
 writes the answer directly should, ablated, lower the difference: the script correlates DLA with
 ``-effect``. Over the prompts: the mean rho with its bootstrap (BCa) interval.
 
-    .venv/bin/python -m attnscope.experiments.dla_ablation [--prompts 8] [--method zero] [--top 5]
+    .venv/bin/python -m attnscope.experiments.dla_ablation [--prompts 8] [--method zero] [--top 5] [--out OUT]
 
-Prints Markdown (a table per prompt and the summary).
+Prints Markdown (a table per prompt and the summary); ``--out OUT`` also writes every prompt's values:
+``OUT.json`` (per prompt: rho, p and the DLA and effect grids ``[layer][head]``; the summary interval) and
+``OUT-examples.csv`` (long format: one row per prompt and head).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -56,6 +61,7 @@ def main() -> None:
     ap.add_argument("--method", default="zero", choices=("zero", "mean"))
     ap.add_argument("--top", type=int, default=5, help="heads of largest DLA listed for the first prompt")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default="", help="OUT.json and OUT-examples.csv with every prompt's values")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from attnscope.models.loading import load_model
@@ -87,6 +93,31 @@ def main() -> None:
         f"\nMean rho over {len(rhos)} prompts: {iv.mean:+.3f}, "
         f"95 % BCa bootstrap interval [{iv.low:+.3f}, {iv.high:+.3f}]"
     )
+    if args.out:
+        facts = FACTS[: args.prompts]
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        per_prompt = [
+            {"prompt": f"The capital of {c} is", "answer": a, "contrast": b, "rho": r["rho"], "p": r["p"],
+             "dla": r["dla"].tolist(), "effect": r["effect"].tolist()}
+            for (c, a, b), r in zip(facts, rows)
+        ]  # fmt: skip
+        summary = {"method": args.method, "rho": {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n}}
+        out.with_suffix(".json").write_text(json.dumps({**summary, "prompts": per_prompt}, indent=1) + "\n")
+        with out.with_name(out.name + "-examples.csv").open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["prompt", "head", "dla", "effect"])
+            writer.writeheader()
+            writer.writerows(prompt_rows(per_prompt))
+
+
+def prompt_rows(per_prompt: list[dict]) -> list[dict]:
+    """The long-format table of the prompts' grids: one row per prompt and head (its DLA and effect)."""
+    return [
+        {"prompt": r["prompt"], "head": f"L{layer}H{head}", "dla": d, "effect": e}
+        for r in per_prompt
+        for layer, (d_row, e_row) in enumerate(zip(r["dla"], r["effect"]))
+        for head, (d, e) in enumerate(zip(d_row, e_row))
+    ]
 
 
 if __name__ == "__main__":

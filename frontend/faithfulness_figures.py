@@ -145,22 +145,33 @@ def metric_table(
 
     With a data-set job's ``intervals`` (``{explainer: {metric: {mean, low, high, n}}}``) a cell is the mean
     with its 95 % interval over the examples; with ``vs_random`` (the paired differences ``explainer -
-    random``) one more row per explainer gives the difference, its interval and the verdict."""
-    columns = [{"name": "explainer", "id": "explainer"}] + [{"name": METRIC_LABELS.get(m, m), "id": m} for m in metrics]
+    random``) one more row per explainer gives the difference, its interval and the verdict. Rows that carry
+    their count (a data-set job's ``n``) get an ``n`` column: the examples the explainer ran on, and for a
+    paired row the examples both ran on."""
+    with_n = any(r.get("n") is not None for r in rows)
+    columns = [{"name": "explainer", "id": "explainer"}] + ([{"name": "n", "id": "n"}] if with_n else [])
+    columns += [{"name": METRIC_LABELS.get(m, m), "id": m} for m in metrics]
     data = []
     for r in rows:
         name = r.get("explainer") or r.get("name")
         by_metric = (intervals or {}).get(name) or {}
         cells = {m: _interval_cell(by_metric[m]) if by_metric.get(m) else _fmt(r.get(m)) for m in metrics}
-        data.append({"explainer": f"{name} (baseline)" if name == "random" else name, **cells})
+        label = f"{name} (baseline)" if name == "random" else name
+        data.append({"explainer": label, **_n(r.get("n"), with_n), **cells})
     for r in rows if vs_random else []:
         name = r.get("explainer") or r.get("name")
         diffs = vs_random.get(name)
         if not diffs:
             continue
         cells = {m: f"{_interval_cell(diffs[m], '+')} {verdict(diffs[m], m)}" if diffs.get(m) else "–" for m in metrics}
-        data.append({"explainer": f"{name} − random (paired)", **cells})
+        paired_n = max((d["n"] for d in diffs.values() if d and d.get("n") is not None), default=None)
+        data.append({"explainer": f"{name} − random (paired)", **_n(paired_n, with_n), **cells})
     return columns, data
+
+
+def _n(n, shown: bool) -> dict:
+    """The row's ``n`` cell when the table has the column."""
+    return {"n": "–" if n is None else n} if shown else {}
 
 
 def best_per_metric(rows: Sequence[dict], metrics: Sequence[str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The probe result's figure (Census page): per-layer accuracy bars with their fold spread, and the
+"""The probe result's figure (Census page): per-layer accuracy bars with their interval, and the
 chance line read against them. Pure: a ``ProbeResultPublic`` in, a ``go.Figure`` out."""
 
 from __future__ import annotations
@@ -14,15 +14,25 @@ def chance_label(chance: float) -> str:
 
 
 def probe_figure(result: ProbeResultPublic) -> go.Figure:
-    """Bars of ``accuracy`` per layer (error bars: std over folds) and a dotted line at chance, labelled
-    with its value above the line's left end, on a white box so bars never hide it."""
+    """Bars of ``accuracy`` per layer (error bars: the 95 % Wilson interval over the examples; the std
+    over folds for an older result without one) and a dotted line at chance, labelled with its value
+    above the line's left end, on a white box so bars never hide it."""
     rows = result.rows
+    if all(r.accuracy_low is not None for r in rows):
+        error = {
+            "type": "data",
+            "array": [r.accuracy_high - r.accuracy for r in rows],
+            "arrayminus": [r.accuracy - r.accuracy_low for r in rows],
+        }
+        what = "95 % Wilson interval"
+    else:
+        error, what = {"type": "data", "array": [r.accuracy_std for r in rows]}, "std over folds"
     fig = go.Figure(
         go.Bar(
             x=[r.layer for r in rows],
             y=[r.accuracy for r in rows],
             name="accuracy",
-            error_y={"type": "data", "array": [r.accuracy_std for r in rows]},
+            error_y=error,
             hovertemplate="layer %{x}: accuracy %{y:.3f}<extra></extra>",
         )
     )
@@ -38,7 +48,7 @@ def probe_figure(result: ProbeResultPublic) -> go.Figure:
     fig.update_layout(
         title={
             "text": f"Probe ({result.classifier}): label from each layer's "
-            f"maps ({result.n} examples, {result.folds}-fold)",
+            f"maps ({result.n} examples, {result.folds}-fold; bars: {what})",
             "font": {"size": 13},
         },
         xaxis={"title": {"text": "layer"}, "dtick": 1},

@@ -19,6 +19,7 @@ from attnscope.analysis.overview import overview
 from attnscope.analysis.stats import proportion_interval, t_summary
 from attnscope.models.capture import capture_truncated
 from attnscope.models.loading import Backend
+from attnscope.pipelines.dataset_examples import join_examples, keeps_examples, rounded
 from attnscope.pipelines.datasets import Example, load_dataset
 from attnscope.pipelines.map_probe_cnn import cnn_fit_score
 
@@ -78,26 +79,40 @@ def head_metrics(maps: AttentionMaps) -> dict[str, np.ndarray]:
     }
 
 
-def census_shard(loaded: Backend, examples: list[Example], progress: Progress | None = None) -> dict:
-    """Running statistics of ``CENSUS_METRICS`` over ``examples`` (one shard of a census job).
+def census_shard(
+    loaded: Backend, examples: list[Example], progress: Progress | None = None, total: int | None = None
+) -> dict:
+    """Running statistics of ``CENSUS_METRICS`` over ``examples`` (one shard of a census job of ``total``
+    examples; None: these are all).
 
-    Returns a JSON-able ``{"n": examples, "stats": {metric: RunningStats.state()}}``: per-head
-    ``count``/``mean``/``m2`` arrays ``[layer, head]``. ``merge_census`` folds shards in order.
+    Returns a JSON-able ``{"n": examples, "stats": {metric: RunningStats.state()}, "examples": kept}``:
+    per-head ``count``/``mean``/``m2`` arrays ``[layer, head]``; ``kept`` is ``{"id": [...], "values":
+    {metric: [example][layer][head]}}`` when the job's values fit ``dataset_examples.PER_EXAMPLE_VALUES``,
+    else None. ``merge_census`` folds shards in order.
     """
     stats = {k: RunningStats() for k in CENSUS_METRICS}
+    kept: dict | None = {"id": [], "values": {k: [] for k in CENSUS_METRICS}}
     n = 0
-    for maps in iter_maps(loaded, examples, progress):
+    for ex, maps in zip(examples, iter_maps(loaded, examples, progress)):
         values = head_metrics(maps)
+        if n == 0 and not keeps_examples(total or len(examples), values["shift_score"].size, len(CENSUS_METRICS)):
+            kept = None
         for k in CENSUS_METRICS:
             stats[k].add(values[k])
+            if kept is not None:
+                kept["values"][k].append(rounded(values[k]))
+        if kept is not None:
+            kept["id"].append(ex.id)
         n += 1
-    return {"n": n, "stats": {k: s.state() for k, s in stats.items()}}
+    return {"n": n, "stats": {k: s.state() for k, s in stats.items()}, "examples": kept}
 
 
 def merge_census(partials: list[dict], model: str, dataset: str, split: str | None = None, seed: int = 0) -> dict:
     """The census result from ``census_shard`` outputs, merged in list order (Chan's pairwise update).
 
-    Per-head mean, std and 95 % t interval of every metric, JSON-able, with CSV ``rows`` (one per head).
+    Per-head mean, std and 95 % t interval of every metric, JSON-able, with CSV ``rows`` (one per head:
+    each metric's mean, std, interval and n) and ``per_example`` (every example's values, or None when a
+    shard kept none: see ``census_shard``).
     """
     stats = {k: RunningStats() for k in CENSUS_METRICS}
     n = 0
@@ -109,6 +124,7 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
         raise ValueError("census got no examples")
     mean = {k: s.result_mean() for k, s in stats.items()}
     std = {k: s.std for k, s in stats.items()}
+    intervals = {k: _interval(stats[k]) for k in CENSUS_METRICS}
     n_layers, n_heads = mean["shift_score"].shape
     rows = []
     for layer in range(n_layers):
@@ -117,6 +133,9 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
             for k in CENSUS_METRICS:
                 row[f"{k}_mean"] = round(float(mean[k][layer, head]), 6)
                 row[f"{k}_std"] = round(float(std[k][layer, head]), 6)
+                row[f"{k}_low"] = intervals[k]["low"][layer][head]
+                row[f"{k}_high"] = intervals[k]["high"][layer][head]
+                row[f"{k}_n"] = intervals[k]["n"][layer][head]
             rows.append(row)
     return {
         "kind": "census",
@@ -125,11 +144,10 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
         "split": split,
         "n": n,
         "seed": seed,
-        "metrics": {
-            k: {"mean": mean[k].tolist(), "std": std[k].tolist(), **_interval(stats[k])} for k in CENSUS_METRICS
-        },
+        "metrics": {k: {"mean": mean[k].tolist(), "std": std[k].tolist(), **intervals[k]} for k in CENSUS_METRICS},
         "interval": {"level": 0.95, "method": "t", "over": "examples"},
         "rows": rows,
+        "per_example": join_examples([part.get("examples") for part in partials]),
     }
 
 
@@ -139,10 +157,7 @@ def _interval(s: RunningStats) -> dict:
     sd = np.where(n >= 2, s.std * np.sqrt(n / np.maximum(n - 1, 1)), np.nan)  # population sd -> ddof 1
     low, high, _ = t_summary(s.result_mean(), sd, n)
 
-    def grid(x):
-        return [[None if not np.isfinite(v) else round(float(v), 6) for v in row] for row in x]
-
-    return {"low": grid(low), "high": grid(high), "n": s.count.tolist()}
+    return {"low": rounded(low), "high": rounded(high), "n": s.count.tolist()}
 
 
 def run_census(
@@ -185,10 +200,12 @@ def run_probe(
         classifier=classifier,
     )
     rows = []
-    for layer, a, s in zip(res.layer_ids, res.accuracy, res.accuracy_std):
-        # every example is predicted once (its held-out fold); folds differ in size by at most one, so the
-        # mean fold accuracy is, to rounding, the proportion of the n predictions that were right
-        iv = proportion_interval(round(float(a) * len(items)), len(items))
+    for li, (layer, a, s) in enumerate(zip(res.layer_ids, res.accuracy, res.accuracy_std)):
+        # every example is predicted once (its held-out fold): the interval is that of the share of the n
+        # predictions that were right (from the mean fold accuracy, to rounding, for a classifier that
+        # gives only accuracies; folds differ in size by at most one)
+        right = int(res.correct[li].sum()) if res.correct is not None else round(float(a) * len(items))
+        iv = proportion_interval(right, len(items))
         rows.append(
             {
                 "layer": int(layer),
@@ -197,8 +214,16 @@ def run_probe(
                 "chance": res.chance,
                 "accuracy_low": round(iv.low, 4),
                 "accuracy_high": round(iv.high, 4),
+                "n": len(items),
             }
         )
+    per_example = None
+    if res.correct is not None:
+        per_example = {
+            "id": [ex.id for ex in examples],
+            "label": [int(ex.label) for ex in examples],
+            "correct": res.correct.astype(bool).tolist(),
+        }
     return {
         "kind": "probe",
         "model": loaded.spec.name,
@@ -210,4 +235,5 @@ def run_probe(
         "chance": res.chance,
         "interval": {"level": 0.95, "method": "wilson", "over": "examples"},
         "rows": rows,
+        "per_example": per_example,
     }

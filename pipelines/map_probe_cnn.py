@@ -33,9 +33,9 @@ class MapCNN(torch.nn.Module):
 def cnn_fit_score(epochs: int = 40, lr: float = 3e-3, weight_decay: float = 1e-3, batch: int = 64, seed: int = 0):
     """``fit_score`` for ``attnscope.analysis.map_probe.probe_layers``: trains a fresh ``MapCNN`` on each fold's
     training maps ``[example, head, size, size]`` (inputs standardised per head with training-fold
-    statistics), seeded, on the CPU, and returns the held-out accuracy."""
+    statistics), seeded, on the CPU, and returns whether each held-out example was predicted right."""
 
-    def fit_score(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray) -> float:
+    def fit_score(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray) -> np.ndarray:
         classes, y_tr_i = np.unique(y_tr, return_inverse=True)
         lookup = {c: i for i, c in enumerate(classes)}
         y_te_i = np.array([lookup.get(c, -1) for c in y_te])  # a class unseen in training is never right
@@ -60,6 +60,6 @@ def cnn_fit_score(epochs: int = 40, lr: float = 3e-3, weight_decay: float = 1e-3
         model.eval()
         with torch.no_grad():
             pred = model(xv).argmax(1).numpy()
-        return float((pred == y_te_i).mean())
+        return pred == y_te_i
 
     return fit_score

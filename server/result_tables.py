@@ -1,12 +1,19 @@
 """The long-format tables of a job's per-example values (``GET /jobs/{id}/result?format=csv&table=examples``):
-one row per example and cell, for the kinds that keep per-example values (faithfulness, head-effects)."""
+one row per example and cell, for the kinds that keep per-example values (census, probe, faithfulness,
+head-effects)."""
 
 from __future__ import annotations
 
+from attnscope.pipelines.dataset_examples import census_example_rows, probe_example_rows
 from attnscope.pipelines.faithfulness_uncertainty import example_rows as faithfulness_rows
 from attnscope.pipelines.interventions.dataset import effect_rows
 
-EXAMPLE_TABLES = {"faithfulness": faithfulness_rows, "head-effects": effect_rows}
+EXAMPLE_TABLES = {
+    "census": census_example_rows,
+    "probe": probe_example_rows,
+    "faithfulness": faithfulness_rows,
+    "head-effects": effect_rows,
+}
 
 
 def example_table(kind: str, result: dict) -> list[dict] | None:

@@ -9,13 +9,15 @@ from attnscope.cli.common import add_executor_args, on_ray
 
 
 def run(args: argparse.Namespace) -> int:
-    """``census`` / ``probe`` from the command line, with a progress bar; JSON and CSV out."""
+    """``census`` / ``probe`` from the command line, with a progress bar; JSON, CSV and, when the result
+    keeps every example's values, the long-format ``OUT-examples.csv``."""
     import json
     from pathlib import Path
 
     from tqdm import tqdm
 
     from attnscope.models.loading import load_model
+    from attnscope.pipelines.dataset_examples import census_example_rows, probe_example_rows
     from attnscope.pipelines.dataset_runs import run_census, run_probe
     from attnscope.server.jobs.kinds import rows_to_csv
 
@@ -50,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
     out.write_text(json.dumps(result, indent=1))
     csv_path = out.with_suffix(".csv")
     csv_path.write_text(rows_to_csv(result["rows"]))
-    sys.stdout.write(f"wrote {out} and {csv_path} ({result['n']} examples)\n")
+    written = [out, csv_path]
+    examples = (census_example_rows if args.command == "census" else probe_example_rows)(result)
+    if examples:
+        written.append(out.with_name(out.stem + "-examples.csv"))
+        written[-1].write_text(rows_to_csv(examples))
+    sys.stdout.write(f"wrote {', '.join(map(str, written))} ({result['n']} examples)\n")
     return 0
 
 
@@ -67,7 +74,7 @@ def add_parsers(sub) -> None:
         p.add_argument("--split", default=None)
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--device", default=None)
-        p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV goes beside it")
+        p.add_argument("--out", default=f"{name}.json", help="JSON path; the CSV (and OUT-examples.csv) beside it")
         add_executor_args(p)
         if name == "probe":
             p.add_argument(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.census_tables import census_table, probe_table
 from attnscope.frontend.data_status import register_data_status
 from attnscope.frontend.job_status import status_line
 from attnscope.frontend.page_common import client, describe_error
@@ -181,28 +182,26 @@ def poll_job(_tick, job):
 @callback(
     Output("census-metric", "options"),
     Output("census-metric", "value"),
-    Output("census-table", "data"),
-    Output("census-table", "columns"),
     Output("census-csv", "disabled"),
     Output("census-json", "disabled"),
     Input("census-job", "data"),
+    State("census-metric", "value"),
     prevent_initial_call=True,
 )
-def load_result(job):
-    """The result once the job is done; the Download buttons work only then (disabled before). A new
-    job keeps the last result on screen until it has its own."""
+def load_result(job, current):
+    """The result's metrics once the job is done (the chosen one kept when the new result has it); the
+    Download buttons work only then (disabled before). A new job keeps the last result on screen until it
+    has its own."""
     if not job:
-        return [], None, [], [], True, True
+        return [], None, True, True
     if not job.get("done"):
-        return no_update, no_update, no_update, no_update, True, True
+        return no_update, no_update, True, True
     try:
         result = client().job_result(job["id"])
     except ApiError:
-        return [], None, [], [], True, True
-    rows = [r.model_dump(exclude_unset=True) for r in result.rows]
-    columns = [{"name": c, "id": c} for c in rows[0]] if rows else []
+        return [], None, True, True
     metrics = list(result.metrics) if result.kind == "census" else ["accuracy"]
-    return metrics, metrics[0], rows, columns, False, False
+    return metrics, current if current in metrics else metrics[0], False, False
 
 
 @callback(
@@ -223,21 +222,32 @@ def to_address(kind, model, dataset, n, job):
     return query_string(values, PARAMS)
 
 
-@callback(Output("census-figure", "figure"), Input("census-metric", "value"), Input("census-job", "data"))
+@callback(
+    Output("census-figure", "figure"),
+    Output("census-table", "data"),
+    Output("census-table", "columns"),
+    Input("census-metric", "value"),
+    Input("census-job", "data"),
+)
 def render_result(metric, job):
+    """The chosen metric's figure and table (census: per head with its t interval and n; probe: per layer
+    with its Wilson interval, n and the verdict against chance)."""
     if job and not job.get("done") and ctx.triggered_id == "census-job":
-        return no_update  # a job just started: the last result stays until this one has its own
+        return no_update, no_update, no_update  # a job just started: the last result stays until it has its own
     if not job or not job.get("done") or not metric:
-        return _empty("Start a job; its result appears here.")
+        return _empty("Start a job; its result appears here."), [], []
     try:
         result = client().job_result(job["id"])
     except ApiError as exc:
-        return _empty(describe_error(exc, f"The result of job {job['id']} could not be loaded"))
+        return _empty(describe_error(exc, f"The result of job {job['id']} could not be loaded")), [], []
+    rows = [r.model_dump(exclude_unset=True) for r in result.rows]
     if result.kind == "census":
         if metric not in result.metrics:  # the metric of the last result: load_result picks this one's
-            return no_update
-        return census_figure(result.metrics[metric].mean, metric)
-    return probe_figure(result)
+            return no_update, no_update, no_update
+        columns, data = census_table(rows, metric)
+        return census_figure(result.metrics[metric].mean, metric), data, columns
+    columns, data = probe_table(rows, result.n, result.chance)
+    return probe_figure(result), data, columns
 
 
 @callback(

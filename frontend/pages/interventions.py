@@ -1,7 +1,7 @@
 """Interventions: ablate heads, knock out query -> key edges, patch heads or the residual stream from
 a corrupted text, read any metric the model allows (``answer_logit_diff`` with two answer tokens),
-see the maps of a later layer before and after, the per-head effect grid and the layer x position
-patching plot.
+see the maps of a later layer before and after, the per-head effect grid, the layer x position
+patching plot, and the per-head effects over a data set with intervals and corrected p (a job).
 
 Address: ``/interventions?run=ID&kind=knockout&edges=5>1&klayers=1&corrupted=T&metric=M&vlayer=3...``
 (every control; ``sweep=true`` recomputes the patching plot)."""
@@ -13,6 +13,7 @@ from attnscope.frontend.intervention_forms import KIND_LABELS, METRICS
 from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import interventions_callbacks, interventions_patching  # noqa: F401  (callbacks)
 from attnscope.frontend.pages.interventions_callbacks import METHODS, PARAMS
+from attnscope.frontend.pages.interventions_dataset import dataset_panel
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.url_state import address_parts, parse_query
 
@@ -113,6 +114,7 @@ def layout(**query):
             intervene,
             patching,
             effects,
+            dataset_panel(),
         ]
     )
 

@@ -74,6 +74,8 @@ def measure(_clicks, data):
     note = f"{len(heads)} heads in {grid.seconds:.1f} s; metric Δ {grid.metric}"
     if rho is not None:
         note += f"; Spearman ρ of |effect| and attention-based importance {rho:.2f}"
+    note += "; one example (n = 1), so no interval: the Interventions page's data-set panel gives each head's"
+    note += " interval over N examples and its corrected p"
     return {"effect": grid.effect, "metric": grid.metric, "heads": heads}, note
 
 

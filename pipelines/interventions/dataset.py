@@ -101,6 +101,7 @@ def merge_grids(partials: list[dict], model: str, method: str, dataset: str) -> 
     for layer, head in np.ndindex(mean.shape):
         row = {"head": f"L{layer}H{head}", "layer": layer, "head_index": head, "mean_effect": float(mean[layer, head])}
         row["std_effect"] = float(std[layer, head])
+        row["n"] = int(merged[metric].count[layer, head])
         if flip is not None:
             row["flip_rate"] = float(flip[layer, head])
         if importance is not None:

@@ -45,8 +45,8 @@ def census_size(params: CensusParams) -> int:
 
 def census_run_shard(params: CensusParams, models, start: int, stop: int, progress) -> dict:
     """Examples ``[start, stop)`` of the census' seeded sample: per-head running statistics."""
-    examples = list(_examples(params.dataset, params.n, params.split, params.seed)[start:stop])
-    return census_shard(models.get(params.model), examples, progress)
+    everything = _examples(params.dataset, params.n, params.split, params.seed)
+    return census_shard(models.get(params.model), list(everything[start:stop]), progress, total=len(everything))
 
 
 def census_merge(params: CensusParams, partials: list[dict]) -> dict:

@@ -157,7 +157,8 @@ def read_job_result(
     table: Annotated[
         Literal["rows", "examples"],
         Query(
-            description="CSV: the result's rows, or the per-example values in long format (faithfulness, head-effects)"
+            description="CSV: the result's rows, or the per-example values in long format "
+            "(census, probe, faithfulness, head-effects)"
         ),
     ] = "rows",
 ):

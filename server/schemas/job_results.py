@@ -63,31 +63,71 @@ class HeadStats(Strict):
 
 
 class CensusRow(Strict):
-    """One head of the census table (a CSV row): each metric's mean and std over the examples."""
+    """One head of the census table (a CSV row): each metric's mean and std (population) over the examples,
+    the 95 % t interval of the mean ``[low, high]`` (None: fewer than two values) and ``n``, the examples where
+    the metric is defined."""
 
     head: str = Field(..., description="LxHy")
     layer: int
     head_index: int
     shift_score_mean: float
     shift_score_std: float
+    shift_score_low: float | None = None
+    shift_score_high: float | None = None
+    shift_score_n: int | None = None
     best_mass_mean: float
     best_mass_std: float
+    best_mass_low: float | None = None
+    best_mass_high: float | None = None
+    best_mass_n: int | None = None
     previous_mean: float
     previous_std: float
+    previous_low: float | None = None
+    previous_high: float | None = None
+    previous_n: int | None = None
     next_mean: float
     next_std: float
+    next_low: float | None = None
+    next_high: float | None = None
+    next_n: int | None = None
     norm_entropy_mean: float
     norm_entropy_std: float
+    norm_entropy_low: float | None = None
+    norm_entropy_high: float | None = None
+    norm_entropy_n: int | None = None
     top1_mean: float
     top1_std: float
+    top1_low: float | None = None
+    top1_high: float | None = None
+    top1_n: int | None = None
     distance_mean: float
     distance_std: float
+    distance_low: float | None = None
+    distance_high: float | None = None
+    distance_n: int | None = None
     cls_sink_mean: float
     cls_sink_std: float
+    cls_sink_low: float | None = None
+    cls_sink_high: float | None = None
+    cls_sink_n: int | None = None
     sep_sink_mean: float
     sep_sink_std: float
+    sep_sink_low: float | None = None
+    sep_sink_high: float | None = None
+    sep_sink_n: int | None = None
     sink_mean: float
     sink_std: float
+    sink_low: float | None = None
+    sink_high: float | None = None
+    sink_n: int | None = None
+
+
+class CensusPerExample(Strict):
+    """Every example's value of every census metric: ``values[metric][i][layer][head]`` for the example
+    ``id[i]`` (``None``: undefined there)."""
+
+    id: list[str]
+    values: dict[str, list[list[list[float | None]]]]
 
 
 class CensusResultPublic(Strict):
@@ -102,6 +142,11 @@ class CensusResultPublic(Strict):
     metrics: dict[str, HeadStats] = Field(..., description="per metric name (shift_score, ..., sink)")
     interval: IntervalMethod | None = None
     rows: list[CensusRow] = Field(..., description="one per head (the CSV download)")
+    per_example: CensusPerExample | None = Field(
+        None,
+        description="every example's values (long-format CSV: format=csv&table=examples); None when the job held "
+        "more than 2,000,000 of them (examples x layers x heads x metrics)",
+    )
 
 
 class ProbeRow(Strict):
@@ -113,6 +158,16 @@ class ProbeRow(Strict):
     chance: float = Field(..., description="accuracy of always answering the majority class")
     accuracy_low: float | None = Field(None, description="95 % Wilson interval of the accuracy over the n examples")
     accuracy_high: float | None = None
+    n: int | None = Field(None, description="examples predicted (each once, in its held-out fold)")
+
+
+class ProbePerExample(Strict):
+    """Each example's held-out outcome: ``correct[layer_position][i]`` for the example ``id[i]`` of ``label[i]``
+    (layers in the order of ``rows``)."""
+
+    id: list[str]
+    label: list[int]
+    correct: list[list[bool]]
 
 
 class ProbeResultPublic(Strict):
@@ -128,6 +183,9 @@ class ProbeResultPublic(Strict):
     chance: float
     interval: IntervalMethod | None = None
     rows: list[ProbeRow] = Field(..., description="one per layer (the CSV download)")
+    per_example: ProbePerExample | None = Field(
+        None, description="each example's held-out outcome per layer (long-format CSV: format=csv&table=examples)"
+    )
 
 
 class FaithfulnessRow(Strict):
@@ -222,6 +280,7 @@ class HeadEffectRow(Strict):
     head_index: int
     mean_effect: float
     std_effect: float
+    n: int | None = Field(None, description="examples the effect was measured on")
     flip_rate: float | None = None
     mean_importance: float | None = Field(
         None, description="the head's attention-based importance (confidence: mean max weight), averaged"

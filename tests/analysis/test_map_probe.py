@@ -60,3 +60,21 @@ def test_a_custom_classifier_sees_the_same_folds_and_map_shapes():
     assert res.classifier == "constant" and np.allclose(res.accuracy, 0.25)
     assert len(seen) == 8  # 2 layers x 4 folds
     assert all(tr[1:] == (2, 8, 8) and tr[0] + te[0] == 40 and k == 2 for tr, te, k in seen)
+
+
+def test_probe_keeps_each_examples_held_out_outcome():
+    """40 examples in 4 folds of 10: each layer's mean fold accuracy is the share of examples predicted
+    right, and the carrying layer gets (nearly) every one right."""
+    items, labels = _dataset()
+    res = probe_layers(items, labels, size=8, folds=4)
+    assert res.correct.shape == (2, 40) and res.correct.dtype == bool
+    np.testing.assert_allclose(res.correct.mean(axis=1), res.accuracy, atol=1e-6)
+    assert res.correct[1].sum() >= 38
+
+
+def test_a_classifier_that_gives_only_accuracies_keeps_no_per_example_values():
+    items, labels = _dataset()
+    res = probe_layers(items, labels, size=8, folds=4, fit_score=lambda *a: 0.5)
+    assert res.correct is None and np.allclose(res.accuracy, 0.5)
+    with pytest.raises(ValueError, match="shape"):
+        probe_layers(items, labels, size=8, folds=4, fit_score=lambda x_tr, y_tr, x_te, y_te: np.ones(3, bool))

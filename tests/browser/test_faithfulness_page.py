@@ -60,6 +60,15 @@ def test_dataset_job_shows_progress_table_and_exports_csv(faith_page):
     page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=120_000)
     page.wait_for_selector("#faith-dataset-table:has-text('random (baseline)')", timeout=30_000)
     assert "accuracy" in page.locator("#faith-dataset-summary").inner_text()
+    headers = page.evaluate(
+        "() => [...document.querySelectorAll('#faith-dataset-table th .column-header-name')].map(e => e.textContent)"
+    )
+    assert headers[:2] == ["explainer", "n"]  # each row's count beside its intervals
+    counts = page.evaluate(
+        """() => [...document.querySelectorAll('#faith-dataset-table td[data-dash-column="n"]')]
+        .map(e => e.textContent.trim())"""
+    )
+    assert counts and set(counts) <= {"1", "2"}
     with page.expect_download(timeout=30_000) as info:
         page.click("#faith-export")
     csv_text = open(info.value.path()).read()

@@ -45,6 +45,7 @@ def test_structure_page_shows_type_beside_effect(open_dash):
     page.wait_for_selector("#structure-run:has-text('minilm-sst2')", timeout=60_000)
     page.click("#structure-effects-button")
     page.wait_for_selector("#structure-effects-note:has-text('72 heads')", timeout=180_000)
+    assert "one example (n = 1), so no interval" in page.locator("#structure-effects-note").text_content()
     page.wait_for_selector("#structure-effects-scatter .gtitle:has-text('score vs ablation effect')", timeout=30_000)
     rows = page.locator("#structure-effects-table tbody tr")
     page.wait_for_function("document.querySelectorAll('#structure-effects-table tbody tr').length > 5")

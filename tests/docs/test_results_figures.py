@@ -115,11 +115,13 @@ VERDICT_METRICS = {
 
 def _interval_sections() -> list[tuple[str, list[dict]]]:
     """(section text, the per-example results it cites) for each ``##``/``###`` section of the faithfulness
-    page citing a committed results file that keeps per-example values."""
+    page citing a committed results file that keeps per-example values, in the order the section first
+    cites them (its ``faithfulness_tables`` command's: the pooled bootstrap resamples the examples in that
+    order)."""
     page = _page("docs/results/faithfulness.md")
     out = []
     for section in re.split(r"\n(?=##+ )", page):
-        names = sorted({c for c in CITED.findall(section) if c.endswith(".json")})
+        names = list(dict.fromkeys(c for c in CITED.findall(section) if c.endswith(".json")))
         results = [r for r in (_json(n.removeprefix("results/")) for n in names) if r.get("per_example")]
         if results:
             out.append((section, results))
@@ -299,3 +301,20 @@ def test_interventions_page_figures():
     expect("interventions.md", page, r"L0 to L5: " + ", ".join([r"(\d\.\d+)"] * 6), layer, "grid")
     negative = sum(r["mean_effect"] < 0 for r in grid["rows"])
     expect("interventions.md", page, r"(\d+) of 72 mean effects are\s+negative", [negative], "grid")
+
+
+def test_zoo_accuracy_table_is_the_manifests_with_wilson_intervals():
+    """Each zoo row's held-out accuracy is its committed manifest's, and its interval the 95 % Wilson
+    interval of that accuracy over the n examples the row names."""
+    from attnscope.analysis.stats import proportion_interval
+
+    page = _page("docs/results/zoo.md")
+    row = r"^\| `([\w-]+)` \| [^|]+ \| [^|(]+\(([\d,]+)\) \| [\d,]+ \| ([\d.]+)% \| \[([\d.]+), ([\d.]+)\] \|"
+    rows = re.findall(row, page, flags=re.M)
+    assert len(rows) >= 17, f"zoo.md: {len(rows)} accuracy rows with an interval"
+    for name, n, acc, low, high in rows:
+        manifest = json.loads((ROOT / "models" / "zoo" / "checkpoints" / name / "manifest.json").read_text())
+        n, want = int(n.replace(",", "")), manifest["eval_accuracy"]
+        iv = proportion_interval(round(want * n), n)
+        assert agrees(acc, 100 * want), f"zoo.md: {name} accuracy {acc}% but its manifest says {want}"
+        assert agrees(low, 100 * iv.low) and agrees(high, 100 * iv.high), f"zoo.md: {name} interval [{low}, {high}]"

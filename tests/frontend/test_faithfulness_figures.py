@@ -107,3 +107,20 @@ def test_attention_options_from_the_page_controls():
     assert attention_options(-1, "ALL", "cls")["attention"].get("heads") is None
     with pytest.raises(ValueError, match="comma-separated head numbers"):
         attention_options(0, "0,x", "cls")
+
+
+def test_a_data_set_table_gives_each_rows_n_and_the_paired_rows_n():
+    rows = [
+        {"explainer": "good", "n": 28, "comprehensiveness": 0.4},
+        {"explainer": "random", "n": 30, "comprehensiveness": 0.1},
+    ]
+    intervals = {"good": {"comprehensiveness": {"mean": 0.4, "low": 0.3, "high": 0.5, "n": 28}}}
+    vs_random = {"good": {"comprehensiveness": {"mean": 0.3, "low": 0.2, "high": 0.4, "n": 28}}, "random": None}
+    cols, data = metric_table(rows, ["comprehensiveness"], intervals, vs_random)
+    assert [c["id"] for c in cols] == ["explainer", "n", "comprehensiveness"]
+    assert [(d["explainer"], d["n"]) for d in data] == [
+        ("good", 28),
+        ("random (baseline)", 30),
+        ("good − random (paired)", 28),
+    ]
+    assert "n" not in metric_table([{"explainer": "good", "comprehensiveness": 0.4}], ["comprehensiveness"])[1][0]

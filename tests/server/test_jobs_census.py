@@ -20,7 +20,8 @@ def test_census_job_aggregates_per_head(client, wait_job):
     assert job["done"] == job["total"] == 6
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert result["n"] == 6 and len(result["rows"]) == 72
-    assert list(result) == ["kind", "model", "dataset", "split", "n", "seed", "metrics", "interval", "rows"]
+    keys = ["kind", "model", "dataset", "split", "n", "seed", "metrics", "interval", "rows", "per_example"]
+    assert list(result) == keys
     assert CensusResultPublic.model_validate(result).rows[2].head == "L0H2"
     prev = np.asarray(result["metrics"]["previous"]["mean"])
     assert prev.shape == (6, 12) and prev.argmax() == 2  # L0H2 leads on previous-token mass over SST-2
@@ -33,7 +34,25 @@ def test_census_job_aggregates_per_head(client, wait_job):
     assert np.asarray(ent["high"]) == pytest.approx(mean + half, abs=1e-5)
     assert np.asarray(ent["n"]).min() == 6 and result["interval"]["method"] == "t"
     csv = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv"}).text.splitlines()
-    assert csv[0].startswith("head,layer,head_index,shift_score_mean") and len(csv) == 73
+    assert csv[0].startswith("head,layer,head_index,shift_score_mean,shift_score_std,shift_score_low")
+    assert len(csv) == 73
+    # every row carries each metric's interval and n (the table compares heads)
+    row = result["rows"][2]
+    assert row["previous_low"] == result["metrics"]["previous"]["low"][0][2] and row["previous_n"] == 6
+    # every example's [layer][head] values are kept: their mean and sd are the per-head statistics
+    pe = result["per_example"]
+    assert len(pe["id"]) == 6 and len(set(pe["id"])) == 6
+    for metric in ("previous", "norm_entropy", "shift_score"):
+        values = np.asarray(pe["values"][metric], dtype=float)
+        assert values.shape == (6, 6, 12)
+        assert values.mean(0) == pytest.approx(np.asarray(result["metrics"][metric]["mean"]), abs=2e-6)
+        assert values.std(0) == pytest.approx(np.asarray(result["metrics"][metric]["std"]), abs=2e-6)
+    # ... and in long format: one row per example and head, a column per metric
+    long = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"}).text
+    lines = long.splitlines()
+    assert lines[0].startswith("example,head,layer,head_index,shift_score,best_mass") and len(lines) == 1 + 6 * 72
+    first = dict(zip(lines[0].split(","), lines[1 + 2].split(",")))  # the first example, L0H2
+    assert first["example"] == pe["id"][0] and float(first["previous"]) == pe["values"]["previous"][0][0][2]
 
 
 def test_probe_job_reports_accuracy_per_layer(client, wait_job):
@@ -46,6 +65,20 @@ def test_probe_job_reports_accuracy_per_layer(client, wait_job):
     assert all(0 <= r["accuracy"] <= 1 for r in result["rows"]) and 0.5 <= result["chance"] < 1
     assert result["classifier"] == "logistic"
     assert all(r["accuracy_low"] <= r["accuracy"] <= r["accuracy_high"] for r in result["rows"])  # Wilson, n = 24
+    assert all(r["n"] == 24 for r in result["rows"])
+    # each example's held-out outcome per layer: the share right is the accuracy (2 folds of 12)
+    pe = result["per_example"]
+    correct = np.asarray(pe["correct"], dtype=float)
+    assert correct.shape == (6, 24) and len(pe["id"]) == len(pe["label"]) == 24
+    assert correct.mean(1) == pytest.approx([r["accuracy"] for r in result["rows"]], abs=1e-4)
+    # the Wilson interval of k right of 24 (closed form), k from the kept outcomes
+    k, z = correct[3].sum(), 1.959963985
+    centre, half = (k + z * z / 2) / (24 + z * z), z * np.sqrt(k * (24 - k) / 24 + z * z / 4) / (24 + z * z)
+    assert result["rows"][3]["accuracy_low"] == pytest.approx(centre - half, abs=1e-4)
+    long = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"}).text
+    lines = long.splitlines()
+    assert lines[0] == "example,label,layer,correct" and len(lines) == 1 + 24 * 6
+    assert sum(int(line.rsplit(",", 1)[1]) for line in lines[1:] if line.split(",")[2] == "3") == k
 
 
 def test_probe_job_with_the_cnn_classifier(client, wait_job):
@@ -99,3 +132,18 @@ def test_cli_census_writes_json_and_csv(tmp_path):
     result = json.loads(out.read_text())
     assert result["n"] == 3 and result["kind"] == "census"
     assert out.with_suffix(".csv").read_text().count("\n") == 73
+    long = (tmp_path / "results-examples.csv").read_text().splitlines()  # every example's values, long format
+    assert long[0].startswith("example,head,layer,head_index,shift_score") and len(long) == 1 + 3 * 72
+
+
+def test_a_census_over_the_per_example_budget_keeps_statistics_only(client, wait_job, monkeypatch):
+    """At a lowered bound (4 examples x 72 heads x 10 metrics = 2,880 values > 2,000) no shard keeps its
+    examples: per_example is None, the intervals stay, and the long-format table is a clear 422."""
+    monkeypatch.setattr("attnscope.pipelines.dataset_examples.PER_EXAMPLE_VALUES", 2000)
+    r = client.post(f"{API}/jobs", json={"kind": "census", "params": {"model": "minilm", "dataset": "sst2", "n": 4}})
+    job = wait_job(client, r.json()["id"])
+    assert job["status"] == "done", job
+    result = client.get(f"{API}/jobs/{job['id']}/result").json()
+    assert result["per_example"] is None and result["rows"][0]["sink_n"] == 4
+    bad = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"})
+    assert bad.status_code == 422 and "per-example" in bad.json()["detail"]

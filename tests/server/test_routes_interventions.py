@@ -174,9 +174,9 @@ def test_head_effects_job_with_progress_json_and_csv(api):
     assert np.asarray(result["mean_importance"]).shape == (6, 12)
     csv = api.get(f"/jobs/{job_id}/result", params={"format": "csv"}).text.splitlines()
     assert csv[0] == (
-        "head,layer,head_index,mean_effect,std_effect,flip_rate,mean_importance,effect_low,effect_high,p,p_holm,p_bh"
+        "head,layer,head_index,mean_effect,std_effect,n,flip_rate,mean_importance,effect_low,effect_high,p,p_holm,p_bh"
     )
-    assert len(csv) == 73
+    assert len(csv) == 73 and {r["n"] for r in result["rows"]} == {3}  # every row with its n
     # each example's grid is kept; the per-head tests recomputed from them with scipy agree
     from scipy.stats import ttest_1samp
 
