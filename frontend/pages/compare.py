@@ -47,6 +47,8 @@ def layout(**query):
                     _side("b", state["text_b"] or EXAMPLE_B),
                     html.Div(
                         className="control",
+                        # names the checklist for assistive technology (attnscope.js: nameControls)
+                        title="Alignment of the two inputs",
                         children=[
                             dcc.Checklist(
                                 id="compare-align",

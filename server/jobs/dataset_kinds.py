@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from attnscope.models import data_registry
 from attnscope.models.registry import get_spec, require_text_model
 from attnscope.pipelines.dataset_runs import census_shard, merge_census, pick_examples, run_probe
 from attnscope.pipelines.datasets import check_split
@@ -34,8 +35,14 @@ def check_census(params: CensusParams) -> None:
 
 
 @lru_cache(maxsize=8)
-def _examples(dataset: str, n: int, split: str | None, seed: int) -> tuple:
+def _cached_examples(folder: str, dataset: str, n: int, split: str | None, seed: int) -> tuple:
     return tuple(pick_examples(dataset, n, split, seed))
+
+
+def _examples(dataset: str, n: int, split: str | None, seed: int) -> tuple:
+    """The census' seeded sample, cached per data folder: a sample read from one folder is never served
+    once ``ATTNSCOPE_DATA_DIR`` names another (a job on a folder without the set must fail, not reuse it)."""
+    return _cached_examples(str(data_registry.data_dir()), dataset, n, split, seed)
 
 
 def census_size(params: CensusParams) -> int:

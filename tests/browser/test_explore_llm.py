@@ -3,6 +3,9 @@ them (each step's attention row over prompt + generated prefix), the prediction 
 token (" Paris" after "The capital of France is"), heads grouped by key/value head, and the
 Structure page's sink and induction heads; a classifier's predicted class and probabilities."""
 
+import html
+import re
+
 import httpx
 import pytest
 from axe_harness import axe_violations, install_axe, split_dash_own
@@ -36,7 +39,9 @@ def _title(page, graph: str) -> str:
 
 
 def _ticks(page, graph: str, axis: str) -> list[str]:
-    return page.evaluate(f"() => document.querySelector('#{graph} .js-plotly-plot').layout.{axis}.ticktext")
+    """The tick labels as read: the grey span around a tokenizer mark (frontend/token_labels.py) is markup."""
+    raw = page.evaluate(f"() => document.querySelector('#{graph} .js-plotly-plot').layout.{axis}.ticktext")
+    return [html.unescape(re.sub(r"<[^>]+>", "", t)) for t in raw]
 
 
 def test_the_model_menu_is_grouped_by_task_and_has_no_vision_model(dash_page, api_url, texts):

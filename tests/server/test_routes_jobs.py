@@ -155,3 +155,17 @@ def test_a_job_whose_data_set_is_missing_fails_with_the_command_that_fetches_it(
     assert "DataSetMissingError" in job["error"] and "ATTNSCOPE_DATA_DIR" in job["error"], job["error"]
     assert "`attnscope data fetch sst2`" in job["error"], job["error"]
     assert client.get("/api/v1/health").status_code == 200
+
+
+def test_the_census_sample_is_read_again_when_the_data_folder_changes(monkeypatch, tmp_path):
+    # the seeded sample is cached; the cache was keyed by (data set, n, split, seed) alone, so once any
+    # census had read sst2, a job on a folder without it reused the old sample and finished "done"
+    from attnscope.models.data_registry import DataSetMissingError
+    from attnscope.server.jobs.dataset_kinds import census_size
+    from attnscope.server.schemas.jobs import CensusParams
+
+    params = CensusParams(model="minilm", n=4)
+    assert census_size(params) == 4
+    monkeypatch.setenv("ATTNSCOPE_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataSetMissingError):
+        census_size(params)
