@@ -58,7 +58,8 @@ def writes_panel() -> html.Section:
                 className="inline",
                 children=[
                     html.Label("edge threshold", htmlFor="writes-threshold"),
-                    # a native range input: labelled, arrow keys step 0.01
+                    # a native range input: labelled, arrow keys step 0.01 (no debounce: dcc.Input's debounce
+                    # sets a text selection, which a range input refuses with a console error)
                     dcc.Input(
                         id="writes-threshold",
                         type="range",
@@ -66,7 +67,6 @@ def writes_panel() -> html.Section:
                         max=0.5,
                         step=0.01,
                         value=GRAPH_THRESHOLD,
-                        debounce=0.4,  # seconds still before a new graph is asked for
                         className="gen-slider",
                     ),
                     html.Span(id="writes-threshold-value", children=f"{GRAPH_THRESHOLD:.2f}"),
