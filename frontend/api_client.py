@@ -20,6 +20,7 @@ from attnscope.server.schemas import (
     ExplainerPublic,
     FaithfulnessPublic,
     FixedPointPublic,
+    GraphPublic,
     HeadComparisonPublic,
     HeadEffectsPublic,
     HeadsPublic,
@@ -319,6 +320,13 @@ class ApiClient(JobsApi):
         """Direct logit attribution of the model's own next token after ``position`` (default the last)."""
         body = {"top_heads": top_heads} | ({} if position is None else {"position": position})
         return AttributionPublic.model_validate(self._request("POST", f"/runs/{run_id}/attribution", json=body).json())
+
+    def graph(
+        self, run_id: str, position: int | None = None, threshold: float = 0.04, max_nodes: int = 2000
+    ) -> GraphPublic:
+        """The contribution graph of the prediction after ``position`` (default the last)."""
+        body = {"threshold": threshold, "max_nodes": max_nodes} | ({} if position is None else {"position": position})
+        return GraphPublic.model_validate(self._request("POST", f"/runs/{run_id}/graph", json=body).json())
 
     def value_weighted(self, run_id: str) -> str:
         """The id of the run whose maps are ``run_id``'s value-weighted maps (made once, then kept)."""

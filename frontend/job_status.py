@@ -6,7 +6,7 @@ from __future__ import annotations
 from attnscope.server.schemas import JobPublic
 
 # the kinds whose ``total`` counts examples (sharded over the data set); the others report steps
-EXAMPLE_KINDS = frozenset({"census", "faithfulness", "head-effects"})
+EXAMPLE_KINDS = frozenset({"census", "faithfulness", "head-effects", "dla"})
 
 
 def n_shortfall(status: JobPublic) -> str:

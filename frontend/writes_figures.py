@@ -46,9 +46,10 @@ def dla_figure(att: AttributionPublic, top: int = DLA_TOP) -> go.Figure:
     return fig
 
 
-def lens_figure(lens: LensPublic) -> go.Figure:
+def lens_figure(lens: LensPublic, highlight: float | None = None) -> go.Figure:
     """The lens of one position: the probability, at each layer, of the token the model predicts
-    there (bars), each layer's top token as the bar's label."""
+    there (bars), each layer's top token as the bar's label; ``highlight``: a dashed line at that
+    layer (a contribution graph's node)."""
     cells = [row[-1] for row in lens.cells]  # [layer], the last position asked
     probs = [c.target_prob for c in cells]
     tops = [c.top[0].token if c.top else "" for c in cells]
@@ -73,4 +74,6 @@ def lens_figure(lens: LensPublic) -> go.Figure:
         margin={"l": 60, "r": 20, "t": 70, "b": 40},
         height=360,
     )
+    if highlight is not None:
+        fig.add_vline(x=highlight, line={"dash": "dash", "color": "#444444"}, annotation_text="node")
     return fig

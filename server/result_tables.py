@@ -1,18 +1,20 @@
 """The long-format tables of a job's per-example values (``GET /jobs/{id}/result?format=csv&table=examples``):
 one row per example and cell, for the kinds that keep per-example values (census, probe, faithfulness,
-head-effects)."""
+head-effects, dla)."""
 
 from __future__ import annotations
 
 from attnscope.pipelines.dataset_examples import census_example_rows, probe_example_rows
 from attnscope.pipelines.faithfulness_uncertainty import example_rows as faithfulness_rows
 from attnscope.pipelines.interventions.dataset import effect_rows
+from attnscope.pipelines.writes.dla_dataset import dla_example_rows
 
 EXAMPLE_TABLES = {
     "census": census_example_rows,
     "probe": probe_example_rows,
     "faithfulness": faithfulness_rows,
     "head-effects": effect_rows,
+    "dla": dla_example_rows,
 }
 
 

@@ -11,6 +11,7 @@
     attnscope qk-induction --model smollm2 --out results/qk/smollm2-induction.json   # why they attend
     attnscope lens --text "The capital of France is" --target " Paris"   # the logit lens, layer by layer
     attnscope attribute --text "The capital of France is"   # which heads and MLPs write the next token
+    attnscope graph --text "The capital of France is" --out graph.json   # the contribution graph (JSON)
     attnscope circuit --clean "The capital of France is" --corrupted "The capital of Italy is" \
         --answer " Paris" --wrong " Rome" --check 20   # EAP circuit, faithfulness, exact re-check
 
@@ -43,6 +44,7 @@ _COMMANDS = {
     "qk-induction": heads,
     "lens": writes,
     "attribute": writes,
+    "graph": writes,
     "circuit": circuits,
 }
 

@@ -1,4 +1,4 @@
-"""``attnscope lens | attribute``: what a causal LM's layers and heads write toward its next token."""
+"""``attnscope lens | attribute | graph``: what a causal LM's layers and heads write toward its next token."""
 
 from __future__ import annotations
 
@@ -97,8 +97,66 @@ def run_attribute(args: argparse.Namespace) -> int:
     return 0
 
 
+def graph_request(args: argparse.Namespace):
+    """The command's options as the graph route's body (``GraphCreate``): the same bounds, the same
+    messages (a ``pydantic.ValidationError`` past them)."""
+    from attnscope.server.schemas import GraphCreate
+
+    return GraphCreate(position=args.position, threshold=args.threshold, max_nodes=args.max_nodes, target=args.target)
+
+
+def run_graph(args: argparse.Namespace) -> int:
+    """The contribution graph of one prediction of ``--text`` (default the last position) as JSON: the
+    fields of ``POST /runs/{id}/graph`` (nodes, edges with their heads' shares, the logit's direct
+    parts), on stdout, or in ``--out`` with a one-line summary on stdout."""
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.writes.graph_run import prediction_graph
+
+    body = graph_request(args)
+    backend = load_model(args.model, args.device)
+    inp = backend.encode_text(args.text)
+    pg = prediction_graph(backend, inp.token_ids, body.position, body.threshold, body.max_nodes, body.target)
+    g, att = pg.result.graph, pg.attribution
+    attention, mlp = pg.block_parts()
+    report = {
+        "model": args.model,
+        "text": args.text,
+        "position": pg.result.position,
+        "threshold": pg.result.threshold,
+        "max_nodes": pg.result.max_nodes,
+        "target_id": pg.target_id,
+        "target": backend.tokenizer.decode([pg.target_id]),
+        "nodes": [{"kind": k, "layer": la, "position": p, "token": inp.tokens[p]} for k, la, p in pg.nodes],
+        "edges": [
+            {
+                "source": pg.index[s],
+                "target": pg.index[t],
+                "kind": kind,
+                "weight": w,
+                "heads": [float(x) for x in g.heads[(s, t)]] if kind == "attention" else None,
+            }
+            for s, t, kind, w in g.edges
+        ],
+        "logit": att.logit,
+        "bias": att.bias,
+        "embed": att.embed,
+        "attention": attention,
+        "mlp": mlp,
+    }
+    if not args.out:
+        sys.stdout.write(json.dumps(report, indent=1) + "\n")
+        return 0
+    n_att = sum(e["kind"] == "attention" for e in report["edges"])
+    summary = (
+        f"contribution graph of {report['target']!r} at position {pg.result.position} of {args.model} "
+        f"(threshold {pg.result.threshold}): {len(pg.nodes)} nodes, {len(g.edges)} edges ({n_att} attention)\n"
+    )
+    _write(report, summary, args.out)
+    return 0
+
+
 def add_parsers(sub) -> None:
-    """``lens`` and ``attribute``."""
+    """``lens``, ``attribute`` and ``graph``."""
     for name, helptext in (
         ("lens", "logit lens: each layer's residual stream at one position read through the unembedding"),
         ("attribute", "direct logit attribution of the next token into heads (split over sources) and MLPs"),
@@ -115,13 +173,29 @@ def add_parsers(sub) -> None:
         else:
             p.add_argument("--contrast", default=None, help="one token: attribute logit(target) - logit(contrast)")
             p.add_argument("--top", type=int, default=8, help="heads split over their sources")
+    p = sub.add_parser("graph", help="the contribution graph of one prediction (Ferrando and Voita 2024) as JSON")
+    p.add_argument("--model", default="smollm2")
+    p.add_argument("--text", required=True)
+    p.add_argument("--position", type=int, default=None, help="zero-based; default the last position")
+    p.add_argument("--threshold", type=float, default=0.04, help="keep edges of importance >= this, in [0, 1]")
+    p.add_argument("--max-nodes", type=int, default=2000, help="refuse a larger graph (at most 10,000)")
+    p.add_argument("--target", default=None, help="one token whose logit's direct parts are given; default the next")
+    p.add_argument("--device", default=None)
+    p.add_argument("--out", default="", help="write the JSON here (stdout: a summary) instead of stdout")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; input the model cannot take (an answer of several tokens, a position out of
     range, a model without an unembedding) is a message on stderr and exit status 2."""
+    from pydantic import ValidationError
+
+    runners = {"lens": run_lens, "attribute": run_attribute, "graph": run_graph}
     try:
-        return run_lens(args) if args.command == "lens" else run_attribute(args)
-    except ValueError as exc:  # WritesInputError, SitesUnavailableError, SiteOutOfRangeError
+        return runners[args.command](args)
+    except ValidationError as exc:  # a graph option past the route's bounds
+        reasons = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
+        sys.stderr.write(f"attnscope {args.command}: {reasons}\n")
+        return 2
+    except ValueError as exc:  # WritesInputError, SitesUnavailableError, SiteOutOfRangeError, GraphTooLargeError
         sys.stderr.write(f"attnscope {args.command}: {exc}\n")
         return 2

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
+from attnscope.pipelines.writes.dla import Attribution
 from attnscope.pipelines.writes.graph import BlockInputs, Graph, contribution_graph
-from attnscope.pipelines.writes.readouts import WritesInputError, check_position, record_run
-from attnscope.pipelines.writes.recorded import RecordedWrites, readout_parts
+from attnscope.pipelines.writes.readouts import WritesInputError, check_position, record_run, single_token_id
+from attnscope.pipelines.writes.recorded import RecordedWrites, attribute, readout_parts
 
 
 def graph_inputs(writes: RecordedWrites) -> tuple[list[BlockInputs], torch.Tensor]:
@@ -86,3 +87,57 @@ def graph_of_run(
     blocks, final = graph_inputs(writes)
     g = contribution_graph(blocks, final, position, threshold, max_nodes)
     return GraphResult(position, threshold, max_nodes, g)
+
+
+Node = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class PredictionGraph:
+    """What the graph route and ``attnscope graph`` answer: ``result`` (the graph and its bounds),
+    ``nodes`` in drawing order (top layer first, ``pre`` before ``mid`` within a layer, then by
+    position) with ``index`` (node -> its place in ``nodes``), ``target_id`` (the token whose logit
+    is split) and ``attribution`` (that logit's direct parts at the position, unsplit)."""
+
+    result: GraphResult
+    nodes: tuple[Node, ...]
+    index: dict
+    target_id: int
+    attribution: Attribution
+
+    def block_parts(self) -> tuple[list[float], list[float]]:
+        """``([layer] attention, [layer] mlp)`` direct parts of the logit: each block's heads and
+        ``b_O``, each MLP (with ``embed`` they sum to ``logit - bias``)."""
+        att = self.attribution
+        return (att.heads.sum(-1) + att.attn_bias).tolist(), att.mlp.tolist()
+
+
+def prediction_graph(
+    backend,
+    token_ids: Sequence[int],
+    position: int | None,
+    threshold: float,
+    max_nodes: int,
+    target: str | None = None,
+    recording: Callable[[], RecordedWrites] | None = None,
+) -> PredictionGraph:
+    """The contribution graph of the prediction at ``position`` (default the last) with the direct
+    parts of ``logit[target]`` there (``target`` one token; default the model's own next token)."""
+    position = len(token_ids) - 1 if position is None else position
+    tid = None if target is None else single_token_id(backend, target, "target")
+    held: list[RecordedWrites] = []
+
+    def recorded() -> RecordedWrites:  # recorded once, after graph_of_run has checked the request
+        if not held:
+            held.append(recording() if recording is not None else record_run(backend, token_ids, "the graph"))
+        return held[0]
+
+    res = graph_of_run(backend, token_ids, position, threshold, max_nodes, recorded)
+    writes = recorded()
+    if tid is None:
+        norm, unembed = readout_parts(backend.sites, "the contribution graph")
+        with torch.inference_mode():
+            tid = int(unembed.logits(norm(writes.resid[-1, position])).argmax())
+    att = attribute(writes, position, tid, split=False)
+    order = tuple(sorted(res.graph.nodes, key=lambda n: (-n[1], n[0] == "mid", n[2])))
+    return PredictionGraph(res, order, {n: k for k, n in enumerate(order)}, tid, att)

@@ -1,4 +1,4 @@
-"""The dataset-level job kinds the API offers: census, probe, faithfulness and head-effects.
+"""The dataset-level job kinds the API offers: census, probe, faithfulness, head-effects and dla.
 
 Their ``params`` models live in ``attnscope.server.schemas.jobs`` (pure pydantic: shapes and
 bounds); each kind adds the checks that need the registries (``check``), and ``register_job_kinds``
@@ -17,7 +17,14 @@ from attnscope.pipelines.datasets import check_split
 from attnscope.pipelines.explainers import check_explainers
 from attnscope.pipelines.faithfulness_eval import METRICS, check_metrics
 from attnscope.server.jobs.kinds import ParamsError, register_job_kind, register_sharded_job_kind
-from attnscope.server.schemas.jobs import JOB_PARAMS, CensusParams, FaithfulnessParams, HeadEffectsParams, ProbeParams
+from attnscope.server.schemas.jobs import (
+    JOB_PARAMS,
+    CensusParams,
+    DlaParams,
+    FaithfulnessParams,
+    HeadEffectsParams,
+    ProbeParams,
+)
 
 
 def _field(name: str, check, *args) -> None:
@@ -172,8 +179,44 @@ def head_effects_merge(params: HeadEffectsParams, partials: list[dict]) -> dict:
     return merge_grids(partials, get_spec(params.model).name, params.method, params.dataset)
 
 
+def _causal_lm(name: str) -> None:
+    spec = require_text_model(name)
+    if spec.task != "causal-lm":
+        raise ValueError(
+            f"direct logit attribution reads a causal LM's final norm and unembedding; {name!r} is not one "
+            f"(task: {spec.task}; a classifier's head reads a pooled vector, an encoder outputs an embedding)"
+        )
+
+
+def check_dla(params: DlaParams) -> None:
+    """A causal LM and a split of the chosen data set (a family the readout cannot read, e.g. post-norm,
+    fails the job with the reason once the model is loaded)."""
+    _field("model", _causal_lm, params.model)
+    _field("split", check_split, params.dataset, params.split)
+
+
+def dla_size(params: DlaParams) -> int:
+    return len(_examples(params.dataset, params.n, params.split, params.seed))
+
+
+def dla_run_shard(params: DlaParams, models, start: int, stop: int, progress) -> dict:
+    """Examples ``[start, stop)``: running statistics of every head's, MLP's and bias's part of the logit."""
+    from attnscope.pipelines.writes.dla_dataset import dla_shard
+
+    examples = list(_examples(params.dataset, params.n, params.split, params.seed)[start:stop])
+    return dla_shard(models.get(params.model), examples, params.max_tokens, params.target, progress)
+
+
+def dla_merge(params: DlaParams, partials: list[dict]) -> dict:
+    from attnscope.pipelines.writes.dla_dataset import merge_dla
+
+    name = get_spec(params.model).name
+    return merge_dla(partials, name, params.dataset, params.split, params.seed, params.target, params.max_tokens)
+
+
 def register_job_kinds() -> None:
-    """Register census, probe, faithfulness and head-effects in ``JOB_KINDS`` (again: the same kinds, replaced)."""
+    """Register census, probe, faithfulness, head-effects and dla in ``JOB_KINDS`` (again: the same kinds,
+    replaced)."""
     register_sharded_job_kind(
         "census",
         JOB_PARAMS["census"],
@@ -211,4 +254,15 @@ def register_job_kinds() -> None:
         description="per-head ablation effect over N examples: mean and std of the metric change, classifiers' "
         "flip rate",
         shard_size=10,
+    )
+    register_sharded_job_kind(
+        "dla",
+        JOB_PARAMS["dla"],
+        size=dla_size,
+        run_shard=dla_run_shard,
+        merge=dla_merge,
+        check=check_dla,
+        description="direct logit attribution of each example's next token over N examples: every head's (and "
+        "MLP's) mean part of the logit with its 95 % t interval",
+        shard_size=25,
     )

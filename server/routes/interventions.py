@@ -23,6 +23,8 @@ from attnscope.pipelines.interventions import (
     intervene,
 )
 from attnscope.pipelines.interventions.sweep import residual_patching
+from attnscope.pipelines.writes.beside_effects import dla_beside_effect
+from attnscope.pipelines.writes.recorded import record_writes
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.predictions import prediction_of
@@ -152,7 +154,7 @@ def create_intervention(run: RunDep, body: InterventionCreate, service: ServiceD
     response_model=HeadEffectsPublic,
     responses=ERRORS,
     summary="One ablation (or patch) per head, batched: the per-head effect grid, beside attention-based head "
-    "importance and their Spearman rank correlation",
+    "importance and, for causal LMs, each head's direct logit attribution, with their Spearman rank correlations",
 )
 @heavy
 def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDep) -> HeadEffectsPublic:
@@ -166,6 +168,13 @@ def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDe
     importance = head_confidence(maps)
     agree = rank_agreement(res["effect"], importance)
     m = res["metric"]
+    beside = None
+    if res["target"] is inp and inp.token_ids is not None:  # the run itself was ablated: its DLA compares
+
+        def recording():
+            return service.recordings.get(run.id, lambda: record_writes(backend, inp))
+
+        beside = dla_beside_effect(backend, inp.token_ids, m.kind, m.positions, m.answers, res["effect"], recording)
     return HeadEffectsPublic(
         run_id=run.id,
         method=body.method,
@@ -175,6 +184,8 @@ def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDe
         clean=prediction_of(res["clean"]),
         importance=importance.tolist(),
         rank_agreement={"rho": agree.rho, "p": agree.p, "n": agree.n},
+        dla=None if beside is None else beside.heads.tolist(),
+        dla_agreement=None if beside is None else vars(beside.agreement),
         seconds=time.perf_counter() - start,
     )
 

@@ -11,15 +11,14 @@ from fastapi import APIRouter, status
 from attnscope.analysis.slices import parse_range
 from attnscope.models.interface import Capture
 from attnscope.pipelines.writes.graph import GraphTooLargeError
-from attnscope.pipelines.writes.graph_run import graph_of_run
+from attnscope.pipelines.writes.graph_run import prediction_graph
 from attnscope.pipelines.writes.readouts import (
     WritesInputError,
     attribution_of_run,
     lens_of_run,
-    single_token_id,
     value_weighted_of_run,
 )
-from attnscope.pipelines.writes.recorded import attribute, readout_parts, record_writes
+from attnscope.pipelines.writes.recorded import record_writes
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.request_executor import heavy
@@ -216,34 +215,27 @@ def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPubl
 def create_graph(run: RunDep, body: GraphCreate, service: ServiceDep) -> GraphPublic:
     try:
         ids = _token_ids(run)
-        position = len(ids) - 1 if body.position is None else body.position
         backend = service.models.get(run.model)
-        tid = None if body.target is None else single_token_id(backend, body.target, "target")
-        recording = _recording(service, run, backend)
-        res = graph_of_run(backend, ids, position, body.threshold, body.max_nodes, recording)
-        writes = recording()
-        if tid is None:
-            norm, unembed = readout_parts(backend.sites, "the contribution graph")
-            tid = int(unembed.logits(norm(writes.resid[-1, position])).argmax())
-        att = attribute(writes, position, tid, split=False)
+        pg = prediction_graph(
+            backend, ids, body.position, body.threshold, body.max_nodes, body.target, _recording(service, run, backend)
+        )
     except (ValueError, GraphTooLargeError) as exc:
         raise _invalid(exc) from None
-    g = res.graph
+    g, att = pg.result.graph, pg.attribution
     tokens = run.capture.maps.tokens
-    order = sorted(g.nodes, key=lambda n: (-n[1], n[0] == "mid", n[2]))
-    index = {n: k for k, n in enumerate(order)}
+    attention, mlp = pg.block_parts()
     return GraphPublic(
         run_id=run.id,
-        position=position,
-        threshold=res.threshold,
-        max_nodes=res.max_nodes,
-        target_id=tid,
-        target=backend.tokenizer.decode([tid]),
-        nodes=[GraphNode(kind=k, layer=la, position=p, token=tokens[p]) for k, la, p in order],
+        position=pg.result.position,
+        threshold=pg.result.threshold,
+        max_nodes=pg.result.max_nodes,
+        target_id=pg.target_id,
+        target=backend.tokenizer.decode([pg.target_id]),
+        nodes=[GraphNode(kind=k, layer=la, position=p, token=tokens[p]) for k, la, p in pg.nodes],
         edges=[
             GraphEdge(
-                source=index[s],
-                target=index[t],
+                source=pg.index[s],
+                target=pg.index[t],
                 kind=kind,
                 weight=w,
                 heads=[float(x) for x in g.heads[(s, t)]] if kind == "attention" else None,
@@ -253,6 +245,6 @@ def create_graph(run: RunDep, body: GraphCreate, service: ServiceDep) -> GraphPu
         logit=att.logit,
         bias=att.bias,
         embed=att.embed,
-        attention=(att.heads.sum(-1) + att.attn_bias).tolist(),
-        mlp=att.mlp.tolist(),
+        attention=attention,
+        mlp=mlp,
     )

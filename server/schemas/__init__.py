@@ -76,6 +76,9 @@ from attnscope.server.schemas.job_results import (  # noqa: F401
     JOB_RESULTS,
     CensusResultPublic,
     CensusRow,
+    DlaExample,
+    DlaResultPublic,
+    DlaRow,
     FaithfulnessCurves,
     FaithfulnessResultPublic,
     FaithfulnessRow,
@@ -92,6 +95,7 @@ from attnscope.server.schemas.job_results import (  # noqa: F401
 from attnscope.server.schemas.jobs import (  # noqa: F401
     JOB_PARAMS,
     CensusParams,
+    DlaParams,
     FaithfulnessParams,
     JobCreate,
     JobKindPublic,

@@ -141,6 +141,15 @@ class HeadEffectsPublic(BaseModel):
     )
     importance_kind: Literal["confidence"] = "confidence"
     rank_agreement: RankAgreementPublic
+    dla: list[list[float]] | None = Field(
+        None,
+        description="[layer][head] direct logit attribution of what the metric reads (answer_logit_diff: "
+        "logit(correct) - logit(wrong); loss: the true next token's logit), final norm frozen, mean over the metric's "
+        "positions; None for classifiers, embeddings, image runs and denoising",
+    )
+    dla_agreement: RankAgreementPublic | None = Field(
+        None, description="Spearman rank correlation of |effect| and |dla| over the heads"
+    )
     seconds: float = Field(..., description="wall time of the grid")
 
 

@@ -385,11 +385,99 @@ class HeadEffectsResultPublic(Strict):
     examples: list[HeadEffectExample]
 
 
+class PartInterval(Strict):
+    """One scalar part of the logit over the examples: its mean, 95 % t interval and n."""
+
+    mean: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int
+
+
+class LayerParts(Strict):
+    """One part per layer (``[layer]``): mean, 95 % t interval and n."""
+
+    mean: list[float | None]
+    low: list[float | None]
+    high: list[float | None]
+    n: list[int]
+
+
+class HeadParts(Strict):
+    """Each head's part (``[layer][head]``): mean, 95 % t interval and n."""
+
+    mean: list[list[float | None]]
+    low: list[list[float | None]]
+    high: list[list[float | None]]
+    n: list[list[int]]
+
+
+class DlaRow(Strict):
+    """One head of the DLA table (a CSV row): its mean part of the logit over the examples, the 95 % t
+    interval (None: fewer than two examples) and n."""
+
+    head: str = Field(..., description="LxHy")
+    layer: int
+    head_index: int
+    mean: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int
+
+
+class DlaTopHead(Strict):
+    """A head of large mean |part|."""
+
+    layer: int
+    head: int
+    mean: float
+
+
+class DlaExample(Strict):
+    """One example attributed: its id, length, target token, logit, the parts' rounding error and its
+    heads' parts ``[layer][head]``."""
+
+    id: str | int
+    tokens: int
+    target_id: int
+    target: str
+    logit: float
+    residual_error: float = Field(..., description="logit minus the sum of its parts (float rounding)")
+    heads: list[list[float]]
+
+
+class DlaResultPublic(Strict):
+    """Result of a ``dla`` job: each example's next-token logit at its last position split into the
+    embedding, heads, MLPs and biases (final norm frozen per example), averaged over the examples. The
+    means conserve as the parts do: embed + heads + attn_bias + mlp + bias = logit."""
+
+    kind: Literal["dla"] = "dla"
+    model: str
+    dataset: str
+    split: str | None = None
+    seed: int
+    target: Literal["predicted", "next"]
+    max_tokens: int
+    n: int = Field(..., description="examples attributed")
+    skipped: int = Field(..., description="examples without a next token (target 'next', one-token texts)")
+    interval: IntervalMethod
+    heads: HeadParts
+    attn_bias: LayerParts = Field(..., description="[layer] the attention output bias's part (0 without one)")
+    mlp: LayerParts
+    embed: PartInterval
+    bias: PartInterval = Field(..., description="the final norm's bias and the unembedding bias")
+    logit: PartInterval
+    top: list[DlaTopHead] = Field(..., description="the 10 heads of largest mean |part|")
+    rows: list[DlaRow] = Field(..., description="one per head (the CSV download)")
+    examples: list[DlaExample] = Field(..., description="long-format CSV: format=csv&table=examples")
+
+
 JOB_RESULTS: dict[str, type[BaseModel]] = {
     "census": CensusResultPublic,
     "probe": ProbeResultPublic,
     "faithfulness": FaithfulnessResultPublic,
     "head-effects": HeadEffectsResultPublic,
+    "dla": DlaResultPublic,
 }
 """The result model of each job kind, by kind name (see the module docstring to add one)."""
 

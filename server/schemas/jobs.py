@@ -111,11 +111,30 @@ class HeadEffectsParams(BaseModel):
     chunk: int = Field(32, ge=1, le=64, description="copies of an input per batched forward pass")
 
 
+class DlaParams(CensusParams):
+    """Parameters of the ``dla`` job: direct logit attribution per head averaged over N examples."""
+
+    model: str = Field(
+        "smollm2",
+        min_length=1,
+        max_length=MAX_MODEL_NAME_CHARS,
+        description="registry name of a pre-norm causal LM (the attribution reads its final norm and unembedding)",
+    )
+    n: int = Field(100, ge=1, le=2000, description="examples (a seeded sample of the split)")
+    max_tokens: int = Field(64, ge=2, le=256, description="each text is cut to this many tokens")
+    target: Literal["predicted", "next"] = Field(
+        "predicted",
+        description="the logit attributed at the last position: the model's own top next token, or the text's "
+        "true next token (the text cut to max_tokens + 1 tokens, its last one the target)",
+    )
+
+
 JOB_PARAMS: dict[str, type[BaseModel]] = {
     "census": CensusParams,
     "probe": ProbeParams,
     "faithfulness": FaithfulnessParams,
     "head-effects": HeadEffectsParams,
+    "dla": DlaParams,
 }
 """The ``params`` model of each job kind the API offers, by kind name."""
 

@@ -74,6 +74,7 @@ def test_head_effect_grid_with_rank_agreement(api, run):
     assert grid.shape == (6, 12) and np.abs(grid).max() > 0
     assert np.asarray(res["importance"]).shape == (6, 12)
     assert res["rank_agreement"]["n"] == 72 and -1 <= res["rank_agreement"]["rho"] <= 1
+    assert res["dla"] is None and res["dla_agreement"] is None  # a classifier's metric reads no logit of a token
     first = res["top"][0]
     assert abs(first["effect"]) == pytest.approx(np.abs(grid).max())
     single = post(api, run, {"interventions": [{"kind": "ablate", "heads": [[first["layer"], first["head"]]]}]})

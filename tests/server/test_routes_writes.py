@@ -137,3 +137,25 @@ def test_graph_of_a_prediction_conserves_and_shares_one_recording_with_the_lens(
     assert all(v <= 1.0 + 1e-5 for v in into.values())
     direct = g["embed"] + sum(g["attention"]) + sum(g["mlp"])
     assert direct == pytest.approx(g["logit"] - g["bias"], abs=1e-4)
+
+
+def test_head_effects_answer_each_heads_dla_beside_its_ablation_effect(client, paris):
+    """The head-effects grid of SmolLM2 on " Paris" - " London" gives each head's DLA of that logit
+    difference (the attribution route's parts) and the Spearman correlation of |effect| with |DLA|; the
+    loss metric at one position attributes the text's own next token there. (An effect is not minus the
+    direct part even in the last layer: that block's MLP reads its heads' writes.)"""
+    from scipy.stats import spearmanr
+
+    body = {"method": "zero", "metric": "answer_logit_diff", "answers": [" Paris", " London"], "chunk": 64}
+    r = client.post(f"{API}/runs/{paris['id']}/head-effects", json=body)
+    assert r.status_code == 200, r.text
+    fx = r.json()
+    dla, effect = np.asarray(fx["dla"]), np.asarray(fx["effect"])
+    att = client.post(f"{API}/runs/{paris['id']}/attribution", json={"target": " Paris", "contrast": " London"}).json()
+    assert dla == pytest.approx(np.asarray(att["heads"]), abs=1e-5)
+    rho = spearmanr(np.abs(effect).ravel(), np.abs(dla).ravel()).statistic
+    assert fx["dla_agreement"]["rho"] == pytest.approx(rho, abs=1e-9) and fx["dla_agreement"]["n"] == 270
+    body = {"method": "zero", "metric": "loss", "positions": [3], "chunk": 64}
+    fx = client.post(f"{API}/runs/{paris['id']}/head-effects", json=body).json()
+    att = client.post(f"{API}/runs/{paris['id']}/attribution", json={"position": 3, "target": " is"}).json()
+    assert np.asarray(fx["dla"]) == pytest.approx(np.asarray(att["heads"]), abs=1e-5)
