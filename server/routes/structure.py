@@ -17,7 +17,14 @@ from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOL
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.request_executor import heavy
-from attnscope.server.schemas import EvolutionProfile, EvolutionPublic, HeadsPublic, ImportancePublic, ShiftPublic
+from attnscope.server.schemas import (
+    EvolutionProfile,
+    EvolutionPublic,
+    HeadsPublic,
+    ImportancePublic,
+    ShiftPublic,
+    StructurePassPublic,
+)
 
 router = APIRouter(prefix="/runs", tags=["structure"])
 
@@ -235,3 +242,38 @@ def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceP
     target = default_row(maps) if r == -1 else r
     flow = attention_flow(maps, rows=None if target is None else [target])
     return _importance(run, flow.importance(target), "flow", maps, MAX_FLOW_TOKENS)
+
+
+def _held_run(run_id: str, service) -> str:
+    """``run_id`` when the run is in memory (the status routes never restore a run: they are polled), else 404."""
+    if service.store.get(run_id) is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"no run with id {run_id!r} in memory (its structure pass is made when a structure route reads it)",
+        )
+    return run_id
+
+
+def _pass_public(run_id: str, st) -> StructurePassPublic:
+    return StructurePassPublic(run_id=run_id, state=st.state, done=st.done, total=st.total, waiting=st.waiting)
+
+
+@router.get(
+    "/{run_id}/structure-pass",
+    response_model=StructurePassPublic,
+    summary="Progress of the run's shared structure pass (cheap; for polling)",
+)
+def read_structure_pass(run_id: str, service: ServiceDep) -> StructurePassPublic:
+    return _pass_public(run_id, service.structure.status(_held_run(run_id, service)))
+
+
+@router.post(
+    "/{run_id}/structure-pass/cancel",
+    response_model=StructurePassPublic,
+    summary="Cancel the run's structure pass: the requests waiting on it answer 409",
+    description="The pass in flight stops at its next band of rows; every structure request of this run waiting "
+    "on it answers 409. A structure request made afterwards starts a new pass. Answers the status before the "
+    "cancel (idle or done: there was nothing to stop).",
+)
+def cancel_structure_pass(run_id: str, service: ServiceDep) -> StructurePassPublic:
+    return _pass_public(run_id, service.structure.cancel(_held_run(run_id, service)))
