@@ -70,8 +70,23 @@ class StructurePasses:
         self._waiting: dict[str, int] = {}  # run id -> requests blocked on another request's pass
         self.passes = 0  # passes made (for tests and benchmarks)
 
-    def get(self, run, k: int = DEFAULT_K, radius: int = DEFAULT_RADIUS, include_special: bool = False) -> Reductions:
-        """Every part of ``run.capture.maps`` (``head_mean`` only within ``MEAN_BYTES``) for these offsets."""
+    def ticket(self, run_id: str) -> int:
+        """The run's cancels so far: a request takes it when it arrives (before it queues for a worker)
+        and hands it to ``get``, so a cancel made while it queued stops it too."""
+        with self._lock:
+            return self._generation.get(run_id, 0)
+
+    def get(
+        self,
+        run,
+        k: int = DEFAULT_K,
+        radius: int = DEFAULT_RADIUS,
+        include_special: bool = False,
+        ticket: int | None = None,
+    ) -> Reductions:
+        """Every part of ``run.capture.maps`` (``head_mean`` only within ``MEAN_BYTES``) for these offsets;
+        ``ticket`` (``ticket(run.id)`` when the request arrived; default: now): ``PassCancelled`` when the
+        run's passes were cancelled since, unless the pass is already kept."""
         maps = run.capture.maps
         key = (run.id, int(k), int(radius), bool(include_special))
         with self._lock:
@@ -80,7 +95,7 @@ class StructurePasses:
                 self._done.move_to_end(key)
                 return hit[1]
             lock = self._locks.setdefault(key, threading.Lock())
-            generation = self._generation.get(run.id, 0)
+            generation = self._generation.get(run.id, 0) if ticket is None else ticket
         request_check = checker()
 
         def check() -> None:
@@ -155,9 +170,9 @@ class StructurePasses:
                 self._cancelled.add(run_id)
         return before
 
-    def mean_for(self, run):
+    def mean_for(self, run, ticket: int | None = None):
         """``head_mean [layer, query, key]`` of the run from the default pass, or None beyond ``MEAN_BYTES``."""
         maps = run.capture.maps
         if _parts(maps) != PARTS:
             return None
-        return self.get(run).head_mean
+        return self.get(run, ticket=ticket).head_mean
