@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -112,13 +113,16 @@ def reduce_maps(
     include_special: bool = False,
     workers: int | None = None,
     check=None,
+    progress=None,
 ) -> Reductions:
     """Compute the requested ``parts`` in one pass over ``maps.weights`` ``[layer, head, query, key]``.
 
     ``index`` (or ``k``/``radius``/``include_special`` to build it) fixes the offsets of ``band``
     and the rows x cols block of ``energy``. ``workers`` threads (default: one per core, at most one
     per layer; one thread for small maps). ``check()``, when given, is called before each band of rows
-    (from the worker threads): it raises to stop the pass (a request's cancellation).
+    (from the worker threads): it raises to stop the pass (a request's cancellation). ``progress(done,
+    total)``, when given, is called after each band of rows with the bands done so far out of the
+    pass's ``total`` (``layer x bands per layer``; from the worker threads, under a lock).
     """
     parts = frozenset(parts)
     unknown = parts - PARTS
@@ -153,6 +157,10 @@ def reduce_maps(
         plan = index.block_plan(block, n_head)
         band_buf = np.empty((n_layer, plan.gather.size), np.float32)
 
+    total_bands = n_layer * -(-n // band_rows)
+    bands_done = [0]
+    count_lock = threading.Lock()
+
     def layer_task(li: int) -> None:
         buf = np.empty((n_head, block, n), np.float32)
         for b0 in range(0, n, band_rows):  # eager: one band, the layer itself (a view)
@@ -161,6 +169,10 @@ def reduce_maps(
             b1 = min(n, b0 + band_rows)
             band = w[li] if not lazy else np.ascontiguousarray(maps.block(li, rows=slice(b0, b1)))
             band_task(li, band, b0, b1, buf)
+            if progress is not None:
+                with count_lock:
+                    bands_done[0] += 1
+                    progress(bands_done[0], total_bands)
 
     def band_task(li: int, band: np.ndarray, b0: int, b1: int, buf: np.ndarray) -> None:
         """Rows ``b0:b1`` of layer ``li``: ``band [head, b1 - b0, key]``."""

@@ -40,6 +40,7 @@ from attnscope.server.schemas import (
     RunSummaryPublic,
     SampleList,
     ShiftPublic,
+    StructurePassPublic,
     TokenCountPublic,
     ValueWeightedPublic,
 )
@@ -163,6 +164,11 @@ class ApiClient(JobsApi):
     def shift(self, run_id: str, k: int = 8, threshold: float = 0.5) -> ShiftPublic:
         r = self._request("GET", f"/runs/{run_id}/shift", params={"k": k, "threshold": threshold})
         return ShiftPublic.model_validate(r.json())
+
+    def structure_pass(self, run_id: str, cancel: bool = False) -> StructurePassPublic:
+        """Where the run's shared structure pass stands; ``cancel``: stop it (and its waiting requests)."""
+        path = f"/runs/{run_id}/structure-pass" + ("/cancel" if cancel else "")
+        return StructurePassPublic.model_validate(self._request("POST" if cancel else "GET", path).json())
 
     def heads(self, run_id: str, probe: bool = True) -> HeadsPublic:
         return HeadsPublic.model_validate(self._request("GET", f"/runs/{run_id}/heads", params={"probe": probe}).json())

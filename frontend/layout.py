@@ -10,7 +10,7 @@ from attnscope.frontend.page_common import control, error_box, model_picker, pan
 from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
 from attnscope.frontend.qk_layout import qk_views
 from attnscope.frontend.sink_hiding import HIDE_LABELS, HIDES
-from attnscope.frontend.stale_note import stale_note
+from attnscope.frontend.stale_note import counterfactual_link, stale_note
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
 from attnscope.frontend.writes_layout import map_kind_control, writes_panel
@@ -48,6 +48,7 @@ def controls(text: str | None = None) -> html.Div:
             token_counter("explore"),
             html.Div(id="run-error", className="error", role="alert"),
             stale_note("explore"),
+            counterfactual_link("explore"),
             html.Div(id="api-status", className="api-status"),
         ],
     )

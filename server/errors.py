@@ -36,6 +36,7 @@ from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
 from attnscope.models.zoo.manifest import CheckpointMismatchError, CheckpointMissingError
 from attnscope.models.zoo.samples import UnknownSampleError
 from attnscope.server.schemas import ErrorBody
+from attnscope.server.structure_pass import PassCancelled
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +212,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DataSetMissingError)
     async def _checkpoint(_: Request, exc: Exception) -> JSONResponse:
         return error_response(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
+
+    @app.exception_handler(PassCancelled)
+    async def _pass_cancelled(_: Request, exc: PassCancelled) -> JSONResponse:  # a user asked: it is read
+        return error_response(
+            status.HTTP_409_CONFLICT, f"{exc} (POST .../structure-pass/cancel); ask again to start a new pass"
+        )
 
     @app.exception_handler(Cancelled)
     async def _cancelled(_: Request, exc: Cancelled) -> JSONResponse:  # nobody reads it: the client left

@@ -10,6 +10,11 @@ the one pass instead of starting their own. The pass checks its request's cancel
 band of rows (``models.cancel.checker``), so a client that leaves (or the heavy executor's deadline)
 stops it.
 
+A pass reports its progress (bands of rows done out of the pass's total, ``status``) and can be
+cancelled for a run (``cancel``, the page's Cancel button): the pass in flight stops at its next band
+and every request waiting on one of the run's passes raises ``PassCancelled`` (409); a request made
+after the cancel starts a fresh pass.
+
 ``head_mean [layer, query, key]`` (evolution, rollout) is kept only while it is at most
 ``MEAN_BYTES``; beyond, those two routes make their own pass as before (``mean_for`` returns None).
 """
@@ -18,10 +23,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from attnscope.analysis.passes import PARTS, Reductions, reduce_maps
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS
-from attnscope.models.cancel import checker
+from attnscope.models.cancel import Cancelled, checker
 
 MEAN_BYTES = 1 << 29  # 512 MiB of head means kept per run at most (SmolLM2: 2,048 tokens)
 MAX_ENTRIES = 4  # (run, offsets) passes kept (LRU)
@@ -33,6 +39,23 @@ def _parts(maps) -> frozenset[str]:
     return PARTS if keep_mean else PARTS - {"mean"}
 
 
+class PassCancelled(Cancelled):
+    """A run's structure pass was cancelled by ``StructurePasses.cancel`` (a user, not a gone client)."""
+
+
+@dataclass(frozen=True)
+class PassStatus:
+    """Where a run's structure pass stands: ``state`` ``idle`` (none made or kept), ``running``,
+    ``done`` (kept, every route answers from it) or ``cancelled`` (the last one was, none since);
+    ``done``/``total`` the bands of rows (``total`` = layers x bands per layer; 0 when idle);
+    ``waiting`` the requests waiting for a pass of the run that another request makes."""
+
+    state: str
+    done: int = 0
+    total: int = 0
+    waiting: int = 0
+
+
 class StructurePasses:
     """Reductions per ``(run id, k, radius, include_special)``, computed once (bounded LRU, thread-safe)."""
 
@@ -41,10 +64,29 @@ class StructurePasses:
         self._done: OrderedDict[tuple, tuple[object, Reductions]] = OrderedDict()
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._running: dict[tuple, list[int]] = {}  # key -> [bands done, total] of the pass in flight
+        self._generation: dict[str, int] = {}  # run id -> cancels so far
+        self._cancelled: set[str] = set()  # runs whose last pass was cancelled and none made since
+        self._waiting: dict[str, int] = {}  # run id -> requests blocked on another request's pass
         self.passes = 0  # passes made (for tests and benchmarks)
 
-    def get(self, run, k: int = DEFAULT_K, radius: int = DEFAULT_RADIUS, include_special: bool = False) -> Reductions:
-        """Every part of ``run.capture.maps`` (``head_mean`` only within ``MEAN_BYTES``) for these offsets."""
+    def ticket(self, run_id: str) -> int:
+        """The run's cancels so far: a request takes it when it arrives (before it queues for a worker)
+        and hands it to ``get``, so a cancel made while it queued stops it too."""
+        with self._lock:
+            return self._generation.get(run_id, 0)
+
+    def get(
+        self,
+        run,
+        k: int = DEFAULT_K,
+        radius: int = DEFAULT_RADIUS,
+        include_special: bool = False,
+        ticket: int | None = None,
+    ) -> Reductions:
+        """Every part of ``run.capture.maps`` (``head_mean`` only within ``MEAN_BYTES``) for these offsets;
+        ``ticket`` (``ticket(run.id)`` when the request arrived; default: now): ``PassCancelled`` when the
+        run's passes were cancelled since, unless the pass is already kept."""
         maps = run.capture.maps
         key = (run.id, int(k), int(radius), bool(include_special))
         with self._lock:
@@ -53,16 +95,50 @@ class StructurePasses:
                 self._done.move_to_end(key)
                 return hit[1]
             lock = self._locks.setdefault(key, threading.Lock())
+            generation = self._generation.get(run.id, 0) if ticket is None else ticket
+        request_check = checker()
+
+        def check() -> None:
+            request_check()  # this request's client gone, or its deadline passed
+            if self._generation.get(run.id, 0) != generation:
+                raise PassCancelled(f"the structure pass of run {run.id} was cancelled")
+
+        with self._lock:
+            self._waiting[run.id] = self._waiting.get(run.id, 0) + lock.locked()
+            counted = lock.locked()
         with lock:  # one pass per key; the others wait for it
             with self._lock:
+                if counted:
+                    self._waiting[run.id] -= 1
                 hit = self._done.get(key)
                 if hit is not None and hit[0] is maps:
                     return hit[1]
-            # stops at the next band of rows when this request is cancelled (client gone, deadline): a
-            # request waiting on the same key then makes the pass itself
-            red = reduce_maps(maps, _parts(maps), k=k, radius=radius, include_special=include_special, check=checker())
+                counts = self._running[key] = [0, 0]
+            progress = lambda done, total: counts.__setitem__(slice(None), [done, total])  # noqa: E731
+            # stops at the next band of rows when this request is cancelled (client gone, deadline) or the
+            # run's passes are (cancel): a request waiting on the same key then makes the pass itself,
+            # or after a cancel raises too
+            try:
+                check()  # cancelled while this request waited for another's pass
+                red = reduce_maps(
+                    maps,
+                    _parts(maps),
+                    k=k,
+                    radius=radius,
+                    include_special=include_special,
+                    check=check,
+                    progress=progress,
+                )
+            except PassCancelled:
+                with self._lock:
+                    self._cancelled.add(run.id)
+                raise
+            finally:
+                with self._lock:
+                    self._running.pop(key, None)
             with self._lock:
                 self.passes += 1
+                self._cancelled.discard(run.id)
                 self._done[key] = (maps, red)
                 self._done.move_to_end(key)
                 while len(self._done) > self.max_entries:
@@ -70,9 +146,33 @@ class StructurePasses:
                     self._locks.pop(old, None)
             return red
 
-    def mean_for(self, run):
+    def status(self, run_id: str) -> PassStatus:
+        """The run's pass in flight (the least advanced, when several offsets are), else ``done`` when
+        one is kept, ``cancelled`` when the last was cancelled, else ``idle``."""
+        with self._lock:
+            running = [c for key, c in self._running.items() if key[0] == run_id]
+            if running:
+                done, total = min(running, key=lambda c: c[0] / c[1] if c[1] else 0.0)
+                return PassStatus("running", done, total, self._waiting.get(run_id, 0))
+            if run_id in self._cancelled:
+                return PassStatus("cancelled")
+            if any(key[0] == run_id for key in self._done):
+                return PassStatus("done")
+            return PassStatus("idle")
+
+    def cancel(self, run_id: str) -> PassStatus:
+        """Stop the run's passes in flight (at their next band of rows) and the requests waiting on
+        them; returns the status just before."""
+        before = self.status(run_id)
+        with self._lock:
+            self._generation[run_id] = self._generation.get(run_id, 0) + 1
+            if before.state == "running":
+                self._cancelled.add(run_id)
+        return before
+
+    def mean_for(self, run, ticket: int | None = None):
         """``head_mean [layer, query, key]`` of the run from the default pass, or None beyond ``MEAN_BYTES``."""
         maps = run.capture.maps
         if _parts(maps) != PARTS:
             return None
-        return self.get(run).head_mean
+        return self.get(run, ticket=ticket).head_mean

@@ -360,6 +360,14 @@
         return ["Stale: the results below are of run " + run.id + " (" + why.join(", ") +
           "), not of the text and model above. Press Run to update them.", "notice stale"];
       },
+      /* stale_note.counterfactual_link: Compare with the shown run's text (A) and its edit (B), same model */
+      counterfactualLink: function (text, model, run) {
+        var edited = (text || "").trim();
+        if (!run || !run.model || (model && model !== run.model) || !edited ||
+            edited === (run.text || "").trim()) { return ["/compare", "counterfactual-link empty"]; }
+        var q = new URLSearchParams({ model_a: run.model, text_a: run.text, model_b: run.model, text_b: edited });
+        return ["/compare?" + q.toString(), "counterfactual-link"];
+      },
       nextStep: function (state, storeId) {
         if (!state || state.error || state.next >= state.n) { return noUpdate(); }
         setTimeout(function () { window.dash_clientside.set_props(storeId, { data: state.next }); }, 0);

@@ -27,7 +27,7 @@ from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, is_new, resolve_record
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note
-from attnscope.frontend.stale_note import register_stale_note
+from attnscope.frontend.stale_note import register_counterfactual_link, register_stale_note
 from attnscope.frontend.token_counter import register_token_counter
 
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
@@ -57,6 +57,7 @@ class _InCaller:
 _SERIAL = _InCaller()
 register_token_counter("explore", "text-input", "model-dropdown")
 register_stale_note("explore", "explore-run-data", "text-input", "model-dropdown")
+register_counterfactual_link("explore", "explore-run-data", "text-input", "model-dropdown")
 
 
 @callback(

@@ -1,15 +1,20 @@
 """Structure: shift heads and their implied kernels, sharpening across layers, rollout and flow.
 
-Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&compare=M2&through=5``."""
+Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&hide=first&compare=M2&through=5``."""
 
 import dash
 from dash import dcc, html
 
+from attnscope.frontend.layout import hide_control
 from attnscope.frontend.page_common import error_box, panel
-from attnscope.frontend.pages import structure_callbacks  # noqa: F401  (registers this page's callbacks)
+from attnscope.frontend.pages import (
+    structure_callbacks,  # noqa: F401  (registers this page's callbacks)
+    structure_progress,
+)
 from attnscope.frontend.pages.structure_callbacks import PARAMS
 from attnscope.frontend.pages.structure_effects import effects_panel
 from attnscope.frontend.pages.structure_heads import head_types_panel
+from attnscope.frontend.pages.structure_progress import progress_line
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.url_state import address_parts, parse_query
 
@@ -24,7 +29,10 @@ def layout(**query):
             dcc.Store(id="structure-run-data"),
             dcc.Store(id="structure-head"),
             *address_parts("structure", state, problems),
-            html.Div(id="structure-run", className="panel hint"),
+            html.Div(
+                className="panel hint structure-banner",
+                children=[html.Span(id="structure-run"), *structure_progress.controls()],
+            ),
             error_box("structure"),
             html.Div(
                 className="row",
@@ -62,12 +70,15 @@ def layout(**query):
                                 ),
                             ],
                         ),
+                        progress_line("shift"),
                         graph("shift-grid"),
                         half=True,
                     ),
                     panel(
                         "Implied convolution",
                         None,
+                        hide_control("structure-hide", state["hide"]),
+                        progress_line("kernel"),
                         graph("kernel-figure"),
                         graph("kernel-head-map"),
                         half=True,
@@ -91,6 +102,7 @@ def layout(**query):
                     ],
                 ),
                 html.Div(id="evolution-error", className="error", role="alert"),
+                progress_line("evolution"),
                 html.Div(
                     className="row",
                     children=[
@@ -110,6 +122,7 @@ def layout(**query):
                     ],
                 ),
                 html.Div(id="importance-note", className="hint"),
+                progress_line("importance"),
                 graph("importance-figure"),
                 html.Div(id="importance-grid"),
             ),

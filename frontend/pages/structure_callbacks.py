@@ -10,9 +10,11 @@ from dash import Input, Output, State, callback, no_update
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.pages.explore_views import detail_figure
+from attnscope.frontend.pages.structure_progress import running
 from attnscope.frontend.plot_config import graph_config
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.sink_hiding import HIDES
 from attnscope.frontend.structure_figures import (
     evolution_figure,
     grid_importance_figure,
@@ -28,6 +30,7 @@ PARAMS = {
     "k": Param(int, default=8, lo=1, hi=64),
     "threshold": Param(float, default=0.5, lo=0, hi=1),
     "head": Param(str, max_len=12),
+    "hide": Param(str, default="none", choices=HIDES),
     "compare": Param(str, max_len=100),
     "through": Param(int, lo=0, hi=1000),
 }
@@ -71,6 +74,7 @@ def resolve(query, _retry, stored):
     Input("structure-run-data", "data"),
     Input("shift-k", "value"),
     Input("shift-threshold", "value"),
+    running=running("shift"),
 )
 def render_shift(data, k, threshold):
     run = stored_run(data)
@@ -108,10 +112,12 @@ def pick_head(click, wanted: str | None, score) -> tuple[int, int, str]:
     Output("structure-head", "data"),
     Input("shift-grid", "clickData"),
     Input("shift-data", "data"),
+    Input("structure-hide", "value"),
     State("structure-run-data", "data"),
     State("structure-query", "data"),
+    running=running("kernel"),
 )
-def render_kernel(click, shift, data, query):
+def render_kernel(click, shift, hide, data, query):
     run = stored_run(data)
     if not run or not shift:
         return empty_figure("Click a head in the shift grid."), empty_figure(""), no_update
@@ -123,8 +129,10 @@ def render_kernel(click, shift, data, query):
     if note and "not a head" in note:
         kfig.add_annotation(text=note, showarrow=False, xref="paper", yref="paper", x=0, y=1.12, xanchor="left")
     # pooled like Explore's detail (at most 256 cells a side, max-pooled): a full 1,524-token map as JSON
-    # was slow and Plotly's resampling of it drew a blank
-    return kfig, detail_figure(client(), run, layer, head, {}, "global"), label
+    # was slow and Plotly's resampling of it drew a blank; ``hide`` takes the sink's column away (a
+    # decoder's map is otherwise one bright column on the first token), stated in the title
+    hide = hide if hide in HIDES else "none"
+    return kfig, detail_figure(client(), run, layer, head, {}, "global", hide), label
 
 
 @callback(Output("compare-model", "options"), Input("structure-run-data", "data"))
@@ -144,6 +152,7 @@ def compare_options(data):
     Output("evolution-error", "children"),
     Input("structure-run-data", "data"),
     Input("compare-model", "value"),
+    running=running("evolution"),
 )
 def render_evolution(data, other_model):
     run = stored_run(data)
@@ -187,6 +196,7 @@ def importance_layers(data, query):
     Output("importance-grid", "children"),
     Input("structure-run-data", "data"),
     Input("importance-layer", "value"),
+    running=running("importance"),
 )
 def render_importance(data, layer):
     from dash import dcc
@@ -222,11 +232,12 @@ def render_importance(data, layer):
     Input("shift-k", "value"),
     Input("shift-threshold", "value"),
     Input("structure-head", "data"),
+    Input("structure-hide", "value"),
     Input("compare-model", "value"),
     Input("importance-layer", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, k, threshold, head, compare, through):
+def to_address(data, k, threshold, head, hide, compare, through):
     run = stored_run(data)
     last = run.n_layers - 1 if run else None
     values = {
@@ -234,6 +245,7 @@ def to_address(data, k, threshold, head, compare, through):
         "k": k,
         "threshold": threshold,
         "head": head,
+        "hide": hide,
         "compare": compare,
         "through": None if through == last else through,
     }

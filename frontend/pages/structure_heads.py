@@ -9,6 +9,7 @@ from dash import Input, Output, State, callback, dcc, html
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.head_type_figures import SCORE_NAMES, head_type_figure, labelled_heads, score_names
 from attnscope.frontend.page_common import client, empty_figure
+from attnscope.frontend.pages.structure_progress import progress_line, running
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import NO_RUN
@@ -39,6 +40,7 @@ def head_types_panel() -> html.Section:
                 ],
             ),
             dcc.Store(id="head-types-data"),
+            progress_line("heads"),
             html.Div(id="head-types-summary", **{"aria-live": "polite"}),
             graph("head-type-figure"),
         ],
@@ -67,6 +69,7 @@ def summary(records: list[dict], kv_head_of: list[int] | None, probe: str | None
     Output("head-type-score", "value"),
     Output("head-types-summary", "children"),
     Input("structure-run-data", "data"),
+    running=running("heads"),
 )
 def load_head_types(data):
     run = stored_run(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from attnscope.analysis.distance import distance_from
 from attnscope.analysis.evolution import Evolution, compare, evolution, evolution_from
@@ -17,7 +17,14 @@ from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOL
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.request_executor import heavy
-from attnscope.server.schemas import EvolutionProfile, EvolutionPublic, HeadsPublic, ImportancePublic, ShiftPublic
+from attnscope.server.schemas import (
+    EvolutionProfile,
+    EvolutionPublic,
+    HeadsPublic,
+    ImportancePublic,
+    ShiftPublic,
+    StructurePassPublic,
+)
 
 router = APIRouter(prefix="/runs", tags=["structure"])
 
@@ -34,6 +41,14 @@ ROW = Annotated[
 ]
 
 
+def _ticket(run_id: str, service: ServiceDep) -> int:
+    """The run's cancel count when the request arrives (before it queues for a heavy worker)."""
+    return service.structure.ticket(run_id)
+
+
+TicketDep = Annotated[int, Depends(_ticket)]
+
+
 def _offset(o):
     return [int(v) for v in o] if np.ndim(o) else int(o)
 
@@ -43,13 +58,14 @@ def _offset(o):
 def read_shift(
     run: RunDep,
     service: ServiceDep,
+    ticket: TicketDep,
     k: K = DEFAULT_K,
     radius: RADIUS = DEFAULT_RADIUS,
     threshold: THRESHOLD = DEFAULT_THRESHOLD,
     include_special: bool = False,
 ) -> ShiftPublic:
     maps = run.capture.maps
-    red = service.structure.get(run, k=k, radius=radius, include_special=include_special)  # one pass per run
+    red = service.structure.get(run, k=k, radius=radius, include_special=include_special, ticket=ticket)
     scan = shift_scan_from(red, maps.layer_ids, maps.head_ids, threshold)
     conv = convolution_from(red, maps.layer_ids, maps.head_ids)
     offs = [_offset(o) for o in scan.offsets]
@@ -79,6 +95,7 @@ def read_shift(
 def read_heads(
     run: RunDep,
     service: ServiceDep,
+    ticket: TicketDep,
     probe: Annotated[
         bool, Query(description="also run the repeated-random-token probe for duplicate-token and induction scores")
     ] = True,
@@ -91,7 +108,7 @@ def read_heads(
             note = probe_note(service.models.get(run.model))
         except ValueError as exc:
             note = f"probe skipped: {exc}"
-    red = service.structure.get(run)  # the pass the shift route made (or makes) for this run
+    red = service.structure.get(run, ticket=ticket)  # the pass the shift route made (or makes) for this run
     types = classify_heads(maps, probe=probe_data, reductions=red)
     dist = distance_from(red, maps)
     table = types.table()
@@ -132,14 +149,15 @@ def _profile(model: str, ev: Evolution) -> EvolutionProfile:
 def read_evolution(
     run: RunDep,
     service: ServiceDep,
+    ticket: TicketDep,
     compare_to: Annotated[
         str | None, Query(description="id of another run (e.g. the same text on another model) to show side by side")
     ] = None,
 ) -> EvolutionPublic:
     if compare_to is None:
         maps = run.capture.maps
-        mean = service.structure.mean_for(run)  # None beyond MEAN_BYTES: a pass of its own
-        ev = evolution(maps) if mean is None else evolution_from(service.structure.get(run), maps)
+        mean = service.structure.mean_for(run, ticket)  # None beyond MEAN_BYTES: a pass of its own
+        ev = evolution(maps) if mean is None else evolution_from(service.structure.get(run, ticket=ticket), maps)
         return EvolutionPublic(run_id=run.id, profile=_profile(run.model, ev))
     other = service.store.get(compare_to) or service.restore(compare_to)  # as GET /runs/{id} does
     if other is None:
@@ -208,9 +226,11 @@ def _through(maps, layer: int | None):
     "/{run_id}/rollout", response_model=ImportancePublic, summary="Attention rollout as token (and pixel) importance"
 )
 @heavy
-def read_rollout(run: RunDep, service: ServiceDep, row: ROW = "cls", layer: LAYER = None) -> ImportancePublic:
+def read_rollout(
+    run: RunDep, service: ServiceDep, ticket: TicketDep, row: ROW = "cls", layer: LAYER = None
+) -> ImportancePublic:
     maps = _through(run.capture.maps, layer)
-    mean = service.structure.mean_for(run)  # [layer, query, key] of the shared pass, or None (long runs)
+    mean = service.structure.mean_for(run, ticket)  # [layer, query, key] of the shared pass, or None (long runs)
     mean = None if mean is None else mean[: maps.n_layers]
     return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens), head_mean=mean), "rollout", maps)
 
@@ -235,3 +255,38 @@ def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceP
     target = default_row(maps) if r == -1 else r
     flow = attention_flow(maps, rows=None if target is None else [target])
     return _importance(run, flow.importance(target), "flow", maps, MAX_FLOW_TOKENS)
+
+
+def _held_run(run_id: str, service) -> str:
+    """``run_id`` when the run is in memory (the status routes never restore a run: they are polled), else 404."""
+    if service.store.get(run_id) is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"no run with id {run_id!r} in memory (its structure pass is made when a structure route reads it)",
+        )
+    return run_id
+
+
+def _pass_public(run_id: str, st) -> StructurePassPublic:
+    return StructurePassPublic(run_id=run_id, state=st.state, done=st.done, total=st.total, waiting=st.waiting)
+
+
+@router.get(
+    "/{run_id}/structure-pass",
+    response_model=StructurePassPublic,
+    summary="Progress of the run's shared structure pass (cheap; for polling)",
+)
+def read_structure_pass(run_id: str, service: ServiceDep) -> StructurePassPublic:
+    return _pass_public(run_id, service.structure.status(_held_run(run_id, service)))
+
+
+@router.post(
+    "/{run_id}/structure-pass/cancel",
+    response_model=StructurePassPublic,
+    summary="Cancel the run's structure pass: the requests waiting on it answer 409",
+    description="The pass in flight stops at its next band of rows; every structure request of this run waiting "
+    "on it answers 409. A structure request made afterwards starts a new pass. Answers the status before the "
+    "cancel (idle or done: there was nothing to stop).",
+)
+def cancel_structure_pass(run_id: str, service: ServiceDep) -> StructurePassPublic:
+    return _pass_public(run_id, service.structure.cancel(_held_run(run_id, service)))

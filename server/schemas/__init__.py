@@ -129,6 +129,7 @@ from attnscope.server.schemas.structure import (  # noqa: F401
     Offset,
     ShiftHead,
     ShiftPublic,
+    StructurePassPublic,
 )
 from attnscope.server.schemas.tokens import TokenCountPublic, TokenizeCreate  # noqa: F401
 from attnscope.server.schemas.workspace import (  # noqa: F401

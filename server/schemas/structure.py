@@ -119,3 +119,17 @@ class ImportancePublic(BaseModel):
     grid: list[list[float]] | None = Field(None, description="[row][col] importance over an image grid")
     max_tokens: int | None = None
     through_layer: int | None = Field(None, description="the last layer included (0-based)")
+
+
+class StructurePassPublic(BaseModel):
+    """Where the run's shared structure pass stands (the one pass every structure route reads)."""
+
+    run_id: str
+    state: Literal["idle", "running", "done", "cancelled"] = Field(
+        ...,
+        description="idle: none made or kept; running: in flight; done: kept, the routes answer from it; "
+        "cancelled: the last one was cancelled and none made since",
+    )
+    done: int = Field(0, ge=0, description="bands of rows done (running only)")
+    total: int = Field(0, ge=0, description="bands of rows in the pass: layers x bands per layer (running only)")
+    waiting: int = Field(0, ge=0, description="requests waiting for the pass in flight (running only)")

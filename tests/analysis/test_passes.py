@@ -134,3 +134,20 @@ def test_lazy_maps_stream_bands_and_give_the_eager_reductions(causal, monkeypatc
     for key in ha.scores:
         np.testing.assert_allclose(hb.scores[key], ha.scores[key], rtol=1e-5, atol=1e-6, err_msg=key)
     np.testing.assert_allclose(sink_scores(lazy), sink_scores(eager), rtol=1e-6)
+
+
+def test_progress_counts_every_band_of_every_layer_once(monkeypatch):
+    """3 layers of 40 rows in bands of 6: 7 bands a layer, 21 in all; ``done`` runs 1..21 once each, and
+    an eager pass counts one band a layer."""
+    rng = np.random.default_rng(4)
+    n = 40
+    eager = maps_from(random_rows(rng, (3, 2, n, n)), special=(0,))
+    lazy = type(eager).lazy(_ArraySource(eager.weights), eager.tokens, special=eager.special)
+    monkeypatch.setattr(passes, "BLOCK_BYTES", 4 * 2 * n * 3)
+    monkeypatch.setattr(passes, "LAZY_BAND_BYTES", 4 * 2 * n * 7)
+    seen = []
+    reduce_maps(lazy, PARTS, workers=2, progress=lambda done, total: seen.append((done, total)))
+    assert sorted(seen) == [(i, 21) for i in range(1, 22)]
+    seen.clear()
+    reduce_maps(eager, PARTS, workers=1, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]

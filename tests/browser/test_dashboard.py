@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from settle import settle, track
 
 pytestmark = pytest.mark.browser
 
@@ -87,10 +88,11 @@ def test_a_run_draws_its_detail_with_the_grid_and_a_click_costs_one_round_trip(d
     page = dash_page
     page.fill("#text-input", "The cat sat on the mat and looked at the dog.")
     updates = _dash_updates(page)
+    track(page)
     page.click("#run-button")
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 72", timeout=60_000)
     page.wait_for_selector("#head-detail .gtitle:has-text('L0H0 ')", timeout=30_000)
-    page.wait_for_timeout(1000)
+    settle(page)  # every callback of the run answered (a state, not a time)
     grid = [json.loads(body)["response"] for out, status, body in updates if "model-grid.children" in out]
     assert len(grid) == 1 and grid[0]["head-detail"]["figure"]["layout"]["title"]["text"].startswith("L0H0 ")
     drawn_again = [out for out, status, _ in updates if "head-detail.figure" in out and status == 200]
@@ -99,7 +101,7 @@ def test_a_run_draws_its_detail_with_the_grid_and_a_click_costs_one_round_trip(d
     updates.clear()
     page.locator("#model-grid .head-thumb[title^='L3H5']").click()
     page.wait_for_selector("#head-detail .gtitle:has-text('L3H5')", timeout=30_000)
-    page.wait_for_timeout(1000)
+    settle(page)
     outputs = [out for out, _, _ in updates]
     assert not any("selected-head" in out or "gen-layer" in out for out in outputs), outputs  # in the browser
     assert sum("head-detail.figure" in out for out in outputs) == 1, outputs

@@ -6,6 +6,7 @@ fetches a full-resolution token window; the head view draws each row's top-k lin
 import time
 
 import pytest
+from settle import settle, track
 
 pytestmark = pytest.mark.browser
 
@@ -16,11 +17,12 @@ DETAIL_BYTES = 600_000
 def test_head_detail_of_512_tokens_transfers_under_0_6_mb_and_zooms(dash_page):
     page = dash_page
     page.fill("#text-input", TEXT)
+    track(page)
     page.click("#run-button")
     page.wait_for_function("document.querySelectorAll('.head-thumb').length === 72", timeout=180_000)
     page.wait_for_selector("#head-detail .gtitle:has-text('L0H0')", timeout=60_000)
     page.wait_for_selector("#head-view .gtitle:has-text('layer 0')", timeout=60_000)
-    page.wait_for_timeout(500)  # let the first detail and head view settle
+    settle(page)  # the first detail and head view answered, nothing in flight
 
     updates = []
 
@@ -33,7 +35,7 @@ def test_head_detail_of_512_tokens_transfers_under_0_6_mb_and_zooms(dash_page):
     page.locator("#model-grid .head-thumb[title^='L3H5']").click()
     page.wait_for_selector("#head-detail .gtitle:has-text('L3H5')", timeout=60_000)
     seconds = time.perf_counter() - started
-    page.wait_for_timeout(500)
+    settle(page)  # responses of the same click still arriving
     page.remove_listener("response", on_response)
     sizes = [r.request.sizes()["responseBodySize"] for r in updates]
     total = sum(sizes)

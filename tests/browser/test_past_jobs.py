@@ -38,7 +38,8 @@ def _row(page, job_id: str):
     return page.locator(f"tr:has(code:text-is('{job_id}'))")
 
 
-def _wait_done(api_url: str, job_id: str, timeout: float = 180) -> dict:
+def _wait_done(api_url: str, job_id: str, timeout: float = 600) -> dict:
+    """Poll the job until it leaves queued/running; ``timeout`` bounds a hang only (a loaded machine is slow)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         job = httpx.get(f"{api_url}/api/v1/jobs/{job_id}", timeout=10).json()

@@ -94,3 +94,65 @@ def test_a_cancelled_request_stops_the_pass_and_the_next_one_makes_it(made):
     assert passes.passes == 0
     red = passes.get(run)  # no token: made, and kept
     assert passes.passes == 1 and passes.get(run) is red
+
+
+def test_progress_is_reported_and_a_cancel_stops_the_pass_and_its_waiters(client, monkeypatch):
+    """A gate on the real pass's progress holds it after its first band: the status route says running
+    1 of 6 (MiniLM: 6 layers, one band each), a cancel stops it at its next band, the shift request
+    and a heads request waiting on the same pass both answer 409, and a request after the cancel
+    makes a fresh pass that every route then reads (status done)."""
+    import threading
+
+    rid = client.post(f"{API}/runs", json={"model": "minilm", "text": TEXT + " Cancelled."}).json()["id"]
+    service = client.app.state.service
+    run = service.store.get(rid)
+    assert _get(client, f"{rid}/structure-pass")["state"] == "idle"
+    real = structure_pass.reduce_maps
+    started, go = threading.Event(), threading.Event()
+
+    def gated(maps, parts, progress=None, **kw):
+        def report(done, total):
+            progress(done, total)
+            started.set()
+            assert go.wait(60), "the test never opened the gate"
+
+        return real(maps, parts, progress=report, workers=1, **kw)
+
+    monkeypatch.setattr(structure_pass, "reduce_maps", gated)
+    answers = {}
+    asks = {
+        "shift": lambda: client.get(f"{API}/runs/{rid}/shift"),
+        "heads": lambda: client.get(f"{API}/runs/{rid}/heads", params={"probe": False}),
+    }
+    threads = [threading.Thread(target=lambda n=n, f=f: answers.__setitem__(n, f())) for n, f in asks.items()]
+    threads[0].start()
+    try:
+        assert started.wait(60)
+        threads[1].start()
+        while (status := _get(client, f"{rid}/structure-pass"))["waiting"] < 1:  # the heads request queued
+            assert threads[1].is_alive(), answers
+        assert (status["state"], status["done"], status["total"], status["waiting"]) == ("running", 1, 6, 1)
+        cancelled = client.post(f"{API}/runs/{rid}/structure-pass/cancel")
+        assert cancelled.status_code == 200 and cancelled.json()["state"] == "running"
+    finally:
+        go.set()
+        for t in threads:
+            t.join(60)
+    for name, answer in answers.items():
+        assert answer.status_code == 409, (name, answer.text)
+        assert "cancelled" in answer.json()["detail"]
+    assert set(answers) == {"shift", "heads"}
+    assert _get(client, f"{rid}/structure-pass")["state"] == "cancelled"
+    before = service.structure.passes
+    shift = _get(client, f"{rid}/shift")
+    np.testing.assert_allclose(shift["shift_score"], scan_shifts(run.capture.maps).shift_score, atol=1e-6)
+    assert service.structure.passes - before == 1
+    assert _get(client, f"{rid}/structure-pass")["state"] == "done"
+    assert client.post(f"{API}/runs/{rid}/structure-pass/cancel").json()["state"] == "done"  # nothing to stop
+    _get(client, f"{rid}/heads", probe=False)  # a cancel with nothing in flight leaves the kept pass
+    assert service.structure.passes - before == 1
+
+
+def test_status_routes_refuse_a_run_not_in_memory(client):
+    assert client.get(f"{API}/runs/nope/structure-pass").status_code == 404
+    assert client.post(f"{API}/runs/nope/structure-pass/cancel").status_code == 404
