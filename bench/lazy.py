@@ -16,6 +16,10 @@ the census (sampled every 10 ms), against 2 layers' worth of float32 maps (the t
     .venv/bin/python bench/lazy.py [--tokens 1024] [--long 4096] [--repeats 5] [--threads 1] [--skip-long]
         [--skip-short] [--run-only]
 
+The creation peak depends on glibc's mmap threshold, fixed at model load (``attnscope.models.allocator``);
+``ATTNSCOPE_MALLOC_MMAP_THRESHOLD=0`` runs the same bench under glibc's dynamic threshold, for the side-by-side
+figure in docs/results/benchmarks.md.
+
 On a machine whose cores are busy with other jobs run with ``--threads 1`` (see bench/llm.py).
 """
 

@@ -7,8 +7,8 @@ before every request of the Flask server behind Dash:
 - the API's ``Host`` allow-list (``ATTNSCOPE_ALLOWED_HOSTS``, same default): 400 otherwise (DNS rebinding);
 - on ``/_dash-update-component``: 413 when the body is over ``ATTNSCOPE_DASH_MAX_CALLBACK_BYTES`` (by
   ``Content-Length`` before a byte is read, or cut while a chunked body streams); 400 for a body that is
-  not a callback request (not JSON, not an object, an unknown output); a callback that raises on the
-  inputs it was sent answers 400 too (logged with its traceback), never a 500;
+  not a callback request (not JSON, nested deeper than the parser goes, not an object, an unknown output);
+  a callback that raises on the inputs it was sent answers 400 too (logged with its traceback), never a 500;
 - repeated wrong tokens at ``/login`` from one address: 429 with ``Retry-After`` (``attnscope.frontend.login``);
 - when a credential is set (``ATTNSCOPE_DASH_TOKEN``, else the API token): every page and route but
   ``/login``, ``/logout`` and the static assets needs a session, made by logging in at ``/login`` with
@@ -228,6 +228,8 @@ class _Guard:
             body = json.loads(data)
         except ValueError:
             return _problem(400, "a callback request is a JSON object; this body is not JSON", "bad_callback")
+        except RecursionError:  # nested deeper than the parser goes (about 1,000 levels): no callback sends that
+            return _problem(400, "this callback body is nested too deeply to be a callback request", "bad_callback")
         problem = _callback_shape_problem(body, self.app.callback_map)
         return None if problem is None else _problem(400, problem, "bad_callback")
 

@@ -22,6 +22,7 @@ import torch
 from cachetools import LRUCache
 
 from attnscope.models import attention_fn
+from attnscope.models.allocator import apply_mmap_threshold
 from attnscope.models.backends.base import Backend
 from attnscope.models.device import pick_device
 from attnscope.models.locks import LOAD_LOCK
@@ -170,6 +171,7 @@ def load_backend(spec: ModelSpec, device: torch.device, capture: str | None = No
     """The backend for ``spec`` (the one dispatch on the kind of model)."""
     from attnscope.models.zoo.dinov2 import NAME as DINOV2
 
+    apply_mmap_threshold()  # big temporary tensors of the forward passes go back to the OS (models/allocator.py)
     with LOAD_LOCK:
         if spec.name == DINOV2:
             return load_dinov2(spec, device)

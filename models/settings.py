@@ -16,6 +16,9 @@ server) lets pipelines and experiments read models but never the server.
     ATTNSCOPE_CACHE_DIR          converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
     ATTNSCOPE_TRAIN_THREADS      torch threads when training the zoo or running the experiments
                                  (default: 2 for training, 1 for the experiments)
+    ATTNSCOPE_MALLOC_MMAP_THRESHOLD  glibc malloc's mmap threshold in bytes, fixed at model load (default
+                                 1 MiB, so big temporary tensors return to the OS; 0: glibc's default;
+                                 ``attnscope.models.allocator``)
 
     ATTNSCOPE_DATA_DIR           the data folder (``attnscope.models.data_registry.data_dir()``; default
                                  ``$XDG_DATA_HOME/attnscope/data``, else ``~/.local/share/attnscope/data``)
@@ -32,6 +35,8 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from attnscope.models.allocator import DEFAULT_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD
 
 # lazy capture keeps queries and keys (a 4,096-token SmolLM2 run: 0.39 GB); eager capture materialises
 # every map (SmolLM2 at 512 tokens: 283 MB, 18 GB at 4,096), hence its lower default
@@ -56,6 +61,7 @@ class ModelSettings(BaseSettings):
     train_threads: int | None = Field(None, ge=1)
     data_dir: Path | None = None
     data_source: str = ""
+    malloc_mmap_threshold: int = Field(DEFAULT_MMAP_THRESHOLD, ge=0, le=MAX_MMAP_THRESHOLD)
 
     @field_validator("model_dirs", mode="before")
     @classmethod
@@ -64,7 +70,16 @@ class ModelSettings(BaseSettings):
             return [part.strip() for part in value.split(os.pathsep) if part.strip()]
         return value
 
-    @field_validator("device", "capture", "max_causal_tokens", "cache_dir", "train_threads", "data_dir", mode="before")
+    @field_validator(
+        "device",
+        "capture",
+        "max_causal_tokens",
+        "cache_dir",
+        "train_threads",
+        "data_dir",
+        "malloc_mmap_threshold",
+        mode="before",
+    )
     @classmethod
     def _empty_model_value_is_default(cls, value):
         """``ATTNSCOPE_DEVICE=`` (set but empty, as compose passes an unset host variable) keeps the default."""

@@ -35,6 +35,7 @@ class Settings(ModelSettings):
     ATTNSCOPE_MAX_CAUSAL_TOKENS longest causal-LM run (prompt + generated tokens), default 4096 (512 eager)
     ATTNSCOPE_CACHE_DIR       converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
     ATTNSCOPE_TRAIN_THREADS   torch threads of zoo training and the experiments (default 2 and 1)
+    ATTNSCOPE_MALLOC_MMAP_THRESHOLD glibc malloc's mmap threshold fixed at model load, default 1 MiB (0: glibc's)
     ATTNSCOPE_MAX_RUNS        runs kept in memory (LRU), default 256
     ATTNSCOPE_MAX_RUN_BYTES   bytes the runs kept in memory may hold (LRU by bytes: stored queries/keys of lazy
                               maps, eager maps, hidden states, outputs), default a quarter of physical memory

@@ -221,6 +221,23 @@ def count_json_keys(value) -> int:
     return count
 
 
+MAX_JSON_DEPTH = 64  # a request body nests a few levels; Python's parser gives up near 1,000 (RecursionError)
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(body: bytes) -> int:
+    """How deep a JSON text nests (its brackets outside strings), without parsing it (no recursion)."""
+    depth = deepest = 0
+    for b in _STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+        if b in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
 def _exact_keys(body: bytes) -> int | None:
     try:
         return count_json_keys(json.loads(body))
@@ -229,7 +246,8 @@ def _exact_keys(body: bytes) -> int | None:
 
 
 class JsonKeyLimit:
-    """422 for a JSON body of more than ``max_keys`` object keys, before it reaches validation."""
+    """422 for a JSON body of more than ``max_keys`` object keys or nested deeper than ``MAX_JSON_DEPTH``,
+    before it reaches the parser (which would fail on ~1,000 levels with a RecursionError) and validation."""
 
     def __init__(self, app: ASGIApp, max_keys: int = MAX_JSON_KEYS):
         self.app = app
@@ -249,6 +267,15 @@ class JsonKeyLimit:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
+            depth = await anyio.to_thread.run_sync(json_depth, body)
+            if depth > MAX_JSON_DEPTH:
+                return await error_response(
+                    422,
+                    f"the JSON body nests {depth:,} levels deep; this server takes at most {MAX_JSON_DEPTH} "
+                    "(a request body nests a few levels: see the schema at /docs)",
+                    "invalid",
+                )(scope, receive, send)
         if len(_KEY_END.findall(body)) > self.max_keys:
             keys = await anyio.to_thread.run_sync(_exact_keys, body)
             if keys is not None and keys > self.max_keys:

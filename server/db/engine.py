@@ -9,6 +9,7 @@ under the state folder: ``state_dir``, else ``$ATTNSCOPE_DATA_DIR/state`` when t
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from attnscope.models.data_registry import configured_data_dir
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_FILE = "attnscope.db"
@@ -81,6 +84,47 @@ def _sqlite_pragmas(engine: Engine) -> None:
         cur.close()
 
 
+def _revision(conn) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _migrate(engine: Engine, sqlite: bool, shown: str) -> None:
+    """Alembic ``upgrade head`` in one transaction, logging the revision found and the one reached.
+
+    On SQLite the whole upgrade runs inside one ``BEGIN IMMEDIATE``: Python's sqlite3 driver would
+    otherwise commit each ``ALTER``/``CREATE`` on its own, so a process killed mid-migration left
+    half a schema under the old revision number (and the next start-up failed on a duplicate column).
+    In one transaction a kill leaves the old schema and its rows intact, and the next start-up migrates
+    again from there. PostgreSQL runs DDL in transactions of its own (the same guarantee).
+    """
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection if sqlite else None
+        legacy = raw.isolation_level if sqlite else None
+        try:
+            if sqlite:
+                raw.isolation_level = None  # the driver opens and commits nothing by itself: BEGIN is ours
+                conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock first: no other writer mid-way
+            found = _revision(conn)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+            reached = _revision(conn)
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            if sqlite:
+                raw.isolation_level = legacy
+    if found != reached:
+        log.info("database %s: migrated from revision %s to %s", shown, found or "(empty)", reached)
+    else:
+        log.info("database %s: at revision %s", shown, reached)
+
+
 def open_database(database_url: str | None = None, state_dir: str | Path | None = None) -> Database:
     """Open, migrate (Alembic ``upgrade head``) and write-check the database; raise
     ``DatabaseUnavailableError`` naming the setting to change when any of that fails."""
@@ -110,11 +154,7 @@ def open_database(database_url: str | None = None, state_dir: str | Path | None 
     if sqlite:
         _sqlite_pragmas(engine)
     try:
-        with engine.begin() as conn:
-            cfg = Config()
-            cfg.set_main_option("script_location", str(MIGRATIONS))
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+        _migrate(engine, sqlite, shown)
         with engine.begin() as conn:  # a read-only file passes the migration when there is nothing to do
             conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
     except SQLAlchemyError as exc:

@@ -127,3 +127,111 @@ def test_schemathesis_all_checks_live_server(start_api, tmp_path):
     assert result["failures"] == [] and result["errors"] == [], summary
     assert cases["with_failures"] == 0 and cases["errored"] == 0, summary
     assert proc.returncode == 0, summary
+
+
+# ------------------------------------------------------------------ past the 404s: known ids
+KNOWN_ID_PATHS = (
+    "^/api/v1/(runs/[^/]+/(faithfulness|interventions|head-effects)|compare/heads|jobs/[^/]+/(resume|cancel|result)"
+    "|jobs/[^/]+)$"
+)
+FAMILIES = {
+    "faithfulness": "/faithfulness",
+    "interventions": "/interventions",
+    "compare": "/compare/",
+    "resume": "/resume",
+}
+KNOWN_ID_EXAMPLES = 12
+
+
+def _known_ids(url: str) -> dict:
+    """Two real classifier runs and a cancelled census job, made over HTTP before the fuzzing."""
+    import time
+
+    import httpx
+
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=f"{url}/api/v1", headers=auth, timeout=300) as http:
+        runs = []
+        for text in ("a warm and moving film .", "a dull , tedious plot ."):
+            r = http.post("/runs", json={"model": "minilm-sst2", "text": text})
+            assert r.status_code == 201, r.text
+            runs.append(r.json()["id"])
+        r = http.post("/jobs", json={"kind": "census", "params": {"model": "minilm-sst2", "n": 4, "seed": 1}})
+        assert r.status_code == 202, r.text
+        job = r.json()["id"]
+        http.post(f"/jobs/{job}/cancel")
+        deadline = time.time() + 300
+        while http.get(f"/jobs/{job}").json()["status"] not in ("cancelled", "done", "failed"):
+            assert time.time() < deadline, "the census job never stopped"
+            time.sleep(0.1)
+    return {"run_id": runs[0], "a": runs[0], "b": runs[1], "job_id": job}
+
+
+@pytest.mark.timeout(400)
+def test_schemathesis_with_known_ids_reaches_success_paths(start_api, tmp_path):
+    """The same checks on the routes that need an existing run or job, with real ids put in their path
+    and query parameters (``[parameters]`` in the config): their bodies are fuzzed past the 404 a random
+    id gets. Prints the status mix per family; each family answers something other than 404."""
+    settings = Settings(preload=["minilm-sst2"], max_runs=64, api_token=TOKEN, max_queued_jobs=4, heavy_queue=64)
+    with start_api(settings) as url:
+        ids = _known_ids(url)
+        config = tmp_path / "schemathesis.toml"
+        params = "\n".join(f'{name} = "{value}"' for name, value in ids.items())
+        config.write_text(_config() + f"\n[parameters]\n{params}\n")
+        report, har = tmp_path / "report.json", tmp_path / "report.har"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())",
+                "--config-file",
+                str(config),
+                "run",
+                f"{url}/openapi.json",
+                "--include-path-regex",
+                KNOWN_ID_PATHS,
+                "--checks",
+                "all",
+                "--max-examples",
+                str(KNOWN_ID_EXAMPLES),
+                "--seed",
+                "29",
+                "--generation-database",
+                "none",
+                "--workers",
+                "1",  # CPython 3.11's AST constructor is not thread-safe (see above)
+                "--request-timeout",
+                "120",
+                "--no-color",
+                "-H",
+                f"Authorization: Bearer {TOKEN}",
+                "--report",
+                "json,har",
+                "--report-json-path",
+                str(report),
+                "--report-har-path",
+                str(har),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=380,
+            cwd=tmp_path,
+        )
+    assert report.exists() and har.exists(), proc.stdout[-5000:] + proc.stderr[-3000:]
+    result = json.loads(report.read_text())
+    mix: dict[str, dict[int, int]] = {}
+    for entry in json.loads(har.read_text())["log"]["entries"]:
+        path, status = entry["request"]["url"], entry["response"]["status"]
+        family = next((f for f, part in FAMILIES.items() if part in path), "other")
+        mix.setdefault(family, {}).setdefault(status, 0)
+        mix[family][status] += 1
+    out = proc.stdout
+    details = out[out.find("FAILURES") :][:12000] if "FAILURES" in out else out[-6000:]
+    summary = f"{result['test_cases']}; mix {mix}; failures: {result['failures']}\n{details}"
+    print(f"schemathesis with known ids: {result['test_cases']['generated']} cases, status mix {mix}")
+    for family in FAMILIES:
+        statuses = mix.get(family, {})
+        assert sum(n for s, n in statuses.items() if s != 404) > 0, summary
+    assert any(200 <= s < 300 for f in FAMILIES for s in mix.get(f, {})), summary
+    assert result["failures"] == [] and result["errors"] == [], summary
+    assert proc.returncode == 0, summary

@@ -14,7 +14,7 @@ from pydantic import BaseModel, field_serializer
 from attnscope.server.config import Settings
 from attnscope.server.errors import MAX_DETAIL_CHARS, validation_detail
 from attnscope.server.main import create_app
-from attnscope.server.middleware import MAX_JSON_KEYS, count_json_keys
+from attnscope.server.middleware import MAX_JSON_DEPTH, MAX_JSON_KEYS, count_json_keys, json_depth
 
 API = "/api/v1"
 
@@ -67,6 +67,33 @@ def test_a_text_full_of_quote_colons_is_not_mistaken_for_keys(client):
     body = json.dumps({"model": "no-such-model", "text": '":' * (MAX_JSON_KEYS + 10)})
     r = client.post(f"{API}/runs", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 404, r.text  # validation ran: the unknown model is named
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1_000, 5_000, 100_000])
+@pytest.mark.parametrize("shape", ["list", "object", "inside a field"])
+def test_a_body_nested_deeper_than_the_parser_goes_is_a_422_never_a_500(client, depth, shape):
+    """Python's JSON parser fails near 1,000 levels with a RecursionError (a 500 before); the depth is
+    measured without parsing and refused first."""
+    nested = {
+        "list": "[" * depth + "]" * depth,
+        "object": '{"a":' * depth + "1" + "}" * depth,
+        "inside a field": '{"model": "minilm", "text": "hi", "x": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}",
+    }[shape]
+    r = client.post(f"{API}/runs", content=nested, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert f"{depth:,} levels" in r.json()["detail"] and len(r.content) < 1024
+
+
+def test_brackets_inside_strings_do_not_count_as_depth(client):
+    body = json.dumps({"model": "no-such-model", "text": "[{" * 5_000 + '\\"[' * 100})
+    assert json_depth(body.encode()) == 1
+    r = client.post(f"{API}/runs", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 404, r.text  # validation ran: the unknown model is named
+
+
+def test_json_depth_counts_nesting():
+    assert json_depth(b"1") == 0 and json_depth(b"[]") == 1 and json_depth(b'{"a": [1, {"b": []}], "c": {}}') == 4
+    assert json_depth(json.dumps([[["]]]]"]]]).encode()) == 3
 
 
 def test_detail_lines_are_cut():

@@ -117,3 +117,64 @@ def test_kill_9_mid_census_then_resume_gives_the_uninterrupted_table(api_env, tm
     db.close()
     assert [(s.start, s.stop) for s in shards] == [(0, 25), (25, 50)]  # each example once
     assert [(s.index, s.start, s.stop) for s in shards[: len(saved_before)]] == saved_before  # not run again
+
+
+def _kill_after_shards(api: ApiProcess, job_id: str, shards: int) -> None:
+    deadline = time.time() + 900
+    while time.time() < deadline:
+        job = api.get(f"/jobs/{job_id}").json()
+        if job["shards_done"] >= shards or job["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.02)
+    assert job["status"] == "running" and job["shards_done"] == shards, job
+    api.kill9()
+
+
+def test_kill_9_during_a_resume_loses_nothing_and_the_next_start_names_it(api_env, tmp_path):
+    """A job killed after shard 1, resumed, killed again after shard 2 (mid-resume), resumed again: the
+    second start-up marks it interrupted again (its log names the job), and the table equals an
+    uninterrupted run's, each example counted once."""
+    params = {**PARAMS, "n": 75}  # three shards of 25
+    log = tmp_path / "api.log"
+    api = ApiProcess(api_env, log)
+    try:
+        job_id = api.post("/jobs", json={"kind": "census", "params": params}).json()["id"]
+        _kill_after_shards(api, job_id, 1)
+    finally:
+        api.stop()
+    api = ApiProcess(api_env, log)
+    try:
+        assert api.get(f"/jobs/{job_id}").json()["status"] == "interrupted"
+        assert api.post(f"/jobs/{job_id}/resume").status_code == 202
+        _kill_after_shards(api, job_id, 2)  # the resumed run, killed mid-way
+    finally:
+        api.stop()
+    db = open_database(None, tmp_path)
+    saved = [(s.index, s.start, s.stop) for s in JobRecords(db).shards(job_id)]
+    db.close()
+    assert saved == [(0, 0, 25), (1, 25, 50)]
+
+    before = log.read_text()
+    api = ApiProcess(api_env, log)
+    try:
+        job = api.get(f"/jobs/{job_id}").json()
+        assert job["status"] == "interrupted" and f"/jobs/{job_id}/resume" in job["message"]
+        assert job["shards_done"] == 2 and job["done"] == 50
+        assert (
+            f"job {job_id} was running when the process stopped: marked interrupted" in log.read_text()[len(before) :]
+        )
+        assert api.post(f"/jobs/{job_id}/resume").status_code == 202
+        job = api.wait(job_id, "done", "failed")
+        assert job["status"] == "done" and job["done"] == job["total"] == 75
+        resumed = api.get(f"/jobs/{job_id}/result").json()
+        again = api.post("/jobs", json={"kind": "census", "params": params}).json()["id"]
+        api.wait(again, "done")
+        uninterrupted = api.get(f"/jobs/{again}/result").json()
+    finally:
+        api.stop()
+    assert resumed == uninterrupted and resumed["n"] == 75
+    db = open_database(None, tmp_path)
+    shards = JobRecords(db).shards(job_id)
+    db.close()
+    assert [(s.start, s.stop) for s in shards] == [(0, 25), (25, 50), (50, 75)]
+    assert [(s.index, s.start, s.stop) for s in shards[:2]] == saved  # not run again
