@@ -76,6 +76,8 @@ from attnscope.server.schemas.job_results import (  # noqa: F401
     JOB_RESULTS,
     CensusResultPublic,
     CensusRow,
+    CircuitEdgeRow,
+    CircuitResultPublic,
     FaithfulnessCurves,
     FaithfulnessResultPublic,
     FaithfulnessRow,
@@ -92,6 +94,7 @@ from attnscope.server.schemas.job_results import (  # noqa: F401
 from attnscope.server.schemas.jobs import (  # noqa: F401
     JOB_PARAMS,
     CensusParams,
+    CircuitParams,
     FaithfulnessParams,
     JobCreate,
     JobKindPublic,
