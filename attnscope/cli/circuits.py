@@ -64,7 +64,8 @@ def _job(args, backend) -> tuple[dict, str]:
     kind = JOB_KINDS["circuit"]
     params = kind.validate(
         {"model": args.model, "task": "induction", "n": args.n, "half": args.half, "seed": args.seed,
-         "method": args.method, "steps": args.steps, "k": args.k, "ablation": args.ablation, "top": args.top,
+         "bos": args.bos, "method": args.method, "steps": args.steps, "k": args.k, "ablation": args.ablation,
+         "top": args.top,
          "curve": [int(x) for x in args.curve.split(",")]}
     )  # fmt: skip
 
@@ -77,7 +78,9 @@ def _job(args, backend) -> tuple[dict, str]:
     def iv(v):
         return f"{v['mean']:.4g} [{v['low']:.4g}, {v['high']:.4g}]" if v["low"] is not None else f"{v['mean']:.4g}"
 
-    lines = [f"{res['method']} over {res['n']} {res['task']} pairs of {args.model} ({res['ablation']} ablation); "]
+    bos = args.bos if args.bos is not None else getattr(backend.tokenizer, "bos_token_id", None)
+    lines = [f"{res['method']} over {res['n']} {res['task']} pairs of {args.model} (first token {bos}, "]
+    lines.append(f"{res['ablation']} ablation); ")
     lines.append("means with 95 % t intervals over the pairs\n\n")
     for key in ("m_clean", "m_corrupted", "m_empty", "faithfulness"):
         lines.append(f"- {key}: {iv(res[key])}\n")
@@ -100,6 +103,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--n", type=int, default=20, help="--task: pairs (pair i: seed + i)")
     p.add_argument("--half", type=int, default=15, help="--task induction: tokens per copy")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bos", type=int, default=None, help="--task induction: first token id (default: the bos)")
     p.add_argument("--ablation", default="corrupted", choices=("corrupted", "mean"))
     p.add_argument("--top", type=int, default=200, help="--task: edges in the table")
     p.add_argument("--curve", default="0,10,25,50,100,200,500", help="--task: edge counts of the curve")

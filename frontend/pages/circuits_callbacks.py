@@ -165,7 +165,9 @@ def circuit_body(
     State("circuits-pairs", "value"),
     State("circuits-ablation", "value"),
 )
-def compute(clicks, model, query, clean, corrupted, metric, answer, wrong, method, steps, k, points, task, pairs, ablation):
+def compute(
+    clicks, model, query, clean, corrupted, metric, answer, wrong, method, steps, k, points, task, pairs, ablation
+):
     """The circuit: on the button, or when the page opens on an address that names its texts."""
     if not model:
         return None, "No causal LM to run on."

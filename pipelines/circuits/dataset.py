@@ -48,20 +48,26 @@ def _bos(backend) -> int | None:
     return None if bos is None else int(bos)
 
 
-def pair_ids(backend, task: str, index: int, *, half: int, seed: int, metric: str, pairs) -> tuple:
-    """``(clean [1, pos], corrupted [1, pos], CircuitMetric, label)`` of pair ``index`` of the set."""
+def pair_ids(
+    backend, task: str, index: int, *, half: int, seed: int, metric: str, pairs, bos: int | None = None
+) -> tuple:
+    """``(clean [1, pos], corrupted [1, pos], CircuitMetric, label)`` of pair ``index`` of the set
+    (induction: ``bos`` first, default the tokenizer's bos token)."""
     dev = backend.device
     if task == "induction":
         vocab = backend.model.config.vocab_size
-        ps = induction_pairs(vocab, n=1, half=half, seed=seed + index, bos=_bos(backend), low=induction_low(vocab))
+        bos = _bos(backend) if bos is None else int(bos)
+        if bos is not None and not 0 <= bos < vocab:
+            raise CircuitInputError(f"bos={bos} is not a token id of this model (0..{vocab - 1})")
+        ps = induction_pairs(vocab, n=1, half=half, seed=seed + index, bos=bos, low=induction_low(vocab))
         return ps.clean.to(dev), ps.corrupted.to(dev), ps.metric, f"seed {seed + index}"
     a, b, ans = encode_pair(backend, pairs[index], metric, f"pair {index}'s")
     m = CircuitMetric(metric, answers=None if ans is None else (ans,))
     return torch.tensor([a], device=dev), torch.tensor([b], device=dev), m, f"pair {index}"
 
 
-def _mean_source(backend, task: str, n: int, half: int, seed: int, metric: str, pairs) -> torch.Tensor:
-    ids = [pair_ids(backend, task, i, half=half, seed=seed, metric=metric, pairs=pairs)[0] for i in range(n)]
+def _mean_source(backend, task: str, n: int, half: int, seed: int, metric: str, pairs, bos) -> torch.Tensor:
+    ids = [pair_ids(backend, task, i, half=half, seed=seed, metric=metric, pairs=pairs, bos=bos)[0] for i in range(n)]
     lengths = sorted({int(x.shape[1]) for x in ids})
     if len(lengths) > 1:
         raise CircuitInputError(
@@ -74,14 +80,14 @@ def _mean_source(backend, task: str, n: int, half: int, seed: int, metric: str, 
 _MEANS: dict[tuple, torch.Tensor] = {}
 
 
-def _cached_mean(backend, task: str, n: int, half: int, seed: int, metric: str, pairs: tuple) -> torch.Tensor:
+def _cached_mean(backend, task: str, n: int, half: int, seed: int, metric: str, pairs: tuple, bos) -> torch.Tensor:
     """``_mean_source``, kept for the last few pair sets of each loaded model (a job's shards in one
     process compute it once)."""
-    key = (id(backend.model), task, n, half, seed, metric, pairs)
+    key = (id(backend.model), task, n, half, seed, metric, pairs, bos)
     if key not in _MEANS:
         while len(_MEANS) >= 4:
             _MEANS.pop(next(iter(_MEANS)))
-        _MEANS[key] = _mean_source(backend, task, n, half, seed, metric, list(pairs))
+        _MEANS[key] = _mean_source(backend, task, n, half, seed, metric, list(pairs), bos)
     return _MEANS[key]
 
 
@@ -94,6 +100,7 @@ def circuit_shard(
     *,
     half: int = 15,
     seed: int = 0,
+    bos: int | None = None,
     metric: str = "loss",
     pairs: tuple[TextPair, ...] = (),
     method: str = "eap",
@@ -118,11 +125,13 @@ def circuit_shard(
         keep_given = np.zeros(valid.shape, bool)
         for s_name, r_name in edges:
             keep_given[graph.edge(s_name, r_name)] = True
-    source = _cached_mean(backend, task, n, half, seed, metric, tuple(pairs)) if ablation == "mean" else None
+    source = _cached_mean(backend, task, n, half, seed, metric, tuple(pairs), bos) if ablation == "mean" else None
     stats = RunningStats()
     records = []
     for i in range(start, stop):
-        clean, corrupted, m, label = pair_ids(backend, task, i, half=half, seed=seed, metric=metric, pairs=pairs)
+        clean, corrupted, m, label = pair_ids(
+            backend, task, i, half=half, seed=seed, metric=metric, pairs=pairs, bos=bos
+        )
         prep = prepare(backend.model, backend.sites, clean, corrupted, m)
         if task != "induction":
             refuse_failures(prep, [label])

@@ -68,7 +68,9 @@ def encode_pair(backend, pair: TextPair, metric: str, what: str = "the") -> tupl
     answers = None
     if metric != "loss":
         if pair.answer is None or pair.wrong is None:
-            raise CircuitInputError(f"metric {metric} needs an answer and a wrong answer (one token each) for {what} pair")
+            raise CircuitInputError(
+                f"metric {metric} needs an answer and a wrong answer (one token each) for {what} pair"
+            )
         answers = (_token(backend, pair.answer, f"{what} answer"), _token(backend, pair.wrong, f"{what} wrong answer"))
     return list(a), list(b), answers
 

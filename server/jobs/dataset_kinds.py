@@ -186,7 +186,9 @@ def check_circuit(params: CircuitParams) -> None:
     if get_spec(params.model).task != "causal-lm":
         raise ParamsError(f"params.model: circuits read a causal LM's next-token logits; {params.model!r} is not one")
     if params.ablation == "mean" and params.size < 2:
-        raise ParamsError("params.ablation: mean ablation needs two pairs at least (the mean over one pair is the pair)")
+        raise ParamsError(
+            "params.ablation: mean ablation needs two pairs at least (the mean over one pair is the pair)"
+        )
 
 
 def circuit_size(params: CircuitParams) -> int:
@@ -201,7 +203,8 @@ def _circuit_args(params: CircuitParams) -> dict:
     if params.edges is not None:
         edges = tuple(tuple(part.strip() for part in e.split("->")) for e in params.edges)
     return {
-        "half": params.half, "seed": params.seed, "metric": params.metric, "pairs": pairs, "method": params.method,
+        "half": params.half, "seed": params.seed, "bos": params.bos, "metric": params.metric, "pairs": pairs,
+        "method": params.method,
         "steps": params.steps, "k": params.k, "edges": edges, "ablation": params.ablation,
         "curve_ks": tuple(params.curve),
     }  # fmt: skip

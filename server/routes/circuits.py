@@ -26,8 +26,8 @@ ERRORS = error_responses(
     404,
     {
         422: "the request does not fit the model: texts of different token lengths, posted pairs the model "
-        "fails or of different lengths, an answer that is not one token, an unknown sender or receiver, a pair that is not an edge, a model without the anatomy circuits "
-        "need (the detail names what to change)"
+        "fails or of different lengths, an answer that is not one token, an unknown sender or receiver, a pair "
+        "that is not an edge, a model without the anatomy circuits need (the detail names what to change)"
     },
 )
 

@@ -130,6 +130,9 @@ class CircuitParams(BaseModel):
     n: int = Field(20, ge=1, le=MAX_JOB_PAIRS, description="induction pairs (pair i uses seed + i)")
     half: int = Field(15, ge=2, le=63, description="induction: tokens per copy (a pair is 1 + 2 half tokens)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    bos: int | None = Field(
+        None, ge=0, le=10_000_000, description="induction: the first token's id (default: the tokenizer's bos)"
+    )
     pairs: list[PairText] | None = Field(
         None, min_length=1, max_length=MAX_POSTED_PAIRS, description="task pairs: the clean/corrupted pairs"
     )

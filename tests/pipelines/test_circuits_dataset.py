@@ -139,3 +139,7 @@ def test_a_given_circuit_is_measured_on_every_pair(backend):
         circuit_shard(backend, "induction", 2, 0, 1, edges=(("a1.h0", "a0.h1<q>"),), **ARGS)
     with pytest.raises(CircuitInputError, match="two pairs at least"):
         circuit_shard(backend, "induction", 1, 0, 1, ablation="mean", **ARGS)
+    with pytest.raises(CircuitInputError, match="bos=40 is not a token id"):
+        circuit_shard(backend, "induction", 1, 0, 1, bos=40, **ARGS)
+    first = circuit_shard(backend, "induction", 1, 0, 1, bos=7, **ARGS)["pairs"][0]
+    assert first["tokens"] == 9 and first["label"] == "seed 3"

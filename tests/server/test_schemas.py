@@ -106,7 +106,7 @@ def test_job_params_models_live_here_and_name_every_kind():
     from attnscope.server.jobs.kinds import JOB_KINDS
 
     register_job_kinds()
-    assert set(schemas.JOB_PARAMS) == {"census", "probe", "faithfulness", "head-effects"} <= set(JOB_KINDS)
+    assert set(schemas.JOB_PARAMS) == {"census", "probe", "faithfulness", "head-effects", "circuit"} <= set(JOB_KINDS)
     for name, model in schemas.JOB_PARAMS.items():
         assert JOB_KINDS[name].params_model is model and model.__module__ == "attnscope.server.schemas.jobs"
 
