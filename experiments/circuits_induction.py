@@ -24,8 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--half", type=int, default=15, help="tokens per copy (a pair is 1 + 2 half tokens)")
     ap.add_argument("--top", type=int, default=50, help="top edges re-checked exactly")
     ap.add_argument("--steps", type=int, default=5, help="EAP-IG steps")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     from attnscope.analysis.stats import bootstrap_interval
     from attnscope.models.loading import load_model

@@ -1,9 +1,10 @@
 """The long-format tables of a job's per-example values (``GET /jobs/{id}/result?format=csv&table=examples``):
 one row per example and cell, for the kinds that keep per-example values (census, probe, faithfulness,
-head-effects, dla)."""
+head-effects, dla, circuit)."""
 
 from __future__ import annotations
 
+from attnscope.pipelines.circuits.dataset import pair_rows as circuit_rows
 from attnscope.pipelines.dataset_examples import census_example_rows, probe_example_rows
 from attnscope.pipelines.faithfulness_uncertainty import example_rows as faithfulness_rows
 from attnscope.pipelines.interventions.dataset import effect_rows
@@ -15,6 +16,7 @@ EXAMPLE_TABLES = {
     "faithfulness": faithfulness_rows,
     "head-effects": effect_rows,
     "dla": dla_example_rows,
+    "circuit": circuit_rows,
 }
 
 

@@ -23,3 +23,17 @@ def test_circuit_edge_and_refusal(smollm2, tmp_path, capsys):
     assert "noising m0 -> a2.g0<v>: exact effect" in capsys.readouterr().out
     assert main(["circuit", *PAIR[:2], "--corrupted", "The capital of the United States is", *PAIR[4:]]) == 2
     assert "same number of tokens" in capsys.readouterr().err
+
+
+def test_the_circuit_job_on_the_command_line(smollm2, tmp_path, capsys):
+    """``--task induction``: the circuit job's shards and merge in this process (JSON as the API's result)."""
+    out = tmp_path / "job.json"
+    args = ["circuit", "--task", "induction", "--n", "2", "--half", "3", "--bos", "0", "--top", "5"]
+    assert main([*args, "--curve", "0,5", "--threads", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "eap over 2 induction pairs of smollm2 (first token 0" in printed and "| 5 |" in printed
+    report = json.loads(out.read_text())
+    assert report["kind"] == "circuit" and report["n"] == 2 and len(report["rows"]) == 5
+    assert report["per_example"]["tokens"] == [7, 7] and report["rows"][0]["n"] == 2
+    assert main(["circuit", "--model", "smollm2"]) == 2
+    assert "give --clean and --corrupted" in capsys.readouterr().err

@@ -1,5 +1,7 @@
 """``attnscope circuit``: the head-level circuit of a clean/corrupted text pair (EAP or EAP-IG, the top
-edges, faithfulness, exact re-check), or with ``--sender``/``--receiver`` one edge path-patched exactly."""
+edges, faithfulness, exact re-check), or with ``--sender``/``--receiver`` one edge path-patched exactly,
+or with ``--task induction`` the ``circuit`` job over a pair set (the same shards and merge as
+``POST /jobs``, in this process)."""
 
 from __future__ import annotations
 
@@ -41,11 +43,71 @@ def _edge(args, backend) -> tuple[dict, str]:
     return dataclasses.asdict(res), text
 
 
+class _OneModel:
+    """The ``Models`` of a job run in this process: the one loaded backend."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def get(self, name: str):
+        return self.backend
+
+
+def _job(args, backend) -> tuple[dict, str]:
+    from types import SimpleNamespace
+
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.kinds import JOB_KINDS
+    from attnscope.server.jobs.shards import InProcessExecutor, run_kind
+
+    register_job_kinds()
+    kind = JOB_KINDS["circuit"]
+    params = kind.validate(
+        {"model": args.model, "task": "induction", "n": args.n, "half": args.half, "seed": args.seed,
+         "bos": args.bos, "method": args.method, "steps": args.steps, "k": args.k, "ablation": args.ablation,
+         "top": args.top,
+         "curve": [int(x) for x in args.curve.split(",")]}
+    )  # fmt: skip
+
+    def progress(done, total):
+        sys.stderr.write(f"\rpairs {done}/{total}")
+
+    res = run_kind(kind, params, InProcessExecutor(SimpleNamespace(models=_OneModel(backend))), progress)
+    sys.stderr.write("\n")
+
+    def iv(v):
+        return f"{v['mean']:.4g} [{v['low']:.4g}, {v['high']:.4g}]" if v["low"] is not None else f"{v['mean']:.4g}"
+
+    bos = args.bos if args.bos is not None else getattr(backend.tokenizer, "bos_token_id", None)
+    lines = [f"{res['method']} over {res['n']} {res['task']} pairs of {args.model} (first token {bos}, "]
+    lines.append(f"{res['ablation']} ablation); ")
+    lines.append("means with 95 % t intervals over the pairs\n\n")
+    for key in ("m_clean", "m_corrupted", "m_empty", "faithfulness"):
+        lines.append(f"- {key}: {iv(res[key])}\n")
+    lines.append("\n| edges kept | faithfulness |\n|---|---|\n")
+    lines += [f"| {c['k']} | {iv(c)} |\n" for c in res["curve"]]
+    lines.append("\n| rank | sender | receiver | mean score | 95 % interval |\n|---|---|---|---|---|\n")
+    lines += [
+        f"| {r['rank']} | {r['sender']} | {r['receiver']} | {r['mean']:+.4g} | [{r['low']:+.4g}, {r['high']:+.4g}] |\n"
+        for r in res["rows"][:20]
+    ]
+    return res, "".join(lines)
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("circuit", help="head-level circuit of a clean/corrupted pair (EAP, EAP-IG, path patching)")
     p.add_argument("--model", default="smollm2")
-    p.add_argument("--clean", required=True)
-    p.add_argument("--corrupted", required=True, help="the same number of tokens as --clean")
+    p.add_argument("--clean", default=None)
+    p.add_argument("--corrupted", default=None, help="the same number of tokens as --clean")
+    p.add_argument("--task", default=None, choices=("induction",), help="the circuit job over a pair set")
+    p.add_argument("--n", type=int, default=20, help="--task: pairs (pair i: seed + i)")
+    p.add_argument("--half", type=int, default=15, help="--task induction: tokens per copy")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bos", type=int, default=None, help="--task induction: first token id (default: the bos)")
+    p.add_argument("--ablation", default="corrupted", choices=("corrupted", "mean"))
+    p.add_argument("--top", type=int, default=200, help="--task: edges in the table")
+    p.add_argument("--curve", default="0,10,25,50,100,200,500", help="--task: edge counts of the curve")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--metric", default="answer_logit_diff", choices=("answer_logit_diff", "answer_prob", "loss"))
     p.add_argument("--answer", default=None, help="one token, e.g. ' Paris'")
     p.add_argument("--wrong", default=None, help="one token, e.g. ' Rome'")
@@ -63,14 +125,23 @@ def add_parsers(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     """Input the model cannot take (different token lengths, an answer of several tokens, an unknown
     node) is a message on stderr and exit status 2."""
+    from pydantic import ValidationError
+
     from attnscope.models.loading import load_model
 
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         if (args.sender is None) != (args.receiver is None):
             raise ValueError("give both --sender and --receiver to path-patch one edge, or neither for a circuit")
+        if args.task is None and (args.clean is None or args.corrupted is None):
+            raise ValueError("give --clean and --corrupted (one pair), or --task induction (a pair set)")
         backend = load_model(args.model, args.device)
-        report, text = (_circuit if args.sender is None else _edge)(args, backend)
-    except ValueError as exc:  # CircuitInputError, SitesUnavailableError
+        run = _job if args.task else _circuit if args.sender is None else _edge
+        report, text = run(args, backend)
+    except (ValueError, ValidationError) as exc:  # CircuitInputError, SitesUnavailableError, ParamsError
         sys.stderr.write(f"attnscope circuit: {exc}\n")
         return 2
     sys.stdout.write(text)

@@ -4,14 +4,23 @@ coloured by sign and sized by score, a slider for how many are drawn) beside its
 a click on a head opens it on Explore.
 
 Address: ``/circuits?model=M&task=capitals&clean=…&corrupted=…&answer=…&wrong=…&metric=…&method=eap
-&steps=5&k=50&shown=20&points=6`` (every choice of the page)."""
+&steps=5&k=50&shown=20&points=6&ablation=corrupted`` (every choice of the page; task ``pairs`` adds
+``pairs=…``, the pasted pairs, one a line: ``clean | corrupted | answer | wrong``)."""
 
 import dash
 from dash import dcc, html
 
 from attnscope.frontend.page_common import control, error_box, model_picker, panel
 from attnscope.frontend.pages import circuits_callbacks  # noqa: F401  (registers this page's callbacks)
-from attnscope.frontend.pages.circuits_callbacks import METHODS, METRICS, PARAMS, TASKS, initial_state
+from attnscope.frontend.pages.circuits_callbacks import (
+    ABLATIONS,
+    METHODS,
+    METRICS,
+    PAIRS_EXAMPLE,
+    PARAMS,
+    TASKS,
+    initial_state,
+)
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.url_state import address_parts, parse_query
 
@@ -45,6 +54,24 @@ def layout(**query):
                 _text("circuits-corrupted", state["corrupted"]),
                 size="grow",
             ),
+        ],
+    )
+    pairs = html.Div(
+        className="controls",
+        children=[
+            control(
+                "Pairs (task pairs; one a line: clean | corrupted | answer | wrong, every text the same number "
+                "of tokens, at most 16)",
+                dcc.Textarea(
+                    id="circuits-pairs",
+                    value=state["pairs"] or "",
+                    placeholder=PAIRS_EXAMPLE,
+                    rows=3,
+                    className="text-input",
+                ),
+                size="grow",
+            ),  # fmt: skip
+            control("Ablation", _dropdown("circuits-ablation", ABLATIONS, state["ablation"])),
         ],
     )
     options = html.Div(
@@ -102,7 +129,7 @@ def layout(**query):
             dcc.Store(id="circuits-result-data"),
             dcc.Location(id="circuits-nav", refresh="callback-nav"),
             error_box("circuits"),
-            panel("Clean and corrupted inputs", None, controls, options),
+            panel("Clean and corrupted inputs", None, controls, pairs, options),
             html.Div(id="circuits-result", className="panel hint", role="status"),
             shown,
             curve,

@@ -13,9 +13,15 @@ from attnscope.frontend.circuit_figures import circuit_graph_figure, faithfulnes
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
-TASKS = ("capitals", "induction", "custom")
+TASKS = ("capitals", "induction", "custom", "pairs")
 METRICS = ("answer_logit_diff", "answer_prob", "loss")
 METHODS = ("eap", "eap-ig")
+ABLATIONS = ("corrupted", "mean")
+MAX_PAIRS = 16  # the API's bound on a posted pair set (``MAX_CIRCUIT_PAIRS``)
+PAIRS_EXAMPLE = (
+    "The capital of France is | The capital of Italy is | Paris | Rome\n"
+    "The capital of Italy is | The capital of France is | Rome | Paris"
+)
 _COPY = "apple river stone cloud music window garden yellow"
 _OTHER = "table horse paper night bread silver forest orange"
 # the presets a task fills in (``custom``: the user's own texts); their prompts have the same number of
@@ -39,6 +45,8 @@ PARAMS = {
     "k": Param(int, default=50, lo=1, hi=500),
     "shown": Param(int, default=20, lo=1, hi=500),
     "points": Param(int, default=6, lo=2, hi=11),
+    "pairs": Param(str, max_len=4000),
+    "ablation": Param(str, default="corrupted", choices=ABLATIONS),
 }
 register_url_sync("circuits")
 
@@ -91,10 +99,48 @@ def fill_task(task):
     return preset["clean"], preset["corrupted"], preset["answer"], preset["wrong"], preset["metric"]
 
 
-def circuit_body(model, clean, corrupted, metric, answer, wrong, method, steps, k, points) -> dict:
-    """The ``CircuitCreate`` body of the page's fields (answers only for the answer metrics)."""
-    body = {"model": model, "clean": clean or "", "corrupted": corrupted or "", "metric": metric, "method": method,
-            "steps": steps or 5, "k": k or 50, "curve_points": points or 6}  # fmt: skip
+class PairsError(ValueError):
+    """Pasted pairs the page cannot read; the message says which line and what to change."""
+
+
+def parse_pairs(text: str, metric: str) -> list[dict]:
+    """Pasted pairs, one a line: ``clean | corrupted`` (metric ``loss``) or ``clean | corrupted | answer |
+    wrong`` (the answer metrics; a leading space is added to an answer that lacks one, so ``Paris`` is
+    the token `` Paris``). Blank lines are skipped; at most ``MAX_PAIRS``."""
+    pairs = []
+    for number, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        want = 2 if metric == "loss" else 4
+        if len(parts) != want or not all(parts):
+            form = "clean | corrupted" if metric == "loss" else "clean | corrupted | answer | wrong answer"
+            raise PairsError(f"line {number} has {len(parts)} non-empty fields; with {metric} write {form}")
+        pair = {"clean": parts[0], "corrupted": parts[1]}
+        if metric != "loss":
+            pair.update(answer=_spaced(parts[2]), wrong=_spaced(parts[3]))
+        pairs.append(pair)
+    if not pairs:
+        raise PairsError("paste at least one pair, one a line: clean | corrupted | answer | wrong answer")
+    if len(pairs) > MAX_PAIRS:
+        raise PairsError(f"{len(pairs)} pairs: the page sends at most {MAX_PAIRS} (run a circuit job for more)")
+    return pairs
+
+
+def _spaced(answer: str) -> str:
+    return answer if answer.startswith(" ") else " " + answer
+
+
+def circuit_body(
+    model, clean, corrupted, metric, answer, wrong, method, steps, k, points, pairs=None, ablation="corrupted"
+) -> dict:
+    """The ``CircuitCreate`` body of the page's fields (answers only for the answer metrics); ``pairs``:
+    the pasted pairs' text (``parse_pairs``), sent instead of the clean and corrupted texts."""
+    body = {"model": model, "metric": metric, "method": method, "steps": steps or 5, "k": k or 50,
+            "curve_points": points or 6, "ablation": ablation or "corrupted"}  # fmt: skip
+    if pairs is not None:
+        return {**body, "pairs": parse_pairs(pairs, metric)}
+    body.update(clean=clean or "", corrupted=corrupted or "")
     if metric != "loss":
         body.update(answer=answer or None, wrong=wrong or None)
     return body
@@ -115,18 +161,31 @@ def circuit_body(model, clean, corrupted, metric, answer, wrong, method, steps, 
     State("circuits-steps", "value"),
     State("circuits-k", "value"),
     State("circuits-points", "value"),
+    State("circuits-task", "value"),
+    State("circuits-pairs", "value"),
+    State("circuits-ablation", "value"),
 )
-def compute(clicks, model, query, clean, corrupted, metric, answer, wrong, method, steps, k, points):
+def compute(
+    clicks, model, query, clean, corrupted, metric, answer, wrong, method, steps, k, points, task, pairs, ablation
+):
     """The circuit: on the button, or when the page opens on an address that names its texts."""
     if not model:
         return None, "No causal LM to run on."
-    if ctx.triggered_id != "circuits-compute" and not clicks and not (query or {}).get("clean"):
+    named = (query or {}).get("clean") or (query or {}).get("pairs")
+    if ctx.triggered_id != "circuits-compute" and not clicks and not named:
         return None, "Pick a task or type a clean and a corrupted text, then press Find the circuit."
-    body = circuit_body(model, clean, corrupted, metric, answer, wrong, method, steps, k, points)
     try:
+        body = circuit_body(
+            model, clean, corrupted, metric, answer, wrong, method, steps, k, points,
+            pairs if task == "pairs" else None, ablation,
+        )  # fmt: skip
         res = client().circuit(body)
+    except PairsError as exc:
+        return no_update, f"The pairs could not be read: {exc}"
     except ApiError as exc:
         return no_update, f"The circuit was refused (the graph below is the last one found): {exc.detail}"
+    if task == "pairs":
+        clean = body["pairs"][0]["clean"]  # a head opens on Explore with the first pair's clean text
     data = {**res.model_dump(), "model": model, "clean": clean, "metric": metric}
     top = res.edges[0] if res.edges else None
     line = (
@@ -134,6 +193,8 @@ def compute(clicks, model, query, clean, corrupted, metric, answer, wrong, metho
         f"{res.n_kv_heads} key/value heads) · {metric}: clean {res.m_clean:.3f}, corrupted {res.m_corrupted:.3f}, "
         f"circuit of {len(res.edges)} edges {res.m_circuit:.3f} · faithfulness {res.faithfulness:.3f}"
     )
+    if res.n_pairs > 1 or res.ablation != "corrupted":
+        line += f" · means over {res.n_pairs} pairs, edges outside the circuit {res.ablation}-ablated"
     if top:
         line += f" · top edge {top.sender} → {top.receiver} ({top.score:+.4g})"
     return data, line
@@ -212,11 +273,14 @@ def _node(label: str) -> str:
     Input("circuits-k", "value"),
     Input("circuits-shown", "value"),
     Input("circuits-points", "value"),
+    Input("circuits-pairs", "value"),
+    Input("circuits-ablation", "value"),
     prevent_initial_call=True,
 )
-def to_address(model, task, clean, corrupted, answer, wrong, metric, method, steps, k, shown, points):
+def to_address(model, task, clean, corrupted, answer, wrong, metric, method, steps, k, shown, points, pairs, ablation):
     """Every choice of the page in its address (a pasted link reopens and recomputes the same circuit)."""
     values = dict(model=model, task=task, clean=clean, corrupted=corrupted, answer=answer or None)
     values.update(wrong=wrong or None, metric=metric, method=method, steps=steps, k=k, points=points)
+    values.update(pairs=(pairs or None) if task == "pairs" else None, ablation=ablation)
     values["shown"] = _count(shown, None)
     return query_string(values, PARAMS)

@@ -12,7 +12,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from attnscope.pipelines.circuits.graph import CircuitInputError, Graph
-from attnscope.pipelines.circuits.patching import Prepared, faithfulness, patch_edge
+from attnscope.pipelines.circuits.patching import Prepared, empty_metric, faithfulness, patch_edge
 
 MAX_EDGES_CHECKED = 200
 
@@ -39,9 +39,14 @@ def top_edges(scores: np.ndarray, k: int | None = None, threshold: float | None 
     return keep
 
 
-def faithfulness_curve(prep: Prepared, scores: np.ndarray, ks: list[int]) -> list[tuple[int, float]]:
-    """``(k, faithfulness of the top-k circuit)`` for each ``k``."""
-    return [(int(k), faithfulness(prep, top_edges(scores, k=k))) for k in ks]
+def faithfulness_curve(
+    prep: Prepared, scores: np.ndarray, ks: list[int], source=None, m_empty: float | None = None
+) -> list[tuple[int, float]]:
+    """``(k, faithfulness of the top-k circuit)`` for each ``k`` (edges outside read ``source``: None for
+    their corrupted values, ``patching.mean_senders`` for mean ablation)."""
+    if source is not None and m_empty is None:
+        m_empty = empty_metric(prep, source)
+    return [(int(k), faithfulness(prep, top_edges(scores, k=k), source, m_empty)) for k in ks]
 
 
 @dataclass(frozen=True)

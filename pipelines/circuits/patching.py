@@ -13,6 +13,12 @@ A **circuit run** (``run_circuit``) patches every edge outside the circuit: a re
 circuit senders' outputs of this pass and the corrupted outputs of the others,
 ``x_v + sum_{u -> v not kept} (corrupted_u - run_u)``. With no edge kept it is the corrupted pass,
 with every edge kept the clean pass.
+
+**Mean ablation** (``ablation="mean"``): the edges outside the circuit read each sender's mean output
+over a pair set instead (``mean_senders``: the clean passes' outputs averaged over the pairs,
+position by position, ``[S, 1, pos, d_model]``), and the faithfulness's baseline is the run with
+every edge mean-ablated: ``(M(circuit) - M(empty)) / (M(clean) - M(empty))``. With corrupted values
+``M(empty) = M(corrupted)``.
 """
 
 from __future__ import annotations
@@ -128,22 +134,50 @@ def circuit_deltas(graph: Graph, patched: torch.Tensor, source: torch.Tensor):
     return deltas
 
 
-def run_circuit(prep: Prepared, keep: np.ndarray) -> float:
-    """The metric with every edge outside ``keep [S, R]`` (bool; non-edges ignored) patched with its
-    corrupted value, on the clean input."""
-    patched = torch.as_tensor(prep.graph.valid() & ~np.asarray(keep, bool))
+def mean_senders(model, sites: Sites, ids: torch.Tensor, chunk: int = 8) -> torch.Tensor:
+    """``[S, 1, pos, d_model]``: every sender's output on the clean inputs ``ids [n, pos]`` averaged
+    over the ``n`` rows (a pair set of one token length), position by position; passes of ``chunk``
+    rows at a time."""
+    ids = torch.atleast_2d(ids)
+    total = None
     with torch.no_grad():
-        deltas = circuit_deltas(prep.graph, patched, prep.corrupted.senders)
+        for start in range(0, ids.shape[0], chunk):
+            out, _ = run_graph(model, sites, ids[start : start + chunk])
+            part = out.senders.double().sum(1, keepdim=True)
+            total = part if total is None else total + part
+    return total / ids.shape[0]
+
+
+def run_circuit(prep: Prepared, keep: np.ndarray, source: torch.Tensor | None = None) -> float:
+    """The metric with every edge outside ``keep [S, R]`` (bool; non-edges ignored) patched with its
+    corrupted value (or ``source [S, batch or 1, pos, d_model]``, e.g. ``mean_senders``), on the clean
+    input."""
+    patched = torch.as_tensor(prep.graph.valid() & ~np.asarray(keep, bool))
+    source = prep.corrupted.senders if source is None else source.to(prep.corrupted.senders.dtype)
+    with torch.no_grad():
+        deltas = circuit_deltas(prep.graph, patched, source)
         out, _ = run_graph(prep.model, prep.sites, prep.clean_ids, deltas, prep.params)
         return float(prep.metric(out.logits, prep.clean_ids))
 
 
-def faithfulness(prep: Prepared, keep: np.ndarray) -> float:
-    """``(M(circuit) - M(corrupted)) / (M(clean) - M(corrupted))``: the share of the clean-vs-corrupted
-    metric gap the circuit recovers (1: all of it)."""
-    gap = prep.m_clean - prep.m_corrupted
+def empty_metric(prep: Prepared, source: torch.Tensor | None = None) -> float:
+    """``M(empty)``: the metric with every edge patched from ``source`` (None: the corrupted pass's
+    metric, exactly what patching every edge with its corrupted value gives)."""
+    if source is None:
+        return prep.m_corrupted
+    return run_circuit(prep, np.zeros(prep.graph.valid().shape, bool), source)
+
+
+def faithfulness(
+    prep: Prepared, keep: np.ndarray, source: torch.Tensor | None = None, m_empty: float | None = None
+) -> float:
+    """``(M(circuit) - M(empty)) / (M(clean) - M(empty))``: the share of the gap between the full model
+    and the empty circuit that the circuit recovers (1: all of it). Edges outside the circuit read
+    ``source`` (None: their corrupted values, ``M(empty) = M(corrupted)``; ``mean_senders``: mean
+    ablation); ``m_empty`` is ``empty_metric(prep, source)`` when the caller has it already."""
+    base = empty_metric(prep, source) if m_empty is None else m_empty
+    gap = prep.m_clean - base
     if abs(gap) < 1e-12:
-        raise CircuitInputError(
-            "clean and corrupted inputs give the same metric: nothing to recover, pick another pair"
-        )
-    return (run_circuit(prep, keep) - prep.m_corrupted) / gap
+        what = "clean and corrupted inputs give" if source is None else "the clean and the mean-ablated graph give"
+        raise CircuitInputError(f"{what} the same metric: nothing to recover, pick other pairs")
+    return (run_circuit(prep, keep, source) - base) / gap

@@ -1,4 +1,4 @@
-"""The dataset-level job kinds the API offers: census, probe, faithfulness, head-effects and dla.
+"""The dataset-level job kinds the API offers: census, probe, faithfulness, head-effects, dla and circuit.
 
 Their ``params`` models live in ``attnscope.server.schemas.jobs`` (pure pydantic: shapes and
 bounds); each kind adds the checks that need the registries (``check``), and ``register_job_kinds``
@@ -20,6 +20,7 @@ from attnscope.server.jobs.kinds import ParamsError, register_job_kind, register
 from attnscope.server.schemas.jobs import (
     JOB_PARAMS,
     CensusParams,
+    CircuitParams,
     DlaParams,
     FaithfulnessParams,
     HeadEffectsParams,
@@ -214,8 +215,70 @@ def dla_merge(params: DlaParams, partials: list[dict]) -> dict:
     return merge_dla(partials, name, params.dataset, params.split, params.seed, params.target, params.max_tokens)
 
 
+def check_circuit(params: CircuitParams) -> None:
+    """A causal LM (what needs the loaded model, token lengths and pairs the model fails, fails the job
+    with the reason)."""
+    _field("model", require_text_model, params.model)
+    if get_spec(params.model).task != "causal-lm":
+        raise ParamsError(f"params.model: circuits read a causal LM's next-token logits; {params.model!r} is not one")
+    if params.ablation == "mean" and params.size < 2:
+        raise ParamsError(
+            "params.ablation: mean ablation needs two pairs at least (the mean over one pair is the pair)"
+        )
+
+
+def circuit_size(params: CircuitParams) -> int:
+    return params.size
+
+
+def _circuit_args(params: CircuitParams) -> dict:
+    from attnscope.pipelines.circuits.texts import TextPair
+
+    pairs = tuple(TextPair(p.clean, p.corrupted, p.answer, p.wrong) for p in params.pairs or ())
+    edges = None
+    if params.edges is not None:
+        edges = tuple(tuple(part.strip() for part in e.split("->")) for e in params.edges)
+    return {
+        "half": params.half, "seed": params.seed, "bos": params.bos, "metric": params.metric, "pairs": pairs,
+        "method": params.method,
+        "steps": params.steps, "k": params.k, "edges": edges, "ablation": params.ablation,
+        "curve_ks": tuple(params.curve),
+    }  # fmt: skip
+
+
+def circuit_run_shard(params: CircuitParams, models, start: int, stop: int, progress) -> dict:
+    """Pairs ``[start, stop)``: running statistics of every edge's score and each pair's faithfulness."""
+    from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
+    from attnscope.pipelines.circuits.dataset import circuit_shard
+
+    try:
+        return circuit_shard(
+            models.get(params.model), params.task, params.size, start, stop, **_circuit_args(params), progress=progress
+        )
+    except (SitesUnavailableError, SiteOutOfRangeError) as exc:  # the job fails with the reason
+        raise ValueError(str(exc)) from None
+
+
+def circuit_merge(params: CircuitParams, partials: list[dict]) -> dict:
+    from attnscope.pipelines.circuits.dataset import merge_circuit
+
+    return merge_circuit(
+        partials,
+        top=params.top,
+        curve_ks=tuple(params.curve),
+        model=get_spec(params.model).name,
+        task=params.task,
+        method=params.method,
+        steps=params.steps if params.method == "eap-ig" else None,
+        metric="loss" if params.task == "induction" else params.metric,
+        ablation=params.ablation,
+        circuit="given" if params.edges is not None else "own top k",
+        k=None if params.edges is not None else params.k,
+    )
+
+
 def register_job_kinds() -> None:
-    """Register census, probe, faithfulness, head-effects and dla in ``JOB_KINDS`` (again: the same kinds,
+    """Register census, probe, faithfulness, head-effects, dla and circuit in ``JOB_KINDS`` (again: the same kinds,
     replaced)."""
     register_sharded_job_kind(
         "census",
@@ -265,4 +328,15 @@ def register_job_kinds() -> None:
         description="direct logit attribution of each example's next token over N examples: every head's (and "
         "MLP's) mean part of the logit with its 95 % t interval",
         shard_size=25,
+    )
+    register_sharded_job_kind(
+        "circuit",
+        JOB_PARAMS["circuit"],
+        size=circuit_size,
+        run_shard=circuit_run_shard,
+        merge=circuit_merge,
+        check=check_circuit,
+        description="EAP / EAP-IG on every clean/corrupted pair of a set: each edge's mean score with its t interval "
+        "over the pairs, and the circuit's faithfulness",
+        shard_size=10,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
-from attnscope.pipelines.circuits.texts import circuit_of_texts, edge_of_texts
+from attnscope.pipelines.circuits.texts import TextPair, circuit_of_texts, edge_of_texts
 from attnscope.server.deps import ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.request_executor import heavy
@@ -25,9 +25,9 @@ router = APIRouter(prefix="/circuits", tags=["circuits"])
 ERRORS = error_responses(
     404,
     {
-        422: "the request does not fit the model: texts of different token lengths, an answer that is not one "
-        "token, an unknown sender or receiver, a pair that is not an edge, a model without the anatomy circuits "
-        "need (the detail names what to change)"
+        422: "the request does not fit the model: texts of different token lengths, posted pairs the model "
+        "fails or of different lengths, an answer that is not one token, an unknown sender or receiver, a pair "
+        "that is not an edge, a model without the anatomy circuits need (the detail names what to change)"
     },
 )
 
@@ -40,10 +40,11 @@ def _invalid(exc: Exception) -> ApiError:
 @heavy
 def create_circuit(body: CircuitCreate, service: ServiceDep) -> CircuitPublic:
     backend = service.models.get(body.model)
+    pairs = None if body.pairs is None else [TextPair(p.clean, p.corrupted, p.answer, p.wrong) for p in body.pairs]
     try:
         res = circuit_of_texts(
             backend, body.clean, body.corrupted, body.metric, body.answer, body.wrong, body.method, body.steps,
-            body.k, body.n_check, body.curve_points,
+            body.k, body.n_check, body.curve_points, pairs, body.ablation,
         )  # fmt: skip
     except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
         raise _invalid(exc) from None
@@ -60,6 +61,9 @@ def create_circuit(body: CircuitCreate, service: ServiceDep) -> CircuitPublic:
         m_clean=res.m_clean,
         m_corrupted=res.m_corrupted,
         m_circuit=res.m_circuit,
+        n_pairs=res.n_pairs,
+        ablation=res.ablation,
+        m_empty=res.m_empty,
         faithfulness=res.faithfulness,
         curve=[CurvePoint(k=k, faithfulness=f) for k, f in res.curve],
         check_spearman=res.check_spearman,

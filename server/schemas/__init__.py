@@ -76,6 +76,8 @@ from attnscope.server.schemas.job_results import (  # noqa: F401
     JOB_RESULTS,
     CensusResultPublic,
     CensusRow,
+    CircuitEdgeRow,
+    CircuitResultPublic,
     DlaExample,
     DlaResultPublic,
     DlaRow,
@@ -95,6 +97,7 @@ from attnscope.server.schemas.job_results import (  # noqa: F401
 from attnscope.server.schemas.jobs import (  # noqa: F401
     JOB_PARAMS,
     CensusParams,
+    CircuitParams,
     DlaParams,
     FaithfulnessParams,
     JobCreate,

@@ -6,33 +6,74 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_CIRCUIT_TEXT = 1000
 MAX_CIRCUIT_EDGES = 500
 MAX_CIRCUIT_CHECK = 100
 MAX_IG_STEPS_API = 16
 MAX_CURVE_POINTS = 11
+MAX_CIRCUIT_PAIRS = 16
 
 
-class _Body(BaseModel):
+class PairText(BaseModel):
+    """One posted clean/corrupted pair: the two texts the same number of tokens (positions are patched
+    one to one); ``answer``/``wrong`` one token each for the answer metrics."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    clean: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT)
+    corrupted: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT, description="as many tokens as clean")
+    answer: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Paris'")
+    wrong: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Rome'")
+
+
+class _Base(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str = Field(..., min_length=1, max_length=100, description="a causal LM of GET /api/v1/models")
-    clean: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT)
-    corrupted: str = Field(
-        ..., min_length=1, max_length=MAX_CIRCUIT_TEXT, description="the same number of tokens as clean"
-    )
     metric: Literal["answer_logit_diff", "answer_prob", "loss"] = "answer_logit_diff"
     answer: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Paris'")
     wrong: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Rome'")
 
 
-class CircuitCreate(_Body):
+class _Body(_Base):
+    clean: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT)
+    corrupted: str = Field(
+        ..., min_length=1, max_length=MAX_CIRCUIT_TEXT, description="the same number of tokens as clean"
+    )
+
+
+class CircuitCreate(_Base):
+    clean: str | None = Field(None, min_length=1, max_length=MAX_CIRCUIT_TEXT, description="or pairs")
+    corrupted: str | None = Field(
+        None, min_length=1, max_length=MAX_CIRCUIT_TEXT, description="the same number of tokens as clean"
+    )
+    pairs: list[PairText] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_CIRCUIT_PAIRS,
+        description="instead of clean/corrupted: a pair set, one batch (every text the same number of tokens); "
+        "scores and metrics are means over it, pairs the model fails are refused",
+    )
+    ablation: Literal["corrupted", "mean"] = Field(
+        "corrupted",
+        description="edges outside the circuit read their corrupted values or each sender's mean over the pairs "
+        "(mean: two pairs at least)",
+    )
     method: Literal["eap", "eap-ig"] = "eap"
     steps: int = Field(5, ge=1, le=MAX_IG_STEPS_API, description="EAP-IG interpolation steps")
     k: int = Field(50, ge=1, le=MAX_CIRCUIT_EDGES, description="edges kept in the circuit")
     n_check: int = Field(0, ge=0, le=MAX_CIRCUIT_CHECK, description="top edges re-checked by exact patching")
     curve_points: int = Field(5, ge=2, le=MAX_CURVE_POINTS, description="points of the faithfulness curve")
+
+    @model_validator(mode="after")
+    def _one_input(self):
+        texts = self.clean is not None or self.corrupted is not None
+        if self.pairs is not None and texts:
+            raise ValueError("give clean and corrupted, or pairs, not both")
+        if self.pairs is None and (self.clean is None or self.corrupted is None):
+            raise ValueError("give clean and corrupted (one pair), or pairs (a list of {clean, corrupted})")
+        return self
 
 
 class CircuitEdge(BaseModel):
@@ -66,7 +107,10 @@ class CircuitPublic(BaseModel):
     m_clean: float
     m_corrupted: float
     m_circuit: float
-    faithfulness: float = Field(..., description="(M(circuit) - M(corrupted)) / (M(clean) - M(corrupted))")
+    n_pairs: int = Field(1, description="pairs of the batch (metrics and scores are means over them)")
+    ablation: str = Field("corrupted", description="what edges outside the circuit read: corrupted or mean")
+    m_empty: float | None = Field(None, description="the metric with every edge patched (corrupted: m_corrupted)")
+    faithfulness: float = Field(..., description="(M(circuit) - M(empty)) / (M(clean) - M(empty))")
     curve: list[CurvePoint]
     check_spearman: float | None
     check: list[CheckedEdge]

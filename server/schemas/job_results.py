@@ -394,6 +394,31 @@ class PartInterval(Strict):
     n: int
 
 
+class CircuitEdgeRow(Strict):
+    """One edge of the circuit table (a CSV row): its score's mean over the pairs, the sample sd, the
+    95 % t interval of the mean, the two-sided p of mean 0 and n (pairs)."""
+
+    rank: int = Field(..., description="by decreasing |mean|")
+    sender: str
+    receiver: str = Field(..., description="k/v receivers are key/value heads (grouped-query attention)")
+    mean: float | None = None
+    sd: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p: float | None = None
+    n: int
+
+
+class CircuitCurvePoint(Strict):
+    """The faithfulness of each pair's own top-k circuit: mean over the pairs, 95 % t interval and n."""
+
+    k: int
+    mean: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int
+
+
 class LayerParts(Strict):
     """One part per layer (``[layer]``): mean, 95 % t interval and n."""
 
@@ -472,12 +497,54 @@ class DlaResultPublic(Strict):
     examples: list[DlaExample] = Field(..., description="long-format CSV: format=csv&table=examples")
 
 
+class CircuitPerExample(Strict):
+    """Every pair's values, ``key[i]`` for pair ``index[i]``; ``curve[i]`` at the result's curve ks."""
+
+    index: list[int]
+    label: list[str]
+    tokens: list[int]
+    m_clean: list[float]
+    m_corrupted: list[float]
+    m_empty: list[float]
+    faithfulness: list[float]
+    curve: list[list[float]]
+
+
+class CircuitResultPublic(Strict):
+    """Result of a ``circuit`` job: EAP / EAP-IG on every pair of a set, each edge's mean score over the
+    pairs with its interval (``rows``), and the circuit's faithfulness with its interval."""
+
+    kind: Literal["circuit"] = "circuit"
+    model: str
+    task: str
+    method: str
+    steps: int | None = None
+    metric: str
+    ablation: Literal["corrupted", "mean"]
+    circuit: str = Field(..., description="'own top k' (each pair's own top k edges) or 'given' (params.edges)")
+    k: int | None = None
+    n: int = Field(..., description="pairs measured")
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    n_edges: int
+    m_clean: MeanInterval
+    m_corrupted: MeanInterval
+    m_empty: MeanInterval = Field(..., description="the metric with every edge patched (the faithfulness's 0)")
+    faithfulness: MeanInterval = Field(..., description="(M(circuit) - M(empty)) / (M(clean) - M(empty)), per pair")
+    curve: list[CircuitCurvePoint]
+    interval: IntervalMethod
+    rows: list[CircuitEdgeRow] = Field(..., description="the top edges by |mean score| (the CSV download)")
+    per_example: CircuitPerExample = Field(..., description="every pair's values (format=csv&table=examples)")
+
+
 JOB_RESULTS: dict[str, type[BaseModel]] = {
     "census": CensusResultPublic,
     "probe": ProbeResultPublic,
     "faithfulness": FaithfulnessResultPublic,
     "head-effects": HeadEffectsResultPublic,
     "dla": DlaResultPublic,
+    "circuit": CircuitResultPublic,
 }
 """The result model of each job kind, by kind name (see the module docstring to add one)."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator, model_validator
 
+from attnscope.server.schemas.circuits import PairText
 from attnscope.server.schemas.core import MAX_MODEL_NAME_CHARS
 from attnscope.server.schemas.faithfulness import (
     COUNT_DESCRIPTION,
@@ -129,12 +130,90 @@ class DlaParams(CensusParams):
     )
 
 
+MAX_JOB_PAIRS = 500
+MAX_POSTED_PAIRS = 200
+MAX_JOB_TOP_EDGES = 2000
+
+
+class CircuitParams(BaseModel):
+    """Parameters of the ``circuit`` job: EAP or EAP-IG on every pair of a set, each edge's mean score
+    over the pairs with its interval, and the circuit's faithfulness per pair."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field("smollm2", min_length=1, max_length=MAX_MODEL_NAME_CHARS, description="a causal LM")
+    task: Literal["induction", "pairs"] = Field(
+        "induction", description="induction: seeded repeated random tokens (metric loss); pairs: the posted pairs"
+    )
+    n: int = Field(20, ge=1, le=MAX_JOB_PAIRS, description="induction pairs (pair i uses seed + i)")
+    half: int = Field(15, ge=2, le=63, description="induction: tokens per copy (a pair is 1 + 2 half tokens)")
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    bos: int | None = Field(
+        None, ge=0, le=10_000_000, description="induction: the first token's id (default: the tokenizer's bos)"
+    )
+    pairs: list[PairText] | None = Field(
+        None, min_length=1, max_length=MAX_POSTED_PAIRS, description="task pairs: the clean/corrupted pairs"
+    )
+    metric: Literal["answer_logit_diff", "answer_prob", "loss"] = Field(
+        "answer_logit_diff", description="task pairs: the metric (induction: loss over the second copy)"
+    )
+    method: Literal["eap", "eap-ig"] = "eap"
+    steps: int = Field(5, ge=1, le=16, description="EAP-IG interpolation steps")
+    k: int = Field(50, ge=1, le=500, description="edges of each pair's own circuit (when edges is not given)")
+    edges: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        description="a fixed circuit measured on every pair: 'sender -> receiver' names (e.g. 'a3.h4 -> a9.h1<k>')",
+    )
+    ablation: Literal["corrupted", "mean"] = Field(
+        "corrupted",
+        description="edges outside the circuit read their corrupted values, or each sender's mean output over the "
+        "pairs (mean: every pair the same number of tokens)",
+    )
+    top: int = Field(200, ge=1, le=MAX_JOB_TOP_EDGES, description="edges in the result's table, by |mean score|")
+    curve: list[int] = Field(
+        default_factory=lambda: [0, 10, 25, 50, 100, 200, 500],
+        min_length=1,
+        max_length=12,
+        description="edge counts of the faithfulness curve (each pair's own ranking)",
+    )
+
+    @model_validator(mode="after")
+    def _pairs_for_the_task(self):
+        if self.pairs is None and self.task == "pairs":
+            raise ValueError("task pairs needs pairs: a list of {clean, corrupted, answer, wrong}")
+        if self.pairs is not None and self.task != "pairs":
+            raise ValueError("pairs are read with task pairs; set task to pairs or drop them")
+        return self
+
+    @field_validator("edges")
+    @classmethod
+    def _edge_names(cls, v):
+        for e in v or ():
+            if e.count("->") != 1 or len(e) > 64:
+                raise ValueError(f"edge {e[:64]!r} is not 'sender -> receiver' (e.g. 'a3.h4 -> a9.h1<k>')")
+        return v
+
+    @field_validator("curve")
+    @classmethod
+    def _curve_counts(cls, v):
+        if any(not 0 <= k <= 100_000 for k in v):
+            raise ValueError("curve edge counts must be in 0..100000")
+        return sorted(set(v))
+
+    @property
+    def size(self) -> int:
+        return len(self.pairs) if self.task == "pairs" else self.n
+
+
 JOB_PARAMS: dict[str, type[BaseModel]] = {
     "census": CensusParams,
     "probe": ProbeParams,
     "faithfulness": FaithfulnessParams,
     "head-effects": HeadEffectsParams,
     "dla": DlaParams,
+    "circuit": CircuitParams,
 }
 """The ``params`` model of each job kind the API offers, by kind name."""
 

@@ -106,7 +106,8 @@ def test_job_params_models_live_here_and_name_every_kind():
     from attnscope.server.jobs.kinds import JOB_KINDS
 
     register_job_kinds()
-    assert set(schemas.JOB_PARAMS) == {"census", "probe", "faithfulness", "head-effects", "dla"} <= set(JOB_KINDS)
+    kinds = {"census", "probe", "faithfulness", "head-effects", "dla", "circuit"}
+    assert set(schemas.JOB_PARAMS) == kinds <= set(JOB_KINDS)
     for name, model in schemas.JOB_PARAMS.items():
         assert JOB_KINDS[name].params_model is model and model.__module__ == "attnscope.server.schemas.jobs"
 
