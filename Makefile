@@ -28,7 +28,7 @@ DOCS_PORT ?= 8100
 ATTNSCOPE_DATA_SOURCE ?=
 # `make test-nodata`: the tests that need data, from a copy of HEAD in a temporary folder, no data folder reachable
 DATA_TESTS ?= tests/test_cli_data.py tests/models/test_data_registry.py tests/pipelines/test_datasets.py \
-  tests/server/test_routes_datasets.py tests/server/test_jobs_census.py tests/server/test_routes_jobs.py \
+  tests/server/test_routes_datasets.py tests/server/test_jobs_census.py tests/server/test_jobs_dla.py tests/server/test_routes_jobs.py \
   tests/server/test_routes_faithfulness.py tests/pipelines/test_faithfulness_eval.py \
   tests/pipelines/test_intervention_dataset.py tests/browser/test_census_page.py tests/browser/test_faithfulness_page.py
 # MkDocs prints a banner about its future on every build; the build itself is unaffected
