@@ -101,6 +101,8 @@ def test_a_malformed_variable_names_itself(clean_env):
 THREAD_SETTERS = {
     "server/main.py", "server/jobs/ray_shards.py", "pipelines/train.py", "pipelines/finetune.py",
     "experiments/__main__.py", "experiments/dla_ablation.py",
+    # command-line entry points (--threads), once at the start of their own process
+    "experiments/circuits_induction.py", "attnscope/cli/circuits.py",
 }  # fmt: skip
 
 
