@@ -21,11 +21,12 @@ import logging
 import sys
 import threading
 
+# the bounds live with the setting (models/settings.py); settings imports nothing of this module
+from attnscope.models.settings import DEFAULT_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD  # noqa: F401
+
 log = logging.getLogger(__name__)
 
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-DEFAULT_MMAP_THRESHOLD = 1 << 20
-MAX_MMAP_THRESHOLD = 32 << 20  # glibc's HEAP_MAX_SIZE / 2 on 64-bit: mallopt refuses more
 
 _lock = threading.Lock()
 _applied: int | None = None

@@ -36,7 +36,8 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from attnscope.models.allocator import DEFAULT_MMAP_THRESHOLD, MAX_MMAP_THRESHOLD
+DEFAULT_MMAP_THRESHOLD = 1 << 20
+MAX_MMAP_THRESHOLD = 32 << 20  # glibc's HEAP_MAX_SIZE / 2 on 64-bit: mallopt refuses more
 
 # lazy capture keeps queries and keys (a 4,096-token SmolLM2 run: 0.39 GB); eager capture materialises
 # every map (SmolLM2 at 512 tokens: 283 MB, 18 GB at 4,096), hence its lower default
