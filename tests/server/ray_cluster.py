@@ -150,13 +150,16 @@ class LocalRayCluster:
             for p in self.procs:
                 if p.poll() is not None:
                     raise _NodeExited(f"ray start exited with {p.returncode}; see {self.temp_dir}")
-            out = subprocess.run(
-                [sys.executable, "-c", script, self.address],
-                capture_output=True,
-                text=True,
-                env=self._env(),
-                timeout=150,
-            )
+            try:
+                out = subprocess.run(
+                    [sys.executable, "-c", script, self.address],
+                    capture_output=True,
+                    text=True,
+                    env=self._env(),
+                    timeout=max(10.0, min(150.0, deadline - time.time())),
+                )
+            except subprocess.TimeoutExpired:  # one slow check on a loaded machine: try again until the deadline
+                continue
             if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
                 return
             time.sleep(1)

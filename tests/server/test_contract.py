@@ -71,12 +71,16 @@ def _config() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)  # above the subprocess's own bound, so a hang fails with schemathesis' output
 def test_schemathesis_all_checks_live_server(start_api, tmp_path):
     config = tmp_path / "schemathesis.toml"
     config.write_text(_config())
     report = tmp_path / "report.json"
-    settings = Settings(preload=["minilm"], max_runs=64, api_token=TOKEN, max_queued_jobs=1, heavy_queue=64)
+    # a database of its own: the session's shared one holds the runs of earlier tests (a 4,067-token SmolLM2 run
+    # from the browser tests), and fuzzing every structure route on those made this test 97 s alone, >900 s in CI
+    settings = Settings(
+        preload=["minilm"], max_runs=64, api_token=TOKEN, max_queued_jobs=1, heavy_queue=64, state_dir=str(tmp_path)
+    )
     with start_api(settings) as url:
         proc = subprocess.run(
             [
@@ -110,7 +114,7 @@ def test_schemathesis_all_checks_live_server(start_api, tmp_path):
             ],
             capture_output=True,
             text=True,
-            timeout=1500,  # bounds a hang: 75-390 s alone; 840 s was passed with two suites on 2 cores
+            timeout=1700,  # bounds a hang: 97 s alone on its own database
             cwd=tmp_path,
         )
     assert report.exists(), proc.stdout[-5000:] + proc.stderr[-3000:]
@@ -172,7 +176,14 @@ def test_schemathesis_with_known_ids_reaches_success_paths(start_api, tmp_path):
     """The same checks on the routes that need an existing run or job, with real ids put in their path
     and query parameters (``[parameters]`` in the config): their bodies are fuzzed past the 404 a random
     id gets. Prints the status mix per family; each family answers something other than 404."""
-    settings = Settings(preload=["minilm-sst2"], max_runs=64, api_token=TOKEN, max_queued_jobs=4, heavy_queue=64)
+    settings = Settings(
+        preload=["minilm-sst2"],
+        max_runs=64,
+        api_token=TOKEN,
+        max_queued_jobs=4,
+        heavy_queue=64,
+        state_dir=str(tmp_path),
+    )
     with start_api(settings) as url:
         ids = _known_ids(url)
         config = tmp_path / "schemathesis.toml"
