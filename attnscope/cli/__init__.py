@@ -11,6 +11,7 @@
     attnscope qk-induction --model smollm2 --out results/qk/smollm2-induction.json   # why they attend
     attnscope lens --text "The capital of France is" --target " Paris"   # the logit lens, layer by layer
     attnscope attribute --text "The capital of France is"   # which heads and MLPs write the next token
+    attnscope dla --model smollm2 --dataset sst2 --n 100 --out dla.json   # each head's DLA over a data set
     attnscope graph --text "The capital of France is" --out graph.json   # the contribution graph (JSON)
     attnscope circuit --clean "The capital of France is" --corrupted "The capital of Italy is" \
         --answer " Paris" --wrong " Rome" --check 20   # EAP circuit, faithfulness, exact re-check
@@ -28,7 +29,7 @@ import sys
 
 from pydantic import ValidationError
 
-from attnscope.cli import circuits, data, datasets, faithfulness, heads, serve, writes
+from attnscope.cli import circuits, data, datasets, dla, faithfulness, heads, serve, writes
 
 # each subcommand's module: its parsers and what runs them
 _COMMANDS = {
@@ -46,6 +47,7 @@ _COMMANDS = {
     "attribute": writes,
     "graph": writes,
     "circuit": circuits,
+    "dla": dla,
 }
 
 

@@ -43,26 +43,13 @@ def _edge(args, backend) -> tuple[dict, str]:
     return dataclasses.asdict(res), text
 
 
-class _OneModel:
-    """The ``Models`` of a job run in this process: the one loaded backend."""
-
-    def __init__(self, backend):
-        self.backend = backend
-
-    def get(self, name: str):
-        return self.backend
-
-
 def _job(args, backend) -> tuple[dict, str]:
-    from types import SimpleNamespace
-
+    from attnscope.cli.common import in_process
     from attnscope.server.jobs.dataset_kinds import register_job_kinds
     from attnscope.server.jobs.kinds import JOB_KINDS
-    from attnscope.server.jobs.shards import InProcessExecutor, run_kind
 
     register_job_kinds()
-    kind = JOB_KINDS["circuit"]
-    params = kind.validate(
+    params = JOB_KINDS["circuit"].validate(
         {"model": args.model, "task": "induction", "n": args.n, "half": args.half, "seed": args.seed,
          "bos": args.bos, "method": args.method, "steps": args.steps, "k": args.k, "ablation": args.ablation,
          "top": args.top,
@@ -72,7 +59,7 @@ def _job(args, backend) -> tuple[dict, str]:
     def progress(done, total):
         sys.stderr.write(f"\rpairs {done}/{total}")
 
-    res = run_kind(kind, params, InProcessExecutor(SimpleNamespace(models=_OneModel(backend))), progress)
+    res = in_process("circuit", params, backend, progress)
     sys.stderr.write("\n")
 
     def iv(v):

