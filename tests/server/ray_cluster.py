@@ -46,6 +46,13 @@ def _ports() -> list[str]:
     ]
 
 
+def _tail(text: str | bytes | None, chars: int = 1500) -> str:
+    """The end of a process's output, for a failure's message (CI shows no files)."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return (text or "")[-chars:]
+
+
 class _NodeExited(RuntimeError):
     pass
 
@@ -56,7 +63,10 @@ class LocalRayCluster:
         self.cpus = cpus_per_node
         self.procs: list[subprocess.Popen] = []
         self.port = free_port()
-        self.address = f"127.0.0.1:{self.port}"
+        # the nodes register as 127.0.0.1; drivers dial the head at 127.0.0.2, another loopback address, because
+        # Ray rewrites "127.0.0.1" and "localhost" in an address to the machine's outward IP (the route to 8.8.8.8),
+        # which a sandbox need not deliver (CI: the check hung on "Failed to connect to GCS at 192.0.2.2")
+        self.address = f"127.0.0.2:{self.port}"
         self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
         self._saved_env: dict[str, str | None] = {}
 
@@ -146,6 +156,7 @@ class LocalRayCluster:
             "import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
             "print(sum(1 for x in ray.nodes() if x['Alive']))"
         )
+        last = "no check finished"
         while time.time() < deadline:
             for p in self.procs:
                 if p.poll() is not None:
@@ -158,12 +169,18 @@ class LocalRayCluster:
                     env=self._env(),
                     timeout=max(10.0, min(150.0, deadline - time.time())),
                 )
-            except subprocess.TimeoutExpired:  # one slow check on a loaded machine: try again until the deadline
+            except subprocess.TimeoutExpired as exc:  # one slow check on a loaded machine: try again until the deadline
+                last = f"a check ran past {exc.timeout:.0f} s; its stderr ends:\n{_tail(exc.stderr)}"
                 continue
             if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
                 return
+            printed = out.stdout.strip()[-200:]
+            last = f"a check exited {out.returncode} printing {printed!r}; its stderr ends:\n{_tail(out.stderr)}"
             time.sleep(1)
-        raise RuntimeError(f"the Ray cluster did not reach {n} nodes in {timeout} s; see {self.temp_dir}")
+        logs = "\n".join(f"--- {f.name}:\n{_tail(f.read_bytes())}" for f in sorted(self.temp_dir.glob("*.log")))
+        raise RuntimeError(
+            f"the Ray cluster did not reach {n} nodes in {timeout} s (see {self.temp_dir}); {last}\n{logs}"
+        )
 
     def stop(self) -> None:
         self._restore_env()
