@@ -42,6 +42,25 @@ def add_executor_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def write_job_files(out, result: dict, examples: list[dict]) -> list:
+    """A job result's files: ``out`` (JSON), the per-row CSV beside it (``.csv``) and, when ``examples``
+    has rows, the long-format ``OUT-examples.csv``. Returns the paths written."""
+    import json
+    from pathlib import Path
+
+    from attnscope.server.jobs.kinds import rows_to_csv
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    written = [out, out.with_suffix(".csv")]
+    written[1].write_text(rows_to_csv(result["rows"]))
+    if examples:
+        written.append(out.with_name(out.stem + "-examples.csv"))
+        written[-1].write_text(rows_to_csv(examples))
+    return written
+
+
 class OneModel:
     """The ``Models`` of a job run in this process: the one loaded backend, whatever name is asked."""
 

@@ -5,21 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attnscope.cli.common import add_executor_args, on_ray
+from attnscope.cli.common import add_executor_args, on_ray, write_job_files
 
 
 def run(args: argparse.Namespace) -> int:
     """``census`` / ``probe`` from the command line, with a progress bar; JSON, CSV and, when the result
     keeps every example's values, the long-format ``OUT-examples.csv``."""
-    import json
-    from pathlib import Path
-
     from tqdm import tqdm
 
     from attnscope.models.loading import load_model
     from attnscope.pipelines.dataset_examples import census_example_rows, probe_example_rows
     from attnscope.pipelines.dataset_runs import run_census, run_probe
-    from attnscope.server.jobs.kinds import rows_to_csv
 
     with tqdm(total=args.n, desc=f"{args.command} {args.model} on {args.dataset}", unit="ex") as bar:
 
@@ -48,15 +44,8 @@ def run(args: argparse.Namespace) -> int:
                 progress=progress,
                 classifier=args.classifier,
             )
-    out = Path(args.out)
-    out.write_text(json.dumps(result, indent=1))
-    csv_path = out.with_suffix(".csv")
-    csv_path.write_text(rows_to_csv(result["rows"]))
-    written = [out, csv_path]
     examples = (census_example_rows if args.command == "census" else probe_example_rows)(result)
-    if examples:
-        written.append(out.with_name(out.stem + "-examples.csv"))
-        written[-1].write_text(rows_to_csv(examples))
+    written = write_job_files(args.out, result, examples)
     sys.stdout.write(f"wrote {', '.join(map(str, written))} ({result['n']} examples)\n")
     return 0
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from attnscope.cli.common import add_executor_args, in_process, on_ray
+from attnscope.cli.common import add_executor_args, in_process, on_ray, write_job_files
 
 
 def _report(result: dict) -> str:
@@ -34,15 +33,13 @@ def _report(result: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     """Parameters the job refuses (a model that is not a causal LM, an unknown split, a bound passed)
     are a message on stderr and exit status 2, as the API's 422 says them."""
-    import json
-
     from pydantic import ValidationError
     from tqdm import tqdm
 
     from attnscope.models.loading import load_model
     from attnscope.pipelines.writes.dla_dataset import dla_example_rows
     from attnscope.server.jobs.dataset_kinds import register_job_kinds
-    from attnscope.server.jobs.kinds import JOB_KINDS, ParamsError, rows_to_csv
+    from attnscope.server.jobs.kinds import JOB_KINDS, ParamsError
 
     if args.threads:
         import torch
@@ -70,15 +67,9 @@ def run(args: argparse.Namespace) -> int:
                 return 2
         else:
             result = in_process("dla", checked, load_model(args.model, args.device), progress)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    csv_path = out.with_suffix(".csv")
-    csv_path.write_text(rows_to_csv(result["rows"]))
-    examples = out.with_name(out.stem + "-examples.csv")
-    examples.write_text(rows_to_csv(dla_example_rows(result)))
+    written = write_job_files(args.out, result, dla_example_rows(result))
     sys.stdout.write(_report(result))
-    sys.stdout.write(f"\nwrote {out}, {csv_path}, {examples}\n")
+    sys.stdout.write(f"\nwrote {', '.join(map(str, written))}\n")
     return 0
 
 
