@@ -138,7 +138,13 @@ def circuit_shard(
         scores = eap(prep) if method == "eap" else eap_ig(prep, steps)
         stats.add(scores[valid])
         m_empty = empty_metric(prep, source)
-        keep = keep_given if keep_given is not None else top_edges(scores, k=min(k, int(valid.sum())))
+        k_own = min(k, int(valid.sum()))
+        curve = [f for _, f in faithfulness_curve(prep, scores, list(curve_ks), source, m_empty)]
+        if keep_given is None and k_own in curve_ks:  # the pair's own circuit is a point of its curve
+            faith = curve[list(curve_ks).index(k_own)]
+        else:
+            keep = keep_given if keep_given is not None else top_edges(scores, k=k_own)
+            faith = faithfulness(prep, keep, source, m_empty)
         records.append(
             {
                 "index": i,
@@ -147,8 +153,8 @@ def circuit_shard(
                 "m_clean": prep.m_clean,
                 "m_corrupted": prep.m_corrupted,
                 "m_empty": m_empty,
-                "faithfulness": faithfulness(prep, keep, source, m_empty),
-                "curve": [f for _, f in faithfulness_curve(prep, scores, list(curve_ks), source, m_empty)],
+                "faithfulness": faith,
+                "curve": curve,
             }
         )
         if progress is not None:

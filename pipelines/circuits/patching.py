@@ -119,7 +119,19 @@ def patch_edge(prep: Prepared, sender: int, receiver: int, direction: str = "noi
 
 def circuit_deltas(graph: Graph, patched: torch.Tensor, source: torch.Tensor):
     """Deltas of a circuit run: ``patched [S, R]`` (1: the edge reads ``source [S, batch, pos,
-    d_model]``, the corrupted senders; 0: this pass's own)."""
+    d_model]``, the corrupted senders; 0: this pass's own). A receiver's delta is
+    ``sum_u patched[u, v] (source_u - run_u)``; where most of its edges are patched (a circuit of a few
+    edges) it is the sum over every upstream sender, kept as a running total over the pass, less the
+    unpatched edges' terms, so a pass stacks only the senders of kept edges."""
+    state: dict = {"senders": None, "n": 0, "total": None}
+
+    def total(senders) -> torch.Tensor:  # [b, p, d]: sum of source_u - run_u over the senders so far
+        if state["senders"] is not senders or state["n"] > len(senders):
+            state.update(senders=senders, n=0, total=torch.zeros_like(senders[0]))
+        for u in range(state["n"], len(senders)):
+            state["total"] = state["total"] + (source[u] - senders[u])
+        state["n"] = len(senders)
+        return state["total"]
 
     def deltas(layer: int, part: str, senders):
         sl = graph.slots(layer, part) if part != "logits" else slice(graph.n_receivers - 1, graph.n_receivers)
@@ -127,8 +139,16 @@ def circuit_deltas(graph: Graph, patched: torch.Tensor, source: torch.Tensor):
         w = patched[:n, sl]
         if not bool(w.any()):
             return None
-        diff = source[:n] - torch.stack(senders)  # [n, b, p, d]
-        d = torch.einsum("nr,nbpd->bprd", w.to(diff.dtype), diff)
+        if 2 * int(w.sum()) > w.numel():  # mostly patched: the running total less the kept edges
+            kept = ~w
+            rows = torch.nonzero(kept.any(1)).flatten().tolist()
+            d = total(senders)[:, :, None, :].expand(-1, -1, w.shape[1], -1)
+            if rows:
+                diff = source[rows] - torch.stack([senders[u] for u in rows])  # [m, b, p, d]
+                d = d - torch.einsum("nr,nbpd->bprd", kept[rows].to(diff.dtype), diff)
+        else:
+            diff = source[:n] - torch.stack(senders)  # [n, b, p, d]
+            d = torch.einsum("nr,nbpd->bprd", w.to(diff.dtype), diff)
         return d if part in PARTS else d[:, :, 0]
 
     return deltas

@@ -269,3 +269,33 @@ def test_the_other_metrics_are_differentiated_exactly(metric):
         ms.append(float(metric(out.logits, p.clean_ids)))
     assert eap(p)[s, r] == pytest.approx((ms[0] - ms[1]) / (2 * eps), rel=1e-4, abs=1e-12)
     assert run_circuit(p, g.valid()) == pytest.approx(p.m_clean, abs=1e-12)
+
+
+def _dense_run(prep, keep, source=None) -> float:
+    """The circuit run by the definition, ``x_v + sum_u patched[u, v] (source_u - run_u)`` with every
+    sender stacked at every receiver (the reference for ``circuit_deltas``' running total)."""
+    g = prep.graph
+    patched = torch.as_tensor(g.valid() & ~keep)
+    source = prep.corrupted.senders if source is None else source
+
+    def deltas(layer, part, senders):
+        sl = g.slots(layer, part) if part != "logits" else slice(g.n_receivers - 1, g.n_receivers)
+        diff = source[: len(senders)] - torch.stack(senders)
+        d = torch.einsum("nr,nbpd->bprd", patched[: len(senders), sl].to(diff.dtype), diff)
+        return d if part in ("q", "k", "v") else d[:, :, 0]
+
+    with torch.no_grad():
+        out, _ = run_graph(prep.model, prep.sites, prep.clean_ids, deltas, prep.params)
+    return float(prep.metric(out.logits, prep.clean_ids))
+
+
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.1, 0.4, 0.6, 0.95, 1.0])
+def test_circuit_runs_equal_the_dense_definition(prep, share):
+    """A circuit run with ``share`` of the edges kept (sparse circuits take the running total less the
+    kept edges, dense ones the stacked senders) equals the definition, with corrupted and mean values."""
+    valid = prep.graph.valid()
+    rng = np.random.default_rng(int(share * 100))
+    keep = valid & (rng.random(valid.shape) < share)
+    assert run_circuit(prep, keep) == pytest.approx(_dense_run(prep, keep), abs=1e-10)
+    source = 0.5 * (prep.clean.senders + prep.corrupted.senders)
+    assert run_circuit(prep, keep, source) == pytest.approx(_dense_run(prep, keep, source), abs=1e-10)
