@@ -10,6 +10,7 @@ enable its ``poll`` interval, as the page's own Start button does.
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
@@ -34,6 +35,7 @@ def past_jobs_panel(prefix: str) -> html.Section:
             html.Div(id=f"{prefix}-past", **{"aria-live": "polite", "aria-labelledby": f"{prefix}-past-title"}),
             html.Div(id=f"{prefix}-past-error", className="error", role="alert"),
             dcc.Interval(id=f"{prefix}-past-poll", interval=REFRESH_MS),
+            dcc.Store(id=f"{prefix}-past-seen"),
             dcc.Download(id=f"{prefix}-past-download"),
         ],
     )
@@ -111,6 +113,12 @@ def jobs_table(prefix: str, jobs: list[JobPublic]) -> html.Table | html.P:
     )
 
 
+def _digest(jobs: list[JobPublic]) -> str:
+    """A fingerprint of everything the table shows, so an unchanged list is not drawn again."""
+    text = "\n".join(sorted(j.model_dump_json() for j in jobs))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _clicked() -> dict | None:
     """The pattern id of the button that fired, when it was really clicked (not just rendered)."""
     trigger = ctx.triggered_id
@@ -124,15 +132,23 @@ def register_past_jobs(prefix: str, kinds: tuple[str, ...], job_store: str, poll
 
     @callback(
         Output(f"{prefix}-past", "children"),
+        Output(f"{prefix}-past-seen", "data"),
         Input(f"{prefix}-past-poll", "n_intervals"),
         Input(job_store, "data"),
+        State(f"{prefix}-past-seen", "data"),
     )
-    def list_jobs(_tick, _job):
+    def list_jobs(_tick, _job, seen):
         try:
             jobs = [j for kind in kinds for j in client().jobs(kind)]
         except ApiError as exc:
-            return html.P(f"cannot list jobs: {exc}", className="error")
-        return jobs_table(prefix, jobs)
+            return html.P(f"cannot list jobs: {exc}", className="error"), None
+        # The table is drawn again only when a job changed: redrawing it every few seconds gave the
+        # buttons new n_clicks, re-fired the download/resume callbacks (whose answer to a real click
+        # Dash then dropped as outdated) and took the keyboard focus away from a focused button.
+        digest = _digest(jobs)
+        if digest == seen:
+            return no_update, no_update
+        return jobs_table(prefix, jobs), digest
 
     @callback(
         Output(job_store, "data", allow_duplicate=True),
@@ -158,15 +174,15 @@ def register_past_jobs(prefix: str, kinds: tuple[str, ...], job_store: str, poll
 
     @callback(
         Output(f"{prefix}-past-download", "data"),
+        Output(f"{prefix}-past-error", "children", allow_duplicate=True),
         Input({"type": f"{prefix}-past-dl-csv", "job": ALL, "kind": ALL}, "n_clicks"),
         Input({"type": f"{prefix}-past-dl-json", "job": ALL, "kind": ALL}, "n_clicks"),
-        State(f"{prefix}-past-error", "children"),
         prevent_initial_call=True,
     )
-    def download(_csv, _json, _error):
+    def download(_csv, _json):
         trigger = _clicked()
         if trigger is None:
-            return no_update
+            return no_update, no_update
         fmt = trigger["type"].rsplit("-", 1)[-1]
         try:
             api = client()
@@ -174,6 +190,6 @@ def register_past_jobs(prefix: str, kinds: tuple[str, ...], job_store: str, poll
                 content = api.job_result_csv(trigger["job"])
             else:
                 content = api.job_result(trigger["job"]).model_dump_json(indent=1, exclude_unset=True)
-        except ApiError:
-            return no_update
-        return {"content": content, "filename": f"attnscope-{trigger['kind']}-{trigger['job']}.{fmt}"}
+        except ApiError as exc:  # said on the page: a click that silently does nothing helps no one
+            return no_update, f"cannot download job {trigger['job']}: {exc}"
+        return {"content": content, "filename": f"attnscope-{trigger['kind']}-{trigger['job']}.{fmt}"}, ""
