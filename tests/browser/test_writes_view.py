@@ -29,6 +29,7 @@ def _layout(page, graph: str, path: str):
 
 
 def _run_id(page) -> str:
+    page.wait_for_function("location.search.includes('run=')", timeout=30_000)
     return page.evaluate("() => new URLSearchParams(location.search).get('run')")
 
 

@@ -130,3 +130,12 @@ def test_the_address_keeps_the_map_kind_and_the_open_lens():
     assert query_string({"map": "attention"}, PARAMS) == ""  # the default is left out
     values, problems = parse_query({"map": "values"}, PARAMS)
     assert values["map"] == "attention" and problems
+
+
+def test_structure_keeps_the_map_kind_in_its_address():
+    from attnscope.frontend.pages.structure_callbacks import PARAMS as STRUCTURE
+
+    assert query_string({"map": "value-weighted"}, STRUCTURE) == "?map=value-weighted"
+    assert query_string({"map": "attention"}, STRUCTURE) == ""
+    values, problems = parse_query({"map": "norms"}, STRUCTURE)
+    assert values["map"] == "attention" and "must be one of attention, value-weighted" in problems[0]
