@@ -89,6 +89,10 @@ def test_a_click_on_a_token_opens_its_logit_lens_kept_in_the_address(page, open_
     fresh.click("#lens-close")
     fresh.wait_for_function("!location.search.includes('lens_k')", timeout=10_000)
     context.close()
+
+    page.goto(link)  # reopened in the same session (its run already the session's): the same lens, the menu
+    page.wait_for_selector("#writes-lens .gtitle:has-text(\"target ' London'\")", timeout=120_000)
+    page.wait_for_selector("#prediction-position-box:not(.llm-hidden)", timeout=120_000)
     assert page.console_errors == [] and errors == []
 
 
