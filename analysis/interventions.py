@@ -99,14 +99,20 @@ class RankAgreement:
 def rank_agreement(effect: np.ndarray, importance: np.ndarray) -> RankAgreement:
     """Spearman correlation of ``|effect|`` and ``importance`` (both ``[layer, head]``); ``rho`` is None
     when either is constant (no ranking to compare)."""
-    e = np.abs(np.asarray(effect, np.float64)).reshape(-1)
-    s = np.asarray(importance, np.float64).reshape(-1)
-    if e.shape != s.shape:
-        raise ValueError(f"effect has {e.size} heads and importance {s.size}; give the same [layer, head] grid")
-    if e.size < 3 or np.ptp(e) == 0 or np.ptp(s) == 0:
-        return RankAgreement(None, None, int(e.size))
-    res = spearmanr(e, s)
-    return RankAgreement(float(res.statistic), float(res.pvalue), int(e.size))
+    return signed_rank_agreement(np.abs(np.asarray(effect, np.float64)), importance)
+
+
+def signed_rank_agreement(x: np.ndarray, y: np.ndarray) -> RankAgreement:
+    """Spearman correlation of ``x`` and ``y`` as they are, signs kept (both ``[layer, head]``); ``rho``
+    is None when either is constant or there are fewer than 3 heads."""
+    a = np.asarray(x, np.float64).reshape(-1)
+    b = np.asarray(y, np.float64).reshape(-1)
+    if a.shape != b.shape:
+        raise ValueError(f"one score has {a.size} heads and the other {b.size}; give the same [layer, head] grid")
+    if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return RankAgreement(None, None, int(a.size))
+    res = spearmanr(a, b)
+    return RankAgreement(float(res.statistic), float(res.pvalue), int(a.size))
 
 
 def top_heads(effect: np.ndarray, k: int = 5) -> list[tuple[int, int, float]]:

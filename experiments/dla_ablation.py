@@ -2,9 +2,10 @@
 item 7): for each prompt "The capital of <country> is", each head's DLA of ``logit(answer) -
 logit(contrast)`` at the last position (``pipelines.writes``) and the change of the same logit
 difference when that head alone is zero-ablated (``pipelines.interventions.head_effects``), ranked
-against each other with Spearman's rho over the 270 heads (``scipy.stats.spearmanr``). A head that
-writes the answer directly should, ablated, lower the difference: the script correlates DLA with
-``-effect``. Over the prompts: the mean rho with its bootstrap (BCa) interval.
+against each other with Spearman's rho over the 270 heads. A head that writes the answer directly
+should, ablated, lower the difference: the script correlates the signed DLA with ``-effect``, the
+definition the head-effects route answers as ``dla_agreement`` (``pipelines.writes.beside_effects.
+dla_agreement``). Over the prompts: the mean rho with its bootstrap (BCa) interval.
 
     .venv/bin/python -m attnscope.experiments.dla_ablation [--prompts 8] [--method zero] [--top 5] [--out OUT]
 
@@ -22,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from attnscope.analysis.stats import bootstrap_interval
 from attnscope.pipelines.interventions.apply import head_effects
 from attnscope.pipelines.interventions.metrics import MetricSpec
+from attnscope.pipelines.writes.beside_effects import dla_agreement
 from attnscope.pipelines.writes.readouts import single_token_id
 from attnscope.pipelines.writes.recorded import attribute, record_writes
 
@@ -51,8 +52,8 @@ def compare(lm, country: str, answer: str, contrast: str, method: str) -> dict:
     dla = attribute(record_writes(lm, inp), pos, a, b, split=False).heads
     metric = MetricSpec("answer_logit_diff", (pos,), (a, b))
     eff = head_effects(lm, inp, method=method, metric=metric)["effect"]
-    rho, p = spearmanr(dla.ravel(), -eff.ravel())
-    return {"dla": dla, "effect": eff, "rho": float(rho), "p": float(p)}
+    agreement, _ = dla_agreement(dla, eff, metric.kind)  # Spearman of DLA with -effect
+    return {"dla": dla, "effect": eff, "rho": agreement.rho, "p": agreement.p}
 
 
 def main() -> None:

@@ -322,9 +322,14 @@ class ApiClient(JobsApi):
         body = {"k": k} | ({"positions": positions} if positions else {}) | ({"target": target} if target else {})
         return LensPublic.model_validate(self._request("POST", f"/runs/{run_id}/lens", json=body).json())
 
-    def attribution(self, run_id: str, position: int | None = None, top_heads: int = 1) -> AttributionPublic:
-        """Direct logit attribution of the model's own next token after ``position`` (default the last)."""
+    def attribution(
+        self, run_id: str, position: int | None = None, top_heads: int = 1, split_heads: list | None = None
+    ) -> AttributionPublic:
+        """Direct logit attribution of the model's own next token after ``position`` (default the last),
+        the ``top_heads`` largest heads split over their sources, or the heads ``split_heads``
+        (``[[layer, head], ...]``)."""
         body = {"top_heads": top_heads} | ({} if position is None else {"position": position})
+        body |= {} if split_heads is None else {"split_heads": split_heads}
         return AttributionPublic.model_validate(self._request("POST", f"/runs/{run_id}/attribution", json=body).json())
 
     def graph(

@@ -13,7 +13,7 @@ from attnscope.frontend.sink_hiding import HIDE_LABELS, HIDES
 from attnscope.frontend.stale_note import counterfactual_link, stale_note
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts
-from attnscope.frontend.writes_layout import map_kind_control, writes_panel
+from attnscope.frontend.writes_layout import dla_panel, map_kind_control, writes_panel
 
 # the explore views show their busy dots only when an update takes longer than this: a 0.1 s head click
 # then redraws once, not twice (the spinner in, the spinner out)
@@ -157,8 +157,8 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             controls(state.get("text")),
             error_box("explore"),
             llm_panels(),
-            writes_panel(),
-            model_view(),
+            writes_panel(state),
+            html.Div(className="row model-and-dla", children=[model_view(), dla_panel()]),  # DLA beside the grid
             detail_views(
                 state.get("scaling") or "global", state.get("hide") or "none", state.get("map") or "attention"
             ),

@@ -1,12 +1,14 @@
 """Explore's address: what it declares (``PARAMS``) and the callback that writes it back, so a
 copied link reopens the same view: the run, the selected head and layer, the head detail's scaling
 and hidden keys, and for a causal LM the generation step, the prediction position and the step
-view's layer (issue 26 item 6), and the QK view's query, key and composition mode (issue 24)."""
+view's layer (issue 26 item 6), the QK view's query, key and composition mode (issue 24), the map
+kind and the open logit lens's k and target (issue 23)."""
 
 from __future__ import annotations
 
 from dash import Input, Output, callback
 
+from attnscope.frontend.pages.explore_lens import lens_address
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.qk_layout import QK_MODES
 from attnscope.frontend.run_record import stored_run
@@ -14,6 +16,7 @@ from attnscope.frontend.run_state import RUN_PARAMS, run_query
 from attnscope.frontend.sink_hiding import HIDES
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.frontend.writes_layout import MAP_KINDS
+from attnscope.server.schemas.writes import MAX_ANSWER_CHARS, MAX_LENS_K
 
 PARAMS = {
     **RUN_PARAMS,
@@ -27,16 +30,19 @@ PARAMS = {
     "qk_query": Param(int, lo=0, hi=1_000_000),  # the QK view's query position (none: the view is off)
     "qk_key": Param(int, lo=0, hi=1_000_000),  # its key (none: the query's strongest)
     "qk_mode": Param(str, default="k", choices=QK_MODES),  # the composition shown
-    "map": Param(str, default="attention", choices=MAP_KINDS),  # the head detail's map kind
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the head views' map kind
+    "lens_k": Param(int, lo=1, hi=MAX_LENS_K),  # the logit lens's top k; present: the lens is open
+    "lens_target": Param(str, max_len=MAX_ANSWER_CHARS),  # its target token (none: the model's own next)
 }
 register_url_sync("explore")
 
 
 def address_values(
-    run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k"), kind=None
+    run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k"), kind=None, lens=None
 ) -> dict:
     """The address values of the view: the generation's only when the run has one, the position
-    only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode)."""
+    only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode);
+    ``lens``: the lens's ``{lens_k, lens_target}`` (``explore_lens.lens_address``)."""
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
     values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
     if run:
@@ -49,6 +55,7 @@ def address_values(
             values.update(step=step, step_layer=step_layer)
             implied = steps[step - 1].query if step and 1 <= step <= len(steps) else steps[0].query
         values["position"] = None if position in (None, implied) else position  # the step implies its own
+        values.update(lens or {})
     return values
 
 
@@ -66,18 +73,24 @@ def address_values(
     Input("qk-key", "value"),
     Input("qk-mode", "value"),
     Input("map-kind", "value"),
+    Input("lens-open", "data"),
+    Input("lens-k", "value"),
+    Input("lens-target", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind):
+def to_address(
+    data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind, *lens
+):
+    """The address of the view; ``lens``: the lens's (open, k, target)."""
     run = stored_run(data)
     try:
         step = int(step) if step is not None else None
     except (TypeError, ValueError):
         step = None
     qk = (_position(qk_query), _position(qk_key), qk_mode)
-    return query_string(
-        address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk, kind), PARAMS
-    )
+    lens_values = lens_address(*lens)
+    values = address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk, kind, lens_values)
+    return query_string(values, PARAMS)
 
 
 def _position(value) -> int | None:

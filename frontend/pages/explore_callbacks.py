@@ -23,6 +23,7 @@ from attnscope.frontend.llm_figures import (
 )
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, layer_thumbnails
+from attnscope.frontend.pages.explore_writes import grid_run
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, is_new, resolve_record
@@ -161,16 +162,16 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
     Output("detail-window", "data", allow_duplicate=True),
     Input("explore-run-data", "data"),
     Input("head-hide", "value"),
+    Input("map-kind", "value"),
     State("explore-query", "data"),
     State("selected-head", "data"),
     State("head-scaling", "value"),
-    State("map-kind", "value"),
     prevent_initial_call="initial_duplicate",
 )
-def render_grid(data, hide, query, current, scaling, kind):
+def render_grid(data, hide, kind, query, current, scaling):
     """The model view of a run, and the selected head's detail drawn in the same response (a new run
     shows both after one round trip; the selection carries ``drawn`` so the detail is not fetched
-    again). A new ``hide`` redraws the thumbnails only (the detail follows it by itself)."""
+    again). A new ``hide`` or map ``kind`` redraws the thumbnails only (the detail follows it by itself)."""
     run = stored_run(data)
     hide = hide if hide in HIDES else "none"
     hidden = hidden_positions(hide, run.n_tokens, run.special) if run else []
@@ -186,9 +187,10 @@ def render_grid(data, hide, query, current, scaling, kind):
     # longer run one layer at a time, so the API never holds more than one layer's full maps for us
     pool = _FETCH if n <= BADGE_TOKENS else _SERIAL
     # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-    thumbs = [pool.submit(layer_thumbnails, api, run, layer, stride, hidden) for layer in range(n_layers)]
+    shown, kind_note = grid_run(api, run, kind)  # the value-weighted maps' run for that map kind
+    thumbs = [pool.submit(layer_thumbnails, api, shown, layer, stride, hidden) for layer in range(n_layers)]
     census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
-    only_thumbs = ctx.triggered_id == "head-hide"
+    only_thumbs = ctx.triggered_id in ("head-hide", "map-kind")
     detail = (
         None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide, kind)
     )
@@ -211,6 +213,8 @@ def render_grid(data, hide, query, current, scaling, kind):
                 id="grid-badges-note",
             )
         ]
+    if kind_note:
+        note.append(html.P(kind_note, className="hint", id="grid-kind-note"))
     if hidden:
         about = hide_note(hide, hidden, run.tokens, pooled=stride > 1)
         note.append(html.P(f"Thumbnails: {about}; hidden columns grey.", className="hint", id="grid-hide-note"))

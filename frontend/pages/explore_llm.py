@@ -95,7 +95,9 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
     Output("gen-step-box", "className"),
     Output("gen-layer", "options"),
     Output("gen-layer", "value"),
-    Input("run-store", "data"),
+    # the page's run, not the session's store: reopening the page on the session's own run leaves run-store
+    # untouched (resolve answers no_update), and Dash then never calls a callback that waits on it
+    Input("explore-run-data", "data"),
     State("selected-head", "data"),
     State("explore-query", "data"),
 )
@@ -232,7 +234,7 @@ def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
     Output("gen-step-label", "children"),
     Input("gen-step", "value"),
     Input("gen-layer", "value"),
-    Input("run-store", "data"),
+    Input("explore-run-data", "data"),  # as load_prediction
 )
 def render_step(step, layer, data):
     run = stored_run(data)

@@ -1,6 +1,7 @@
 """Structure: shift heads and their implied kernels, sharpening across layers, rollout and flow.
 
-Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&hide=first&compare=M2&through=5``."""
+Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&hide=first&compare=M2&through=5
+&map=value-weighted``."""
 
 import dash
 from dash import dcc, html
@@ -9,6 +10,7 @@ from attnscope.frontend.layout import hide_control
 from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import (
     structure_callbacks,  # noqa: F401  (registers this page's callbacks)
+    structure_maps,
     structure_progress,
 )
 from attnscope.frontend.pages.structure_callbacks import PARAMS
@@ -27,11 +29,16 @@ def layout(**query):
         children=[
             dcc.Store(id="shift-data"),
             dcc.Store(id="structure-run-data"),
+            dcc.Store(id="structure-maps-data"),  # the run whose maps the map panels read (structure_maps)
             dcc.Store(id="structure-head"),
             *address_parts("structure", state, problems),
             html.Div(
                 className="panel hint structure-banner",
-                children=[html.Span(id="structure-run"), *structure_progress.controls()],
+                children=[
+                    html.Span(id="structure-run"),
+                    *structure_progress.controls(),
+                    *structure_maps.controls(state["map"]),
+                ],
             ),
             error_box("structure"),
             html.Div(

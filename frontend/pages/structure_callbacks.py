@@ -10,10 +10,11 @@ from dash import Input, Output, State, callback, no_update
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.pages.explore_views import detail_figure
+from attnscope.frontend.pages.explore_writes import map_run
 from attnscope.frontend.pages.structure_progress import running
 from attnscope.frontend.plot_config import graph_config
 from attnscope.frontend.run_record import stored_run
-from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query
+from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, is_new, resolve_record, run_query, run_record
 from attnscope.frontend.sink_hiding import HIDES
 from attnscope.frontend.structure_figures import (
     evolution_figure,
@@ -24,6 +25,7 @@ from attnscope.frontend.structure_figures import (
     shift_grid_figure,
 )
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
+from attnscope.frontend.writes_layout import MAP_KINDS
 
 PARAMS = {
     **RUN_PARAMS,
@@ -33,6 +35,7 @@ PARAMS = {
     "hide": Param(str, default="none", choices=HIDES),
     "compare": Param(str, max_len=100),
     "through": Param(int, lo=0, hi=1000),
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the map panels' kind (structure_maps)
 }
 LONG_RUN = 512  # tokens beyond which the page says what its first load costs
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
@@ -71,7 +74,7 @@ def resolve(query, _retry, stored):
 @callback(
     Output("shift-grid", "figure"),
     Output("shift-data", "data"),
-    Input("structure-run-data", "data"),
+    Input("structure-maps-data", "data"),
     Input("shift-k", "value"),
     Input("shift-threshold", "value"),
     running=running("shift"),
@@ -115,9 +118,10 @@ def pick_head(click, wanted: str | None, score) -> tuple[int, int, str]:
     Input("structure-hide", "value"),
     State("structure-run-data", "data"),
     State("structure-query", "data"),
+    State("structure-map-kind", "value"),
     running=running("kernel"),
 )
-def render_kernel(click, shift, hide, data, query):
+def render_kernel(click, shift, hide, data, query, kind):
     run = stored_run(data)
     if not run or not shift:
         return empty_figure("Click a head in the shift grid."), empty_figure(""), no_update
@@ -132,7 +136,7 @@ def render_kernel(click, shift, hide, data, query):
     # was slow and Plotly's resampling of it drew a blank; ``hide`` takes the sink's column away (a
     # decoder's map is otherwise one bright column on the first token), stated in the title
     hide = hide if hide in HIDES else "none"
-    return kfig, detail_figure(client(), run, layer, head, {}, "global", hide), label
+    return kfig, detail_figure(client(), run, layer, head, {}, "global", hide, kind), label
 
 
 @callback(Output("compare-model", "options"), Input("structure-run-data", "data"))
@@ -150,11 +154,12 @@ def compare_options(data):
     Output("evolution-figure", "figure"),
     Output("entropy-heatmap", "figure"),
     Output("evolution-error", "children"),
-    Input("structure-run-data", "data"),
+    Input("structure-maps-data", "data"),
     Input("compare-model", "value"),
+    State("structure-map-kind", "value"),
     running=running("evolution"),
 )
-def render_evolution(data, other_model):
+def render_evolution(data, other_model, kind):
     run = stored_run(data)
     if not run:
         return empty_figure(NO_RUN), empty_figure(""), ""
@@ -162,8 +167,9 @@ def render_evolution(data, other_model):
     try:
         other_id = None
         if other_model:
-            try:
-                other_id = client().create_run(other_model, run.text).id
+            try:  # the other model's maps of the same kind
+                other = run_record(client().create_run(other_model, run.text))
+                other_id = map_run(client(), other, kind).id
             except ApiError as exc:
                 error = f"{other_model}: {exc.detail}"
         data = client().evolution(run.id, compare_to=other_id)
@@ -194,7 +200,7 @@ def importance_layers(data, query):
     Output("importance-figure", "figure"),
     Output("importance-note", "children"),
     Output("importance-grid", "children"),
-    Input("structure-run-data", "data"),
+    Input("structure-maps-data", "data"),
     Input("importance-layer", "value"),
     running=running("importance"),
 )
@@ -235,9 +241,10 @@ def render_importance(data, layer):
     Input("structure-hide", "value"),
     Input("compare-model", "value"),
     Input("importance-layer", "value"),
+    Input("structure-map-kind", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, k, threshold, head, hide, compare, through):
+def to_address(data, k, threshold, head, hide, compare, through, kind):
     run = stored_run(data)
     last = run.n_layers - 1 if run else None
     values = {
@@ -248,5 +255,6 @@ def to_address(data, k, threshold, head, hide, compare, through):
         "hide": hide,
         "compare": compare,
         "through": None if through == last else through,
+        "map": kind,
     }
     return query_string(values, PARAMS)

@@ -4,8 +4,9 @@ of its total, from ``GET /runs/{id}/structure-pass``, polled once a second while
 the banner a Cancel button that stops the pass (``POST .../structure-pass/cancel``): the waiting
 panels then say they were cancelled and the page's Retry computes them again.
 
-``progress_line(panel)`` is the line a panel holds; ``running(panel)`` the ``running=`` argument its
-callback takes (the line shown while it runs, hidden when it returns)."""
+The pass polled is that of the run whose maps the panels read (``structure-maps-data``: the run, or
+its value-weighted maps' run). ``progress_line(panel)`` is the line a panel holds; ``running(panel)``
+the ``running=`` argument its callback takes (the line shown while it runs, hidden when it returns)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def describe(state: str, done: int, total: int, waiting: int) -> str:
 @callback(
     Output("structure-pass-poll", "disabled"),
     Output("structure-pass-poll", "n_intervals"),
-    Input("structure-run-data", "data"),
+    Input("structure-maps-data", "data"),
     Input("shift-k", "value"),
 )
 def arm(data, _k):
@@ -72,7 +73,7 @@ def arm(data, _k):
     Output("structure-cancel", "className"),
     Output("structure-pass-poll", "disabled", allow_duplicate=True),
     Input("structure-pass-poll", "n_intervals"),
-    State("structure-run-data", "data"),
+    State("structure-maps-data", "data"),
     prevent_initial_call=True,
 )
 def poll(_n, data):
@@ -92,7 +93,7 @@ def poll(_n, data):
     Output("structure-error", "children", allow_duplicate=True),
     Output("structure-cancel", "className", allow_duplicate=True),
     Input("structure-cancel", "n_clicks"),
-    State("structure-run-data", "data"),
+    State("structure-maps-data", "data"),
     prevent_initial_call=True,
 )
 def cancel(clicks, data):

@@ -186,6 +186,7 @@ def create_head_effects(run: RunDep, body: HeadEffectsCreate, service: ServiceDe
         rank_agreement={"rho": agree.rho, "p": agree.p, "n": agree.n},
         dla=None if beside is None else beside.heads.tolist(),
         dla_agreement=None if beside is None else vars(beside.agreement),
+        dla_against=None if beside is None else beside.against,
         seconds=time.perf_counter() - start,
     )
 

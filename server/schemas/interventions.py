@@ -148,7 +148,14 @@ class HeadEffectsPublic(BaseModel):
         "positions; None for classifiers, embeddings, image runs and denoising",
     )
     dla_agreement: RankAgreementPublic | None = Field(
-        None, description="Spearman rank correlation of |effect| and |dla| over the heads"
+        None,
+        description="Spearman rank correlation over the heads of the signed dla with the effect oriented by "
+        "dla_against (docs/methods/direct-logit-attribution.md)",
+    )
+    dla_against: Literal["-effect", "effect"] | None = Field(
+        None,
+        description="what dla is ranked against: -effect for answer_logit_diff (removing a head's direct part d "
+        "changes the difference by -d), effect for loss (it raises the loss by about d (1 - p))",
     )
     seconds: float = Field(..., description="wall time of the grid")
 

@@ -34,8 +34,8 @@ class LensCreate(_Body):
     target: Answer | None = Field(
         None,
         description="a token whose probability and rank are read in every cell (exactly one token, "
-        "e.g. ' Paris'); "
-        "default each cell's own top token",
+        "e.g. ' Paris'); default, at each position, the model's own next token there (its last layer's top "
+        "token), read at every layer",
     )
 
 

@@ -53,6 +53,17 @@ def test_rank_agreement_of_monotone_scores_and_constant_ones():
         m.rank_agreement(np.zeros((2, 3)), np.zeros((3, 3)))
 
 
+def test_signed_rank_agreement_keeps_signs():
+    x = np.array([[-2.0, -1.0, 0.5], [1.0, 3.0, 0.0]])
+    assert m.signed_rank_agreement(x, 2 * x + 1).rho == pytest.approx(1.0)
+    assert m.signed_rank_agreement(x, -x).rho == pytest.approx(-1.0)
+    # |x| ranks unlike x: the signed and the absolute rankings differ on the same numbers
+    assert m.signed_rank_agreement(x, np.abs(x)).rho < 0.5 < m.rank_agreement(x, np.abs(x)).rho
+    assert m.signed_rank_agreement(np.ones((1, 2)), np.arange(2.0)).rho is None  # fewer than 3 heads
+    with pytest.raises(ValueError, match="same"):
+        m.signed_rank_agreement(np.zeros((2, 3)), np.zeros((3, 3)))
+
+
 def test_top_heads_by_magnitude():
     e = np.array([[0.1, -0.9], [0.5, 0.0]])
     assert m.top_heads(e, 2) == [(0, 1, -0.9), (1, 0, 0.5)]

