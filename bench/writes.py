@@ -55,7 +55,7 @@ def bench_graph(lm, writes, threshold: float, repeats: int) -> None:
         f"{len(g.edges)} edges ({attn} attention)"
     )
     print(
-        f"      graph peak RSS above the recording {peak / 2**20:.1f} MiB (one node's [head, key, d_model] terms "
+        f"      graph peak RSS above the recording {peak / 2**20:.1f} MiB (one layer's [head, key, d_model] writes "
         f"{node / 2**20:.1f} MiB); full decomposition [layer, head, query, key, d_model] {full / 2**30:.1f} GiB; "
         f"full / max(peak, one node) {full / max(peak, node):,.0f}x"
     )
