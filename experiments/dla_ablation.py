@@ -1,16 +1,25 @@
 """Direct logit attribution beside the ablation effect, per head, on SmolLM2 factual prompts (#23
-item 7): for each prompt "The capital of <country> is", each head's DLA of ``logit(answer) -
-logit(contrast)`` at the last position (``pipelines.writes``) and the change of the same logit
-difference when that head alone is zero-ablated (``pipelines.interventions.head_effects``), ranked
-against each other with Spearman's rho over the 270 heads (``scipy.stats.spearmanr``). A head that
-writes the answer directly should, ablated, lower the difference: the script correlates DLA with
-``-effect``. Over the prompts: the mean rho with its bootstrap (BCa) interval.
+items 7 and the ">= 50 prompts" finding): for each prompt (the 20 countries of
+``pipelines.circuits.tasks.CAPITALS`` in three one-token-answer templates, 60 prompts; the contrast is
+the next country's capital in that table), each head's DLA of ``logit(answer) - logit(contrast)`` at
+the last position (``pipelines.writes``) and the change of the same logit difference when that head
+alone is zero-ablated (``pipelines.interventions.head_effects``), ranked against each other over the
+270 heads with Spearman's rho (``scipy.stats.spearmanr``), two ways:
 
-    .venv/bin/python -m attnscope.experiments.dla_ablation [--prompts 8] [--method zero] [--top 5] [--out OUT]
+- ``signed``: DLA against ``-effect``. A head that writes the answer directly should, ablated, lower
+  the difference, so a direct writer and a direct suppressor sit at the two ends alike.
+- ``abs``: ``|DLA|`` against ``|effect|`` (what ``POST /runs/{id}/head-effects`` reports,
+  ``pipelines.writes.beside_effects``): whether the heads that matter directly are the ones that matter
+  at all, whatever the sign.
 
-Prints Markdown (a table per prompt and the summary); ``--out OUT`` also writes every prompt's values:
-``OUT.json`` (per prompt: rho, p and the DLA and effect grids ``[layer][head]``; the summary interval) and
-``OUT-examples.csv`` (long format: one row per prompt and head).
+Over the prompts: each definition's mean rho with its bootstrap (BCa) interval.
+
+    .venv/bin/python -m attnscope.experiments.dla_ablation [--prompts 60] [--method zero] [--top 5] [--out OUT]
+
+Prints Markdown (a row per prompt and the summary); ``--out OUT`` also writes every prompt's values:
+``OUT.json`` (per prompt: both rhos, the clean logit difference and the DLA and effect grids
+``[layer][head]``; the summary intervals) and ``OUT-examples.csv`` (long format: one row per prompt
+and head).
 """
 
 from __future__ import annotations
@@ -25,34 +34,45 @@ import torch
 from scipy.stats import spearmanr
 
 from attnscope.analysis.stats import bootstrap_interval
+from attnscope.pipelines.circuits.tasks import CAPITALS
 from attnscope.pipelines.interventions.apply import head_effects
 from attnscope.pipelines.interventions.metrics import MetricSpec
 from attnscope.pipelines.writes.readouts import single_token_id
 from attnscope.pipelines.writes.recorded import attribute, record_writes
 
-# (country, answer, contrast): single-token answers of SmolLM2's tokenizer
-FACTS = [
-    ("France", " Paris", " London"),
-    ("Italy", " Rome", " Paris"),
-    ("Germany", " Berlin", " Paris"),
-    ("Spain", " Madrid", " Rome"),
-    ("Japan", " Tokyo", " Beijing"),
-    ("Russia", " Moscow", " Berlin"),
-    ("England", " London", " Paris"),
-    ("China", " Beijing", " Tokyo"),
-]
+TEMPLATES = ("The capital of {} is", "The capital city of {} is", "{}'s capital is")
 
 
-def compare(lm, country: str, answer: str, contrast: str, method: str) -> dict:
-    """DLA ``[layer, head]``, ablation effect ``[layer, head]`` and their rank correlation."""
-    inp = lm.encode_text(f"The capital of {country} is")
+def facts() -> list[tuple[str, str, str]]:
+    """``(prompt, answer, contrast)``: every template over ``CAPITALS`` (60 prompts), templates outermost;
+    the contrast is the next country's capital in the table (single tokens of SmolLM2's tokenizer)."""
+    countries = list(CAPITALS)
+    return [
+        (t.format(c), " " + CAPITALS[c], " " + CAPITALS[countries[(i + 1) % len(countries)]])
+        for t in TEMPLATES
+        for i, c in enumerate(countries)
+    ]
+
+
+FACTS = facts()
+
+
+def compare(lm, prompt: str, answer: str, contrast: str, method: str) -> dict:
+    """DLA ``[layer, head]``, ablation effect ``[layer, head]``, the clean logit difference and the two
+    rank correlations (``rho``: DLA vs -effect; ``rho_abs``: |DLA| vs |effect|)."""
+    inp = lm.encode_text(prompt)
     a, b = single_token_id(lm, answer), single_token_id(lm, contrast)
     pos = len(inp) - 1
-    dla = attribute(record_writes(lm, inp), pos, a, b, split=False).heads
+    att = attribute(record_writes(lm, inp), pos, a, b, split=False)
+    dla = att.heads
     metric = MetricSpec("answer_logit_diff", (pos,), (a, b))
     eff = head_effects(lm, inp, method=method, metric=metric)["effect"]
     rho, p = spearmanr(dla.ravel(), -eff.ravel())
-    return {"dla": dla, "effect": eff, "rho": float(rho), "p": float(p)}
+    rho_abs, p_abs = spearmanr(np.abs(dla).ravel(), np.abs(eff).ravel())
+    return {
+        "dla": dla, "effect": eff, "logit_diff": float(att.logit),
+        "rho": float(rho), "p": float(p), "rho_abs": float(rho_abs), "p_abs": float(p_abs),
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -68,12 +88,16 @@ def main() -> None:
 
     lm = load_model("smollm2", "cpu", capture="lazy")
     rows = []
-    print("| prompt | answer - contrast | Spearman rho (DLA vs -ablation effect, 270 heads) | p |")
-    print("|---|---|---|---|")
-    for k, (country, answer, contrast) in enumerate(FACTS[: args.prompts]):
-        r = compare(lm, country, answer, contrast, args.method)
+    print("| prompt | answer - contrast | clean diff | rho signed (DLA vs -effect) | rho abs (|DLA| vs |effect|) |")
+    print("|---|---|---|---|---|")
+    for k, (prompt, answer, contrast) in enumerate(FACTS[: args.prompts]):
+        r = compare(lm, prompt, answer, contrast, args.method)
         rows.append(r)
-        print(f"| The capital of {country} is | `{answer}` - `{contrast}` | {r['rho']:+.3f} | {r['p']:.1e} |")
+        print(
+            f"| {prompt} | `{answer}` - `{contrast}` | {r['logit_diff']:+.2f} | {r['rho']:+.3f} | "
+            f"{r['rho_abs']:+.3f} |",
+            flush=True,
+        )
         if k == 0:
             first = r
     order = np.argsort(-first["dla"], axis=None)[: args.top]
@@ -87,22 +111,24 @@ def main() -> None:
             f"| L{layer}H{head} | {first['dla'][layer, head]:+.3f} | {first['effect'][layer, head]:+.3f} | "
             f"{int(eff_rank[o]) + 1} |"
         )
-    rhos = [r["rho"] for r in rows]
-    iv = bootstrap_interval(rhos)
-    print(
-        f"\nMean rho over {len(rhos)} prompts: {iv.mean:+.3f}, "
-        f"95 % BCa bootstrap interval [{iv.low:+.3f}, {iv.high:+.3f}]"
-    )
+    summary = {"method": args.method}
+    right = sum(r["logit_diff"] > 0 for r in rows)
+    print(f"\nThe model prefers the answer to the contrast on {right} of {len(rows)} prompts.")
+    for key, what in (("rho", "signed, DLA vs -effect"), ("rho_abs", "abs, |DLA| vs |effect|")):
+        iv = bootstrap_interval([r[key] for r in rows])
+        summary[key] = {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n}
+        print(
+            f"Mean rho ({what}) over {iv.n} prompts: {iv.mean:+.3f}, "
+            f"95 % BCa bootstrap interval [{iv.low:+.3f}, {iv.high:+.3f}]"
+        )
     if args.out:
-        facts = FACTS[: args.prompts]
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         per_prompt = [
-            {"prompt": f"The capital of {c} is", "answer": a, "contrast": b, "rho": r["rho"], "p": r["p"],
-             "dla": r["dla"].tolist(), "effect": r["effect"].tolist()}
-            for (c, a, b), r in zip(facts, rows)
+            {"prompt": q, "answer": a, "contrast": b, "logit_diff": r["logit_diff"], "rho": r["rho"], "p": r["p"],
+             "rho_abs": r["rho_abs"], "p_abs": r["p_abs"], "dla": r["dla"].tolist(), "effect": r["effect"].tolist()}
+            for (q, a, b), r in zip(FACTS[: args.prompts], rows)
         ]  # fmt: skip
-        summary = {"method": args.method, "rho": {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n}}
         out.with_suffix(".json").write_text(json.dumps({**summary, "prompts": per_prompt}, indent=1) + "\n")
         with out.with_name(out.name + "-examples.csv").open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=["prompt", "head", "dla", "effect"])
