@@ -201,7 +201,7 @@ def add_parsers(sub) -> None:
         p.add_argument("--device", default=None)
         p.add_argument("--out", default="", help="also write the report as JSON")
         if name == "lens":
-            p.add_argument("--k", type=int, default=5, help="top tokens per layer")
+            p.add_argument("--k", type=int, default=None, help="top tokens per layer, default 5 (a classifier: all)")
         else:
             p.add_argument(
                 "--contrast", default=None, help="one token (a class label): attribute logit(target) - logit(contrast)"

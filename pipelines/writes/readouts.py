@@ -116,6 +116,7 @@ class LensGrid:
 
 
 Recording = Callable[[], RecordedWrites] | None
+DEFAULT_K = 5  # top tokens of a logit-lens cell when none is asked
 
 
 def lens_of_run(
@@ -123,20 +124,21 @@ def lens_of_run(
     token_ids: Sequence[int],
     start: int,
     stop: int,
-    k: int,
+    k: int | None,
     target: str | None = None,
     recording: Recording = None,
     positions_asked: bool = True,
 ) -> LensGrid:
     """The logit lens of positions ``start..stop-1``: top-``k`` tokens and the probability and rank of
     ``target`` (one token, for every position; default each position's own top next token).
-    ``recording`` (here and below): gives the run's recorded forward (a per-run cache,
-    ``cache.RecordingCache``); default record it now. A classifier gets its class lens
+    ``k`` None: ``DEFAULT_K``. ``recording`` (here and below): gives the run's recorded forward (a
+    per-run cache, ``cache.RecordingCache``); default record it now. A classifier gets its class lens
     (``class_lens_of_run``; ``positions_asked``: positions were given, which a classifier refuses)."""
     if is_classifier(backend.sites, "the logit lens"):
         if positions_asked:
             raise WritesInputError("a classifier's lens reads its pooled vector; leave positions out")
         return class_lens_of_run(backend, token_ids, k, target, recording)
+    k = DEFAULT_K if k is None else k
     n = len(token_ids)
     if stop <= start:
         raise WritesInputError(f"the position range {start}:{stop} is empty")
@@ -159,12 +161,14 @@ def lens_of_run(
 
 
 def class_lens_of_run(
-    backend, token_ids: Sequence[int], k: int, target: str | None = None, recording: Recording = None
+    backend, token_ids: Sequence[int], k: int | None, target: str | None = None, recording: Recording = None
 ) -> LensGrid:
     """The class lens of a classifier's run: every layer's pooled stream read by its head (top-``k``
-    classes; the probability and rank of class ``target``, default the model's own prediction)."""
+    classes, default all; the probability and rank of class ``target``, default the model's own
+    prediction)."""
     sites = classifier_sites(backend.sites, "the class lens")
     n_classes = int(sites.unembed.W_U.shape[1])
+    k = n_classes if k is None else k
     if not 1 <= k <= n_classes:
         raise WritesInputError(f"k={k} is outside [1, {n_classes}] (the classes of {backend.spec.name!r})")
     tid = None if target is None else class_id(backend, target)

@@ -30,7 +30,9 @@ class LensCreate(_Body):
         pattern=RANGE_PATTERN,
         description=f"positions 'start:stop' (half-open, at most {MAX_LENS_POSITIONS}); default the last position",
     )
-    k: int = Field(5, ge=1, le=MAX_LENS_K, description="top tokens (a classifier: classes) per cell")
+    k: int | None = Field(
+        None, ge=1, le=MAX_LENS_K, description="top tokens per cell, default 5 (a classifier: its classes, default all)"
+    )
     target: Answer | None = Field(
         None,
         description="a token whose probability and rank are read in every cell (exactly one token, "
