@@ -82,7 +82,11 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=5, help="heads of largest DLA listed for the first prompt")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="", help="OUT.json and OUT-examples.csv with every prompt's values")
+    ap.add_argument("--summary", default="", help="print the summary of a written OUT.json (no model run)")
     args = ap.parse_args()
+    if args.summary:
+        print(summarise(json.loads(Path(args.summary).read_text())))
+        return
     torch.set_num_threads(args.threads)
     from attnscope.models.loading import load_model
 
@@ -134,6 +138,49 @@ def main() -> None:
             writer = csv.DictWriter(f, fieldnames=["prompt", "head", "dla", "effect"])
             writer.writeheader()
             writer.writerows(prompt_rows(per_prompt))
+
+
+def summarise(doc: dict) -> str:
+    """Markdown summary of a written ``OUT.json``: each definition's mean rho with its BCa interval over
+    the prompts and over the countries (each country's mean over its templates: the prompts of one
+    country are not independent), the mean per template, and how often the head of largest DLA is the
+    head whose ablation lowers the difference most, with that head's median ablation rank."""
+    prompts = doc["prompts"]
+    by_country: dict[str, list[dict]] = {}
+    by_template: dict[str, list[dict]] = {}
+    for p in prompts:
+        by_country.setdefault(p["answer"], []).append(p)
+        by_template.setdefault(_template_of(p["prompt"]), []).append(p)
+    lines = [f"{len(prompts)} prompts, {len(by_country)} countries, {sum(p['logit_diff'] > 0 for p in prompts)} "
+             "with the answer above the contrast\n"]  # fmt: skip
+    for key, what in (("rho", "signed, DLA vs -effect"), ("rho_abs", "abs, |DLA| vs |effect|")):
+        over_p = bootstrap_interval([p[key] for p in prompts])
+        over_c = bootstrap_interval([float(np.mean([p[key] for p in ps])) for ps in by_country.values()])
+        per_t = ", ".join(f"{t!r} {np.mean([p[key] for p in ps]):+.3f}" for t, ps in by_template.items())
+        lines.append(
+            f"- rho {what}: mean {over_p.mean:+.3f}; 95 % BCa over prompts [{over_p.low:+.3f}, {over_p.high:+.3f}], "
+            f"over countries [{over_c.low:+.3f}, {over_c.high:+.3f}]; per template: {per_t}"
+        )
+    ranks, same = [], 0
+    for p in prompts:
+        dla, eff = np.asarray(p["dla"]), np.asarray(p["effect"])
+        top = np.argmax(dla)
+        same += int(top == np.argmin(eff))
+        ranks.append(int(np.argsort(np.argsort(eff, axis=None))[top]) + 1)
+    lines.append(
+        f"- the head of largest DLA is the head whose ablation lowers the difference most on {same} of "
+        f"{len(prompts)} prompts; its ablation rank: median {np.median(ranks):.0f}, quartiles "
+        f"{np.percentile(ranks, 25):.0f}-{np.percentile(ranks, 75):.1f} (of 270)"
+    )
+    return "\n".join(lines)
+
+
+def _template_of(prompt: str) -> str:
+    for t in TEMPLATES:
+        head, tail = t.split("{}")
+        if prompt.startswith(head) and prompt.endswith(tail):
+            return t
+    return "?"
 
 
 def prompt_rows(per_prompt: list[dict]) -> list[dict]:
