@@ -46,3 +46,17 @@ def test_dla_summary_counts_prompts_countries_templates_and_top_head_agreement()
     assert text.startswith("3 prompts, 2 countries, 2 with the answer above the contrast")
     assert "'The capital of {} is' +0.150" in text and "\"{}'s capital is\" +0.400" in text
     assert "lowers the difference most on 2 of 3 prompts; its ablation rank: median 1" in text
+
+
+def test_dla_beside_a_grid_ranks_heads_and_refuses_another_model():
+    import pytest
+
+    from attnscope.experiments.dla_beside_grid import beside
+
+    dla = {"heads": {"mean": [[0.5, 0.0], [0.1, -0.2]]}}
+    grid = {"mean_effect": [[-0.3, 0.0], [-0.1, 0.2]]}
+    text = beside(dla, grid, top=2)
+    assert "| L0H0 | +0.5000 | -0.3000 | 1 of 4 |" in text and "| L1H0 | +0.1000 | -0.1000 | 2 of 4 |" in text
+    assert "signed +1.000" in text
+    with pytest.raises(ValueError, match="not the same model"):
+        beside(dla, {"mean_effect": [[0.0]]})
