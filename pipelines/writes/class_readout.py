@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from attnscope.models.sites import Norm, Sites, SitesUnavailableError
-from attnscope.pipelines.writes.dla import Attribution
+from attnscope.pipelines.writes.dla import Attribution, logit_direction
 from attnscope.pipelines.writes.frozen_norm import FinalNorm
-from attnscope.pipelines.writes.lens import LensRows, rows_of_logits
+from attnscope.pipelines.writes.lens import LensRows, Unembedding, rows_of_logits
 from attnscope.pipelines.writes.recorded import RecordedWrites
 
 
@@ -98,11 +98,7 @@ def _direction(sites: Sites, pooled: torch.Tensor, target: int, contrast: int | 
     for name, c in (("class", target), ("contrast class", contrast)):
         if c is not None and not 0 <= int(c) < n_classes:
             raise ValueError(f"{name} {c} is outside [0, {n_classes})")
-    u = head.W_U[:, int(target)].float()
-    b = 0.0 if head.b_U is None else float(head.b_U[int(target)])
-    if contrast is not None:
-        u = u - head.W_U[:, int(contrast)].float()
-        b -= 0.0 if head.b_U is None else float(head.b_U[int(contrast)])
+    u, b = logit_direction(Unembedding(head.W_U, head.b_U), target, contrast)  # [d_pool], float
     logits = head.logits(pooled.to(head.W_U.dtype)).float()
     logit = float(logits[int(target)] - (0.0 if contrast is None else logits[int(contrast)]))
     if head.pooler is None:
