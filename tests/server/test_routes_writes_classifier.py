@@ -8,21 +8,12 @@ import json
 
 import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 
-from attnscope.server.config import Settings
-from attnscope.server.main import create_app
 from attnscope.server.schemas import DlaResultPublic
 
 pytestmark = pytest.mark.slow
 API = "/api/v1"
 TEXT = "a gripping , funny and moving film"
-
-
-@pytest.fixture(scope="module")
-def client():
-    with TestClient(create_app(Settings(preload=[], max_runs=8))) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
