@@ -35,7 +35,7 @@ def run_lens(args: argparse.Namespace) -> int:
         lines = [f"logit lens of {args.model} at position {pos} ({inp.tokens[pos]!r}), target {target!r}\n\n"]
     else:
         lines = [f"class lens of {args.model} (its head reads positions {list(grid.pooled)}), class {target!r}\n\n"]
-    read = "tokens" if grid.labels is None else "classes"
+    unit, read = ("token", "tokens") if grid.labels is None else ("class", "classes")
     lines.append(f"| layer | top {read} | target prob | target rank |\n|---|---|---|---|\n")
     for layer in range(grid.layers):
         c = grid.cell(layer, 0)
@@ -50,7 +50,7 @@ def run_lens(args: argparse.Namespace) -> int:
         shown = ", ".join(f"{s!r} {p:.3f}" for _, s, p in top)
         lines.append(f"| {layer} | {shown} | {row['target_prob']:.4f} | {row['target_rank']} |\n")
     first = grid.first_top_layer(0)
-    lines.append(f"\n{target!r} is the lens's top token from layer {first} on (layer 0: the embedding)\n")
+    lines.append(f"\n{target!r} is the lens's top {unit} from layer {first} on (layer 0: the embedding)\n")
     report = {"model": args.model, "text": args.text, "position": pos, "target": target}
     report.update(readout="token" if grid.labels is None else "class", pooled=grid.pooled and list(grid.pooled))
     report.update(target_id=grid.target_ids[0])

@@ -118,7 +118,8 @@ def test_lens_and_attribute_on_the_command_line_read_the_classifier(tmp_path, ca
 
     out = tmp_path / "lens.json"
     assert main(["lens", "--model", "minilm-sst2", "--text", TEXT, "--k", "2", "--out", str(out)]) == 0
-    assert "class lens of minilm-sst2 (its head reads positions [0])" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "class lens of minilm-sst2 (its head reads positions [0])" in printed and "top class from layer" in printed
     lens = json.loads(out.read_text())
     assert lens["readout"] == "class" and len(lens["layers"]) == 7 and lens["layers"][-1]["target_rank"] == 0
     out = tmp_path / "att.json"
