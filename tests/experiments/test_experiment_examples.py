@@ -44,7 +44,7 @@ def test_dla_summary_counts_prompts_countries_templates_and_top_head_agreement()
     ]}  # fmt: skip
     text = summarise(doc)
     assert text.startswith("3 prompts, 2 countries, 2 with the answer above the contrast")
-    assert "'The capital of {} is' +0.150" in text and "\"{}'s capital is\" +0.400" in text
+    assert "'The capital of {} is' +0.150" in text and '"{}\'s capital is" +0.400' in text
     assert "lowers the difference most on 2 of 3 prompts; its ablation rank: median 1" in text
 
 
