@@ -146,7 +146,7 @@ def hooked_parts(backend, inp, target: int, contrast: int | None) -> dict:
         mlp.append(float((m.grad * m).sum().detach()))
     e = leaves["embed"]
     return {
-        "logit": float(logit),
+        "logit": float(logit.detach()),
         "embed": float((e.grad * e).sum()),
         "heads": torch.stack(heads).detach().numpy(),
         "attn_bias": np.array(attn_bias),
