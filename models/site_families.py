@@ -54,6 +54,9 @@ class Family:
     final_norm: str | None = None
     unembed: str | None = None
     unembed_kind: str = "lm_head"
+    pooling: str | None = None  # a classifier's pooling ("cls", "mean"); None: the zoo config's ``pool``
+    pooler: str | None = None  # a dense layer between the pooled vector and the head (path in the body)
+    pooler_act: str | None = None  # its activation ("tanh")
     rope: str | None = None
     rotate: str = "apply_rotary_pos_emb"
     parallel_attr: str | None = None  # config flag: attention and MLP both read resid_pre
@@ -175,6 +178,11 @@ FAMILIES: dict[str, Family] = {
         embed="embeddings",
         norm="layernorm",
         placement="post",
+        unembed="classifier",  # BertForSequenceClassification; a bare BertModel (an embedding) has none
+        unembed_kind="classifier",
+        pooling="cls",
+        pooler="pooler.dense",
+        pooler_act="tanh",
     ),
     "dinov2": Family(
         blocks="encoder.layer",

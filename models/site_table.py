@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from attnscope.models.site_families import FAMILIES, Family
-from attnscope.models.sites import BlockSites, Norm, Rope, Sites, SitesUnavailableError, Unembed
+from attnscope.models.sites import BlockSites, Norm, Pooler, Rope, Sites, SitesUnavailableError, Unembed
 
 if TYPE_CHECKING:
     from attnscope.models.zoo.arch import Arch
@@ -182,15 +182,20 @@ def build_sites(model: torch.nn.Module, family: str, config: Arch | None = None)
     head = _get(model, fam.unembed)
     unembed = None
     if head is not None and getattr(head, "weight", None) is not None:
-        pooling = "position" if fam.unembed_kind == "lm_head" else str(getattr(config, "pool", "mean"))
+        if fam.unembed_kind == "lm_head":
+            pooling = "position"
+        else:
+            pooling = fam.pooling or str(getattr(config, "pool", "mean"))
         if pooling in ("position", "mean", "cls"):
             softcap = getattr(model.config, fam.softcap_attr, None) if fam.softcap_attr else None
+            dense = _get(body, fam.pooler)
             unembed = Unembed(
                 _view(head.weight).T,
                 _view(head.bias),
                 fam.unembed_kind,
                 pooling,
                 None if softcap is None else float(softcap),
+                None if dense is None else Pooler(_view(dense.weight).T, _view(dense.bias), fam.pooler_act),
             )
     return Sites(
         family=family,

@@ -92,22 +92,45 @@ class Norm:
 
 
 @dataclass(frozen=True)
+class Pooler:
+    """A dense layer and activation between a classifier's pooled vector and its head (BERT's
+    ``pooler``: ``tanh(pooled @ W + b)``). ``W [d_model, d_pool]``, ``b [d_pool]`` or None, ``act``
+    ``tanh`` or None (linear)."""
+
+    W: torch.Tensor
+    b: torch.Tensor | None
+    act: Literal["tanh"] | None = "tanh"
+
+    def pre_activation(self, pooled: torch.Tensor) -> torch.Tensor:
+        """``pooled [..., d_model]`` -> ``[..., d_pool]``: ``pooled @ W + b``."""
+        z = pooled @ self.W
+        return z if self.b is None else z + self.b
+
+    def activate(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(z) if self.act == "tanh" else z
+
+
+@dataclass(frozen=True)
 class Unembed:
     """What reads the last residual stream: ``logits = final_norm(resid) @ W_U + b_U``.
 
-    ``W_U [d_model, vocab | classes]``. ``kind``: ``lm_head`` (every position has logits) or
+    ``W_U [d_model | d_pool, vocab | classes]``. ``kind``: ``lm_head`` (every position has logits) or
     ``classifier`` (the normed stream is pooled first: ``pooling`` ``mean`` over real positions,
-    ``cls`` position 0, or ``position`` for an LM head)."""
+    ``cls`` position 0, or ``position`` for an LM head; then ``pooler``, where the family has one)."""
 
     W_U: torch.Tensor
     b_U: torch.Tensor | None
     kind: Literal["lm_head", "classifier"]
     pooling: Literal["position", "mean", "cls"] = "position"
     softcap: float | None = None
+    pooler: Pooler | None = None
 
     def logits(self, normed: torch.Tensor) -> torch.Tensor:
         """``normed [..., d_model]`` (the final norm's output, pooled for a classifier) -> logits
-        ``[..., vocab | classes]``, with the family's final soft-cap ``c tanh(z / c)`` (Gemma 2)."""
+        ``[..., vocab | classes]``, through the pooler where there is one, with the family's final
+        soft-cap ``c tanh(z / c)`` (Gemma 2)."""
+        if self.pooler is not None:
+            normed = self.pooler.activate(self.pooler.pre_activation(normed))
         z = normed @ self.W_U
         if self.b_U is not None:
             z = z + self.b_U
@@ -233,11 +256,14 @@ class Sites:
 
     def require(self, *parts: str, feature: str = "this analysis") -> None:
         """Refuse (``SitesUnavailableError``) when a part a feature needs is missing: ``final_norm``,
-        ``unembed``, ``lm_head`` (an unembedding of every position), ``W_Q``/``W_K`` (content heads)."""
+        ``unembed``, ``lm_head`` (an unembedding of every position), ``classifier`` (a pooled class
+        head), ``W_Q``/``W_K`` (content heads)."""
         missing = []
         for part in parts:
             if part in ("final_norm", "unembed") and getattr(self, part) is None:
                 missing.append(part)
+            elif part == "classifier" and (self.unembed is None or self.unembed.kind != "classifier"):
+                missing.append("a classification head (it outputs an embedding or next-token logits)")
             elif part == "lm_head" and (self.unembed is None or self.unembed.kind != "lm_head"):
                 missing.append("an LM head (unembedding of every position)")
             elif part in ("W_in", "W_out") and any(getattr(b, part) is None for b in self.blocks):

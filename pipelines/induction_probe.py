@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnscope.analysis.heads import make_probe_ids
+from attnscope.analysis.heads import induction_scores, make_probe_ids
 from attnscope.analysis.maps import AttentionMaps
 from attnscope.models.loading import Backend
 
@@ -51,3 +51,13 @@ def repeated_token_probe(loaded: Backend, length: int | None = None, seed: int =
     ids = probe_ids(loaded, length, seed)
     maps = loaded.run(loaded.encode_ids(ids), hidden_states=False).maps
     return maps, ids
+
+
+def mean_induction_scores(loaded: Backend, half: int = 30, seeds=(0, 1, 2, 3, 4)) -> np.ndarray:
+    """``[layer, head]``: each head's induction score (``analysis.heads.induction_scores``) on the
+    probe of ``half`` random tokens repeated once, averaged over the probe ``seeds``."""
+    scores = []
+    for s in seeds:
+        maps, ids = repeated_token_probe(loaded, 2 * half, seed=s)
+        scores.append(induction_scores(maps, ids))
+    return np.mean(scores, axis=0)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("dla", help="direct logit attribution per head averaged over a data set (the dla job)")
-    p.add_argument("--model", default="smollm2", help="a pre-norm causal LM")
+    p.add_argument("--model", default="smollm2", help="a pre-norm causal LM or a text classifier (minilm-sst2)")
     p.add_argument("--dataset", default="sst2", choices=["sst2", "movies"])
     p.add_argument("--n", type=int, default=100, help="examples (a seeded sample of the split; 1..2000)")
     p.add_argument("--split", default=None)
@@ -84,8 +84,9 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--target",
         default="predicted",
-        choices=["predicted", "next"],
-        help="the logit attributed: the model's own top next token, or the text's true next token",
+        choices=["predicted", "next", "label"],
+        help="the logit attributed: the model's own top next token (a classifier: its class), the text's true "
+        "next token (causal LMs), or the example's gold class (classifiers)",
     )
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--device", default=None)

@@ -1,4 +1,5 @@
-"""``attnscope lens | attribute | graph``: what a causal LM's layers and heads write toward its next token."""
+"""``attnscope lens | attribute | graph``: what a causal LM's layers and heads write toward its next token
+(``lens`` and ``attribute`` also read a classifier's class logits)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,18 @@ def run_lens(args: argparse.Namespace) -> int:
     backend = load_model(args.model, args.device)
     inp = backend.encode_text(args.text)
     pos = len(inp) - 1 if args.position is None else args.position
-    grid = lens_of_run(backend, inp.token_ids, pos, pos + 1, args.k, args.target)
-    dec = backend.tokenizer.decode
+    asked = args.position is not None
+    grid = lens_of_run(backend, inp.token_ids, pos, pos + 1, args.k, args.target, positions_asked=asked)
+    dec = backend.tokenizer.decode if grid.labels is None else lambda c: grid.labels[c[0]]
     target = dec([grid.target_ids[0]])
+    pos = grid.positions[0]
     layers = []
-    lines = [f"logit lens of {args.model} at position {pos} ({inp.tokens[pos]!r}), target {target!r}\n\n"]
-    lines.append("| layer | top tokens | target prob | target rank |\n|---|---|---|---|\n")
+    if grid.labels is None:
+        lines = [f"logit lens of {args.model} at position {pos} ({inp.tokens[pos]!r}), target {target!r}\n\n"]
+    else:
+        lines = [f"class lens of {args.model} (its head reads positions {list(grid.pooled)}), class {target!r}\n\n"]
+    unit, read = ("token", "tokens") if grid.labels is None else ("class", "classes")
+    lines.append(f"| layer | top {read} | target prob | target rank |\n|---|---|---|---|\n")
     for layer in range(grid.layers):
         c = grid.cell(layer, 0)
         top = [(int(t), dec([int(t)]), float(p)) for t, p in zip(grid.rows.top_ids[c], grid.rows.top_probs[c])]
@@ -43,8 +50,9 @@ def run_lens(args: argparse.Namespace) -> int:
         shown = ", ".join(f"{s!r} {p:.3f}" for _, s, p in top)
         lines.append(f"| {layer} | {shown} | {row['target_prob']:.4f} | {row['target_rank']} |\n")
     first = grid.first_top_layer(0)
-    lines.append(f"\n{target!r} is the lens's top token from layer {first} on (layer 0: the embedding)\n")
+    lines.append(f"\n{target!r} is the lens's top {unit} from layer {first} on (layer 0: the embedding)\n")
     report = {"model": args.model, "text": args.text, "position": pos, "target": target}
+    report.update(readout="token" if grid.labels is None else "class", pooled=grid.pooled and list(grid.pooled))
     report.update(target_id=grid.target_ids[0])
     report.update(first_top_layer=first, layers=layers)
     _write(report, "".join(lines), args.out)
@@ -61,13 +69,19 @@ def run_attribute(args: argparse.Namespace) -> int:
 
     backend = load_model(args.model, args.device)
     inp = backend.encode_text(args.text)
-    pos = len(inp) - 1 if args.position is None else args.position
-    res = attribution_of_run(backend, inp.token_ids, pos, args.target, args.contrast, None, args.top)
-    att, dec = res.attribution, backend.tokenizer.decode
+    res = attribution_of_run(backend, inp.token_ids, args.position, args.target, args.contrast, None, args.top)
+    att = res.attribution
+    dec = backend.tokenizer.decode if res.labels is None else lambda c: res.labels[c[0]]
+    pos = res.position
     what = repr(dec([res.target_id])) + ("" if res.contrast_id is None else f" - {dec([res.contrast_id])!r}")
-    lines = [f"direct logit attribution of {what} at position {pos} of {args.model}\n\n"]
+    where = f"position {pos}" if res.pooled is None else f"the pooled positions {list(res.pooled)}"
+    lines = [f"direct logit attribution of {what} at {where} of {args.model}\n\n"]
     lines.append(f"logit {att.logit:.4f} = embed {att.embed:.4f} + heads {att.heads.sum():.4f} + attention biases ")
-    lines.append(f"{att.attn_bias.sum():.4f} + MLPs {att.mlp.sum():.4f} + biases {att.bias:.4f} ")
+    if att.norm_bias is not None:
+        lines.append(f"{att.attn_bias.sum():.4f} + block norm biases {att.norm_bias.sum():.4f} + ")
+        lines.append(f"MLPs {att.mlp.sum():.4f} + biases {att.bias:.4f} ")
+    else:
+        lines.append(f"{att.attn_bias.sum():.4f} + MLPs {att.mlp.sum():.4f} + biases {att.bias:.4f} ")
     lines.append(f"(residual error {att.residual_error:.2e}, frozen norm scale {att.scale:.4f})\n\n")
     lines.append("| head | part | top sources |\n|---|---|---|\n")
     splits = []
@@ -82,7 +96,10 @@ def run_attribute(args: argparse.Namespace) -> int:
         "model": args.model,
         "text": args.text,
         "position": pos,
+        "readout": "token" if res.labels is None else "class",
+        "pooled": res.pooled and list(res.pooled),
         "target_id": res.target_id,
+        "target": dec([res.target_id]),
         "contrast_id": res.contrast_id,
         "logit": att.logit,
         "embed": att.embed,
@@ -90,6 +107,7 @@ def run_attribute(args: argparse.Namespace) -> int:
         "attn_bias": att.attn_bias.tolist(),
         "mlp": att.mlp.tolist(),
         "bias": att.bias,
+        "norm_bias": None if att.norm_bias is None else att.norm_bias.tolist(),
         "residual_error": att.residual_error,
         "splits": splits,
     }
@@ -158,20 +176,36 @@ def run_graph(args: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     """``lens``, ``attribute`` and ``graph``."""
     for name, helptext in (
-        ("lens", "logit lens: each layer's residual stream at one position read through the unembedding"),
-        ("attribute", "direct logit attribution of the next token into heads (split over sources) and MLPs"),
+        (
+            "lens",
+            "logit lens: each layer's residual stream at one position read through the unembedding "
+            "(a classifier: its class lens)",
+        ),
+        (
+            "attribute",
+            "direct logit attribution of the next token (a classifier: a class) into heads (split over "
+            "sources) and MLPs",
+        ),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--model", default="smollm2")
         p.add_argument("--text", required=True)
-        p.add_argument("--position", type=int, default=None, help="zero-based; default the last position")
-        p.add_argument("--target", default=None, help="one token (e.g. ' Paris'); default the model's own next token")
+        p.add_argument(
+            "--position", type=int, default=None, help="zero-based; default the last position (classifiers: none)"
+        )
+        p.add_argument(
+            "--target",
+            default=None,
+            help="one token (e.g. ' Paris'); default the model's own next token. A classifier: a class label",
+        )
         p.add_argument("--device", default=None)
         p.add_argument("--out", default="", help="also write the report as JSON")
         if name == "lens":
-            p.add_argument("--k", type=int, default=5, help="top tokens per layer")
+            p.add_argument("--k", type=int, default=None, help="top tokens per layer, default 5 (a classifier: all)")
         else:
-            p.add_argument("--contrast", default=None, help="one token: attribute logit(target) - logit(contrast)")
+            p.add_argument(
+                "--contrast", default=None, help="one token (a class label): attribute logit(target) - logit(contrast)"
+            )
             p.add_argument("--top", type=int, default=8, help="heads split over their sources")
     p = sub.add_parser("graph", help="the contribution graph of one prediction (Ferrando and Voita 2024) as JSON")
     p.add_argument("--model", default="smollm2")

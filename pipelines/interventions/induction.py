@@ -14,8 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attnscope.analysis.heads import induction_scores
-from attnscope.pipelines.induction_probe import probe_ids
+from attnscope.pipelines.induction_probe import mean_induction_scores, probe_ids
 from attnscope.pipelines.interventions.apply import HeadMeans, prepare
 from attnscope.pipelines.interventions.metrics import MetricSpec, effect
 from attnscope.pipelines.interventions.spec import HeadAblation, InterventionSet
@@ -36,11 +35,7 @@ def induction_ablation(
     ``n_random`` random ``k``-sets (mean, std, min, max over sets, each averaged over ``eval_seeds``)."""
     if not backend.attention.causal:
         raise ValueError(f"model {backend.spec.name!r} is not a causal LM; the induction test needs one")
-    scores = []
-    for s in score_seeds:
-        ids = probe_ids(backend, 2 * half, seed=s)
-        scores.append(induction_scores(backend.run(backend.encode_ids(ids), hidden_states=False).maps, ids))
-    score = np.mean(scores, axis=0)  # [layer, head]
+    score = mean_induction_scores(backend, half, score_seeds)  # [layer, head]
     n_l, n_h = score.shape
     order = np.argsort(-score, axis=None, kind="stable")
     top = [tuple(int(v) for v in np.unravel_index(i, score.shape)) for i in order[:k]]

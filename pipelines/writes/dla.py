@@ -54,6 +54,8 @@ class Attribution:
     share split over its keys; ``sources.sum(-1) == heads``); ``scale``: the frozen norm scale;
     ``residual_error``: ``logit - sum of every part`` (float32 rounding when the model is the sum of
     its parts; large when it is not, e.g. a norm after a sub-layer that the table does not declare).
+    ``norm_bias [layer]`` or None: a post-norm block's LayerNorm biases read through the later frozen
+    norms (``class_readout``; pre-norm blocks add none to the stream).
     """
 
     logit: float
@@ -65,10 +67,12 @@ class Attribution:
     sources: np.ndarray | None
     scale: float
     residual_error: float
+    norm_bias: np.ndarray | None = None
 
     def total(self) -> float:
         """The sum of every part (``logit - residual_error``)."""
-        return float(self.embed + self.heads.sum() + self.attn_bias.sum() + self.mlp.sum() + self.bias)
+        blocks = self.heads.sum() + self.attn_bias.sum() + self.mlp.sum()
+        return float(self.embed + blocks + self.bias + (0.0 if self.norm_bias is None else self.norm_bias.sum()))
 
 
 def logit_direction(unembed: Unembedding, target: int, contrast: int | None = None) -> tuple[torch.Tensor, float]:

@@ -8,6 +8,11 @@ the text cut to ``max_tokens``) or ``next`` (the text cut to ``max_tokens + 1`` 
 token is the target, read at the position before it: the model's logit of the text's true next
 token). Every example's parts sum to its logit; so do the means.
 
+A classifier (``class_readout``: every norm's scale and the pooler's gain frozen per example) has
+its class logit attributed instead, the text cut as the head-effects job cuts it
+(``interventions.dataset.encode_example``): ``predicted`` (its own class) or ``label`` (the
+example's gold class); its post-norm blocks' LayerNorm biases are one more part (``norm_bias``).
+
 Used by the API's ``dla`` job (sharded: ``dla_shard`` on examples ``[start, stop)``, then
 ``merge_dla`` in shard order).
 """
@@ -22,11 +27,15 @@ import torch
 from attnscope.analysis.census import RunningStats
 from attnscope.analysis.stats import t_summary
 from attnscope.pipelines.datasets import Example
+from attnscope.pipelines.interventions.dataset import encode_example
+from attnscope.pipelines.writes.class_readout import class_attribution, class_logits, classifier_sites
+from attnscope.pipelines.writes.readouts import class_id, is_classifier
 from attnscope.pipelines.writes.recorded import attribute, readout_parts, record_writes
 
 Progress = Callable[[int, int], None]
 LEVEL = 0.95
-PARTS = ("heads", "attn_bias", "mlp", "embed", "bias", "logit")  # the running statistics kept
+PARTS = ("heads", "attn_bias", "mlp", "norm_bias", "embed", "bias", "logit")  # the running statistics kept
+SCALARS = ("embed", "bias", "logit")
 
 
 def example_input(backend, text: str, max_tokens: int, target: str):
@@ -54,35 +63,57 @@ def dla_shard(
     "examples": [{id, tokens, target_id, target, logit, residual_error, heads}]}`` (JSON-able;
     ``heads`` the example's ``[layer][head]`` parts). Examples too short for ``next`` are skipped
     (counted in ``skipped``)."""
-    norm, unembed = readout_parts(backend.sites, "direct logit attribution over a data set")
+    feature = "direct logit attribution over a data set"
+    classifier = is_classifier(backend.sites, feature)
+    if classifier:
+        classifier_sites(backend.sites, feature)
+        if target not in ("predicted", "label"):
+            raise ValueError(f"target {target!r} reads a causal LM's next token; a classifier takes predicted or label")
+    else:
+        norm, unembed = readout_parts(backend.sites, feature)
+        if target not in ("predicted", "next"):
+            raise ValueError(f"target {target!r} reads a classifier's gold class; a causal LM takes predicted or next")
     stats = {k: RunningStats() for k in PARTS}
     records, skipped = [], 0
     for i, ex in enumerate(examples):
+        if classifier:  # a gold label the model does not have is the job's error, not a skipped example
+            tid = class_id(backend, ex.labels[ex.label], "label") if target == "label" else None
         try:
-            inp, tid = example_input(backend, ex.text, max_tokens, target)
+            if classifier:
+                inp = encode_example(backend, ex.text, max_tokens)
+            else:
+                inp, tid = example_input(backend, ex.text, max_tokens, target)
         except ValueError:
             skipped += 1
         else:
             writes = record_writes(backend, inp)
-            pos = len(inp) - 1
-            if tid is None:
-                tid = int(unembed.logits(norm(writes.resid[-1, pos])).argmax())
-            att = attribute(writes, pos, tid, split=False)
-            for name, value in (
+            if classifier:
+                tid = int(class_logits(writes)[-1].argmax()) if tid is None else tid
+                att = class_attribution(writes, tid, split=False)
+                name = backend.labels[tid]
+            else:
+                pos = len(inp) - 1
+                if tid is None:
+                    tid = int(unembed.logits(norm(writes.resid[-1, pos])).argmax())
+                att = attribute(writes, pos, tid, split=False)
+                name = backend.tokenizer.decode([tid])
+            for part, value in (
                 ("heads", att.heads),
                 ("attn_bias", att.attn_bias),
                 ("mlp", att.mlp),
+                ("norm_bias", att.norm_bias),
                 ("embed", np.array([att.embed])),
                 ("bias", np.array([att.bias])),
                 ("logit", np.array([att.logit])),
             ):
-                stats[name].add(np.asarray(value, dtype=np.float64))
+                if value is not None:
+                    stats[part].add(np.asarray(value, dtype=np.float64))
             records.append(
                 {
                     "id": ex.id,
                     "tokens": len(inp),
                     "target_id": tid,
-                    "target": backend.tokenizer.decode([tid]),
+                    "target": name,
                     "logit": float(att.logit),
                     "residual_error": float(att.residual_error),
                     "heads": np.round(np.asarray(att.heads, dtype=np.float64), 6).tolist(),  # [layer][head]
@@ -118,15 +149,18 @@ def merge_dla(
     merged = {k: RunningStats() for k in PARTS}
     for part in partials:
         for k, s in merged.items():
-            if part["stats"][k]["mean"] is not None:
-                s.merge(RunningStats.from_state(part["stats"][k]))
+            state = part["stats"].get(k, {})  # shards saved before norm_bias was kept have none
+            if state.get("mean") is not None:
+                s.merge(RunningStats.from_state(state))
     examples = [r for p in partials for r in p["examples"]]
     if not examples:
         raise ValueError("the dla job got no examples it could attribute (target 'next' needs 2 tokens)")
-    summary = {}
+    summary = {"norm_bias": None}  # pre-norm blocks add no norm bias to the stream
     for name, stats in merged.items():
+        if stats.mean is None:
+            continue
         mean, low, high, n = _interval(stats)
-        if name in ("embed", "bias", "logit"):
+        if name in SCALARS:
             mean, low, high, n = mean[0], low[0], high[0], n[0]
         summary[name] = {"mean": _none(mean), "low": _none(low), "high": _none(high), "n": n.tolist()}
     heads = np.asarray(summary["heads"]["mean"], dtype=np.float64)

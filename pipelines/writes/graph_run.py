@@ -2,9 +2,11 @@
 forward (``recorded.RecordedWrites``): each block's stream, MLP output, output projection, attention
 row on request (the run's lazy maps) and values, nothing quadratic held.
 
-Memory: one ``[head, key, d_model]`` term tensor per expanded node (``graph.attention_terms``), and
-the graph itself; ``full_decomposition_bytes`` is what materialising every term of every block
-(``[layer, head, query, key, d_model]``, causal half) would take, for comparison.
+Memory: per layer with a node to expand, one ``[head, key, d_model]`` tensor of what each head writes
+from each key (``graph.written``, shared by the layer's nodes), a ``[head, key_chunk, d_model]``
+temporary per node (``graph.node_importances``), and the graph itself; ``full_decomposition_bytes``
+is what materialising every term of every block (``[layer, head, query, key, d_model]``, causal
+half) would take, for comparison.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def full_decomposition_bytes(n_layers: int, n_heads: int, n_tokens: int, d_model
 
 
 def term_bytes(n_heads: int, n_keys: int, d_model: int) -> int:
-    """float32 bytes of one expanded node's ``[head, key, d_model]`` terms."""
+    """float32 bytes of one ``[head, key, d_model]`` tensor (a layer's ``graph.written``)."""
     return 4 * n_heads * n_keys * d_model
 
 

@@ -83,19 +83,34 @@ def logit_lens(
             raise ValueError(f"{target.shape[0]} targets for {n} residual rows")
         if n and (int(target.min()) < 0 or int(target.max()) >= vocab):
             raise ValueError(f"target ids must lie in [0, {vocab})")
-    top_ids, top_probs, tgt, tgt_prob, tgt_rank, ent = [], [], [], [], [], []
-    for a in range(0, n, CHUNK_ROWS):
-        logits = lens_logits(resid[a : a + CHUNK_ROWS], norm, unembed)  # [c, vocab]
-        logp = torch.log_softmax(logits, dim=-1)
-        vals, ids = torch.topk(logp, k, dim=-1)
-        t = ids[:, 0] if target is None else target[a : a + CHUNK_ROWS]
-        t_logit = logits.gather(1, t[:, None])  # [c, 1]
-        top_ids.append(ids)
-        top_probs.append(vals.exp())
-        tgt.append(t)
-        tgt_prob.append(logp.gather(1, t[:, None])[:, 0].exp())
-        tgt_rank.append((logits > t_logit).sum(dim=-1))
-        ent.append(-(logp.exp() * logp).nan_to_num(0.0).sum(dim=-1))
+    chunks = [
+        _summary(lens_logits(resid[a : a + CHUNK_ROWS], norm, unembed), k, None if target is None else target[a:])
+        for a in range(0, n, CHUNK_ROWS)
+    ]
+    return _rows(chunks, k)
+
+
+def _summary(logits: torch.Tensor, k: int, target: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+    """``logits [c, vocab]`` -> ``(top_ids [c, k], top_probs [c, k], target [c], target_prob [c],
+    target_rank [c], entropy [c])`` (``target`` long ``[>= c]``; default each row's top id)."""
+    logp = torch.log_softmax(logits, dim=-1)
+    vals, ids = torch.topk(logp, k, dim=-1)
+    t = ids[:, 0] if target is None else target[: logits.shape[0]]
+    t_logit = logits.gather(1, t[:, None])  # [c, 1]
+    entropy = -(logp.exp() * logp).nan_to_num(0.0).sum(dim=-1)
+    return ids, vals.exp(), t, logp.gather(1, t[:, None])[:, 0].exp(), (logits > t_logit).sum(dim=-1), entropy
+
+
+@torch.inference_mode()
+def rows_of_logits(logits: torch.Tensor, k: int, target: torch.Tensor | None = None) -> LensRows:
+    """``LensRows`` of ready logits ``[n, vocab | classes]`` (a class lens's rows), ``target [n]`` long."""
+    if not 1 <= k <= logits.shape[1]:
+        raise ValueError(f"k={k} is outside [1, {logits.shape[1]}]")
+    return _rows([_summary(logits.float(), k, target)], k)
+
+
+def _rows(chunks: list[tuple[torch.Tensor, ...]], k: int) -> LensRows:
+    top_ids, top_probs, tgt, tgt_prob, tgt_rank, ent = (list(c) for c in zip(*chunks)) if chunks else ([],) * 6
 
     def cat(xs: list[torch.Tensor], dtype: type, width: int | None = None) -> np.ndarray:
         if not xs:

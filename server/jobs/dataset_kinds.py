@@ -28,10 +28,11 @@ from attnscope.server.schemas.jobs import (
 )
 
 
-def _field(name: str, check, *args) -> None:
-    """Run one registry check; its ValueError becomes a ``ParamsError`` naming the parameter."""
+def _field(name: str, check, *args):
+    """Run one registry check (its result returned); its ValueError becomes a ``ParamsError`` naming
+    the parameter."""
     try:
-        check(*args)
+        return check(*args)
     except ValueError as exc:
         raise ParamsError(f"params.{name}: {exc}") from None
 
@@ -180,19 +181,29 @@ def head_effects_merge(params: HeadEffectsParams, partials: list[dict]) -> dict:
     return merge_grids(partials, get_spec(params.model).name, params.method, params.dataset)
 
 
-def _causal_lm(name: str) -> None:
+def _attributable(name: str) -> str:
+    """The task of a text model whose logits the dla job can attribute (a causal LM or a classifier)."""
     spec = require_text_model(name)
-    if spec.task != "causal-lm":
+    if spec.task not in ("causal-lm", "classification"):
         raise ValueError(
-            f"direct logit attribution reads a causal LM's final norm and unembedding; {name!r} is not one "
-            f"(task: {spec.task}; a classifier's head reads a pooled vector, an encoder outputs an embedding)"
+            f"direct logit attribution reads a causal LM's next-token logits or a classifier's class logits; "
+            f"{name!r} (task {spec.task}) outputs an embedding: it has no unembedding or classification head"
         )
+    return spec.task
+
+
+def _fits(task: str, target: str) -> None:
+    if task == "classification" and target == "next":
+        raise ValueError("target 'next' reads a causal LM's next token; a classifier takes 'predicted' or 'label'")
+    if task == "causal-lm" and target == "label":
+        raise ValueError("target 'label' is a classifier's gold class; a causal LM takes 'predicted' or 'next'")
 
 
 def check_dla(params: DlaParams) -> None:
-    """A causal LM and a split of the chosen data set (a family the readout cannot read, e.g. post-norm,
-    fails the job with the reason once the model is loaded)."""
-    _field("model", _causal_lm, params.model)
+    """A causal LM or a text classifier, a target that fits it and a split of the chosen data set (a
+    family the readout cannot read fails the job with the reason once the model is loaded)."""
+    task = _field("model", _attributable, params.model)
+    _field("target", _fits, task, params.target)
     _field("split", check_split, params.dataset, params.split)
 
 

@@ -43,9 +43,10 @@ router = APIRouter(prefix="/runs", tags=["writes"])
 ERRORS = error_responses(
     404,
     {
-        422: "the request does not fit the run or the model: a model without a final norm and unembedding (the "
-        "detail names what it lacks), an image run, positions out of range, more positions than the bound, a target "
-        "or contrast that is not exactly one token, k beyond the vocabulary, a head out of range"
+        422: "the request does not fit the run or the model: a model with neither an LM head nor a classification "
+        "head (an encoder that outputs an embedding; the detail names what it lacks), an image run, positions out of "
+        "range or given for a classifier, more positions than the bound, a target or contrast that is not exactly one "
+        "token (a classifier: not one of its classes), k beyond the vocabulary or the classes, a head out of range"
     },
 )
 
@@ -75,7 +76,8 @@ def _recording(service, run: Run, backend):
     response_model=LensPublic,
     responses=ERRORS,
     summary="The logit lens of a run: each layer's residual stream at a range of positions read through the final "
-    "norm and the unembedding (top-k tokens, and the probability and rank of a target token)",
+    "norm and the unembedding (top-k tokens, and the probability and rank of a target token); for a classifier, "
+    "the class lens: each layer's pooled stream read by the classification head",
 )
 @heavy
 def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPublic:
@@ -87,10 +89,12 @@ def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPubli
             n_pos = stop - start
             raise WritesInputError(f"positions {start}:{stop} are {n_pos}; at most {MAX_LENS_POSITIONS} a request")
         backend = service.models.get(run.model)
-        grid = lens_of_run(backend, ids, start, stop, body.k, body.target, _recording(service, run, backend))
+        recording = _recording(service, run, backend)
+        asked = body.positions is not None
+        grid = lens_of_run(backend, ids, start, stop, body.k, body.target, recording, positions_asked=asked)
     except ValueError as exc:
         raise _invalid(exc) from None
-    text = backend.tokenizer.decode
+    text = backend.tokenizer.decode if grid.labels is None else lambda c: grid.labels[c[0]]
     rows = grid.rows
     cells = [
         [
@@ -110,6 +114,8 @@ def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPubli
     tid = grid.target_ids[0] if grid.asked else None
     return LensPublic(
         run_id=run.id,
+        readout="token" if grid.labels is None else "class",
+        pooled=None if grid.pooled is None else list(grid.pooled),
         layers=grid.layers,
         positions=list(grid.positions),
         tokens=[run.capture.maps.tokens[p] for p in grid.positions],
@@ -126,19 +132,19 @@ def create_lens(run: RunDep, body: LensCreate, service: ServiceDep) -> LensPubli
     responses=ERRORS,
     summary="Direct logit attribution of one prediction of a run: the target logit (or a logit difference) split "
     "into the embedding, each head, each MLP and the biases with the final norm's scale frozen, and chosen heads' "
-    "parts split over their source positions",
+    "parts split over their source positions; for a classifier, a class logit (difference) with every norm's "
+    "scale and the pooler's gain frozen",
 )
 @heavy
 def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep) -> AttributionPublic:
     try:
         ids = _token_ids(run)
-        position = len(ids) - 1 if body.position is None else body.position
         backend = service.models.get(run.model)
         split = None if body.split_heads is None else [tuple(h) for h in body.split_heads]
         res = attribution_of_run(
             backend,
             ids,
-            position,
+            body.position,
             body.target,
             body.contrast,
             split,
@@ -148,10 +154,13 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
     except ValueError as exc:
         raise _invalid(exc) from None
     att = res.attribution
-    text = backend.tokenizer.decode
+    text = backend.tokenizer.decode if res.labels is None else lambda c: res.labels[c[0]]
     splits = [] if res.splits is None else res.splits
+    last = res.position if res.pooled is None else len(ids) - 1  # a classifier's heads read every token
     return AttributionPublic(
         run_id=run.id,
+        readout="token" if res.labels is None else "class",
+        pooled=None if res.pooled is None else list(res.pooled),
         position=res.position,
         target_id=res.target_id,
         target=text([res.target_id]),
@@ -163,9 +172,10 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
         attn_bias=att.attn_bias.tolist(),
         mlp=att.mlp.tolist(),
         bias=att.bias,
+        norm_bias=None if att.norm_bias is None else att.norm_bias.tolist(),
         scale=att.scale,
         residual_error=att.residual_error,
-        tokens=list(run.capture.maps.tokens[: res.position + 1]),
+        tokens=list(run.capture.maps.tokens[: last + 1]),
         splits=[
             HeadSplit(layer=a, head=b, part=float(att.heads[a, b]), sources=[float(x) for x in row])
             for (a, b), row in zip(res.split_heads, splits)

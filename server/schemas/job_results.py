@@ -472,16 +472,17 @@ class DlaExample(Strict):
 
 
 class DlaResultPublic(Strict):
-    """Result of a ``dla`` job: each example's next-token logit at its last position split into the
-    embedding, heads, MLPs and biases (final norm frozen per example), averaged over the examples. The
-    means conserve as the parts do: embed + heads + attn_bias + mlp + bias = logit."""
+    """Result of a ``dla`` job: each example's next-token logit at its last position (a classifier: its
+    class logit) split into the embedding, heads, MLPs and biases (norm scales frozen per example),
+    averaged over the examples. The means conserve as the parts do: embed + heads + attn_bias + mlp
+    (+ norm_bias) + bias = logit."""
 
     kind: Literal["dla"] = "dla"
     model: str
     dataset: str
     split: str | None = None
     seed: int
-    target: Literal["predicted", "next"]
+    target: Literal["predicted", "next", "label"]
     max_tokens: int
     n: int = Field(..., description="examples attributed")
     skipped: int = Field(..., description="examples without a next token (target 'next', one-token texts)")
@@ -489,8 +490,13 @@ class DlaResultPublic(Strict):
     heads: HeadParts
     attn_bias: LayerParts = Field(..., description="[layer] the attention output bias's part (0 without one)")
     mlp: LayerParts
+    norm_bias: LayerParts | None = Field(
+        None, description="[layer] a post-norm classifier's block LayerNorm biases (None: pre-norm, none)"
+    )
     embed: PartInterval
-    bias: PartInterval = Field(..., description="the final norm's bias and the unembedding bias")
+    bias: PartInterval = Field(
+        ..., description="the final norm's bias and the unembedding bias (a classifier: its pooler's bias too)"
+    )
     logit: PartInterval
     top: list[DlaTopHead] = Field(..., description="the 10 heads of largest mean |part|")
     rows: list[DlaRow] = Field(..., description="one per head (the CSV download)")

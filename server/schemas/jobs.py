@@ -119,14 +119,16 @@ class DlaParams(CensusParams):
         "smollm2",
         min_length=1,
         max_length=MAX_MODEL_NAME_CHARS,
-        description="registry name of a pre-norm causal LM (the attribution reads its final norm and unembedding)",
+        description="registry name of a pre-norm causal LM (the attribution reads its final norm and unembedding) "
+        "or of a text classifier (its class logit, every norm's scale and the pooler's gain frozen)",
     )
     n: int = Field(100, ge=1, le=2000, description="examples (a seeded sample of the split)")
     max_tokens: int = Field(64, ge=2, le=256, description="each text is cut to this many tokens")
-    target: Literal["predicted", "next"] = Field(
+    target: Literal["predicted", "next", "label"] = Field(
         "predicted",
-        description="the logit attributed at the last position: the model's own top next token, or the text's "
-        "true next token (the text cut to max_tokens + 1 tokens, its last one the target)",
+        description="the logit attributed: a causal LM's at the last position, its own top next token or the "
+        "text's true next token (next: the text cut to max_tokens + 1 tokens, its last one the target); a "
+        "classifier's class logit, its predicted class or the example's gold class (label)",
     )
 
 

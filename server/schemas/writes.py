@@ -5,7 +5,7 @@ positions. Pure pydantic; every list and count is bounded."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,12 +30,14 @@ class LensCreate(_Body):
         pattern=RANGE_PATTERN,
         description=f"positions 'start:stop' (half-open, at most {MAX_LENS_POSITIONS}); default the last position",
     )
-    k: int = Field(5, ge=1, le=MAX_LENS_K, description="top tokens per cell")
+    k: int | None = Field(
+        None, ge=1, le=MAX_LENS_K, description="top tokens per cell, default 5 (a classifier: its classes, default all)"
+    )
     target: Answer | None = Field(
         None,
         description="a token whose probability and rank are read in every cell (exactly one token, "
         "e.g. ' Paris'); default, at each position, the model's own next token there (its last layer's top "
-        "token), read at every layer",
+        "token), read at every layer. A classifier: a class label (e.g. 'positive'); default its prediction",
     )
 
 
@@ -56,8 +58,14 @@ class LensCell(BaseModel):
 
 class LensPublic(BaseModel):
     run_id: str
+    readout: Literal["token", "class"] = Field(
+        "token",
+        description="token: the logit lens of a causal LM; class: a classifier's class lens (one column, the "
+        "classifier head reading each layer's pooled stream; top and target are classes)",
+    )
+    pooled: list[int] | None = Field(None, description="class lens: the positions the classifier pools")
     layers: int = Field(..., description="blocks + 1: row 0 reads the embedding, the last row the model's own output")
-    positions: list[int]
+    positions: list[int] = Field(..., description="the positions read (class lens: the first pooled position)")
     tokens: list[str] = Field(..., description="the token at each position")
     target_id: int | None = Field(None, description="the target token, when one was asked")
     target: str | None = None
@@ -70,9 +78,17 @@ class LensPublic(BaseModel):
 
 
 class AttributionCreate(_Body):
-    position: int | None = Field(None, ge=0, description="the position whose next-token logits are read; default last")
-    target: Answer | None = Field(None, description="one token; default the model's own top next token there")
-    contrast: Answer | None = Field(None, description="one token: attribute logit(target) - logit(contrast)")
+    position: int | None = Field(
+        None, ge=0, description="the position whose next-token logits are read; default last (classifiers: leave out)"
+    )
+    target: Answer | None = Field(
+        None,
+        description="one token; default the model's own top next token there. A classifier: a class label; "
+        "default its prediction",
+    )
+    contrast: Answer | None = Field(
+        None, description="one token (a classifier: a class label): attribute logit(target) - logit(contrast)"
+    )
     split_heads: list[HeadRef] | None = Field(
         None,
         max_length=MAX_SPLIT_HEADS,
@@ -92,7 +108,13 @@ class HeadSplit(BaseModel):
 
 class AttributionPublic(BaseModel):
     run_id: str
-    position: int
+    readout: Literal["token", "class"] = Field(
+        "token", description="token: a causal LM's next-token logit; class: a classifier's class logit"
+    )
+    pooled: list[int] | None = Field(
+        None, description="class: the positions the classifier pools (the parts are summed over them)"
+    )
+    position: int = Field(..., description="the position read (class: the first pooled position)")
     target_id: int
     target: str
     contrast_id: int | None = None
@@ -102,10 +124,17 @@ class AttributionPublic(BaseModel):
     heads: list[list[float]] = Field(..., description="[layer][head] each head's part")
     attn_bias: list[float] = Field(..., description="[layer] the attention output bias's part")
     mlp: list[float] = Field(..., description="[layer] each MLP's part")
-    bias: float = Field(..., description="the final norm's bias and the unembedding bias")
-    scale: float = Field(..., description="the final norm's scale, frozen at its clean value")
+    bias: float = Field(
+        ..., description="the final norm's bias and the unembedding bias (a classifier: also its pooler's bias)"
+    )
+    norm_bias: list[float] | None = Field(
+        None, description="[layer] a post-norm block's LayerNorm biases read through the later frozen norms"
+    )
+    scale: float = Field(
+        ..., description="the final norm's scale, frozen at its clean value (post-norm: the last block's last norm)"
+    )
     residual_error: float = Field(..., description="logit minus the sum of the parts (float rounding)")
-    tokens: list[str] = Field(..., description="the source tokens 0..position")
+    tokens: list[str] = Field(..., description="the source tokens 0..position (a classifier: every token)")
     splits: list[HeadSplit]
 
 

@@ -120,6 +120,27 @@ def test_minilm_post_norm_stream_is_conserved(minilm):
         _close(k, qk.layers[layer].key)
     with pytest.raises(SitesUnavailableError, match="unembed"):
         sites.require("unembed", feature="the logit lens")
+    with pytest.raises(SitesUnavailableError, match="a classification head"):
+        sites.require("classifier", feature="the class lens")
+
+
+def test_minilm_sst2_classification_head_is_the_pooler_and_classifier_it_runs():
+    """A BERT sequence classifier's sites name its head: [CLS] pooling, the tanh pooler, the class
+    weights; read from the last block's stream they give the model's own logits. A bare BertModel
+    (minilm, an embedding) has no head."""
+    from attnscope.models.loading import load_model
+
+    backend = load_model("minilm-sst2", device="cpu")
+    head = backend.sites.unembed
+    assert (head.kind, head.pooling, head.pooler.act, tuple(head.W_U.shape)) == ("classifier", "cls", "tanh", (384, 2))
+    assert backend.sites.final_norm is None and backend.sites.norm_placement == "post"
+    enc = backend.model_inputs([backend.encode_text(TEXT)])
+    rec = SiteRecorder()
+    with torch.inference_mode(), session(rec):
+        out = backend.model(**enc)
+    last = rec.values["resid_post"][backend.sites.n_layers - 1]  # [batch, pos, d_model]
+    _close(head.logits(last[:, 0]), out.logits)
+    backend.sites.require("classifier", feature="the class lens")
 
 
 # ------------------------------------------------------------------------------------ zoo

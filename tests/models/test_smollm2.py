@@ -12,7 +12,7 @@ from attnscope.models.capture import capture, capture_prompt
 from attnscope.models.gguf import STAMP, cache_root, convert, is_converted
 from attnscope.models.registry import get_spec, smollm2_gguf
 from attnscope.models.spec import UnsupportedModelError
-from attnscope.pipelines.induction_probe import repeated_token_probe
+from attnscope.pipelines.induction_probe import mean_induction_scores, repeated_token_probe
 
 
 def test_spec_and_the_converted_cache(smollm2):
@@ -48,6 +48,7 @@ def test_sink_heads_on_text_and_an_induction_head_on_repeated_random_tokens(smol
     assert scores.max() > 0.5, scores.max()
     layer, head = np.unravel_index(scores.argmax(), scores.shape)
     assert f"L{layer}H{head}" == "L18H6"
+    np.testing.assert_allclose(mean_induction_scores(smollm2, 30, seeds=(0,)), scores, atol=1e-6)
 
 
 def test_a_gguf_that_does_not_convert_is_one_clear_error(tmp_path):

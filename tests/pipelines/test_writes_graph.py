@@ -14,6 +14,8 @@ from attnscope.pipelines.writes.graph import (
     attention_terms,
     contribution_graph,
     importances,
+    node_importances,
+    written,
 )
 
 IDS = torch.tensor([3, 1, 4, 1, 5, 9])
@@ -103,3 +105,40 @@ def test_a_higher_threshold_keeps_a_subgraph_and_bounds_are_refused():
         contribution_graph(blocks, final, 5, threshold=0.0, max_nodes=5)
     with pytest.raises(ValueError, match="outside"):
         contribution_graph(blocks, final, 5, threshold=1.5)
+
+
+def _exact(y: torch.Tensor, parts: torch.Tensor) -> torch.Tensor:
+    """The normalised proximities in float64: the reference both float32 paths are held to."""
+    y, parts = y.double(), parts.double()
+    prox = (y.abs().sum() - (y - parts).abs().sum(-1)).clamp_min(0.0)
+    return prox / prox.sum() if prox.sum() > 0 else prox
+
+
+def test_chunked_node_importances_equal_the_dense_terms_and_so_do_the_graphs():
+    """A node's importances from the layer's shared ``u = v W_O`` (the linear form plus the overshoot of
+    the few terms that can pass the stream, ``key_chunk`` at a time; the direct distances where the
+    stream has a zero coordinate) equal those of its dense ``[head, key, d_model]`` terms in float64
+    (source edges and per-head shares), and the graph does not depend on the chunk."""
+    p = TinyParams(seed=14)
+    rec = forward(p, IDS)
+    blocks = inputs(p, rec)
+    for layer, blk in enumerate(blocks):
+        u = written(blk.values(), blk.W_O, len(IDS))
+        for i in range(len(IDS)):
+            mid = rec["resid"][layer + 1][i] - blk.mlp[i]
+            terms = attention_terms(blk, i, blk.values())  # [head, key, d]
+            for y in (mid, torch.where(torch.arange(mid.numel()) == 3, 0.0, mid)):  # a zero coordinate
+                want = _exact(y, torch.cat([blk.pre[i][None], terms.sum(0), blk.b_O[None]]))
+                want_heads = _exact(y, terms)
+                for chunk in (1, 2, 512):
+                    imp, heads = node_importances(y, blk.pre[i], blk.b_O, blk.probs(i), u, key_chunk=chunk)
+                    torch.testing.assert_close(imp.double(), want, atol=1e-6, rtol=0)
+                    torch.testing.assert_close(heads.double(), want_heads, atol=2e-6, rtol=0)
+    final = rec["resid"][-1]
+    dense = contribution_graph(blocks, final, 5, threshold=0.0, key_chunk=10**6)
+    for chunk in (1, 3):
+        g = contribution_graph(blocks, final, 5, threshold=0.0, key_chunk=chunk)
+        assert [e[:3] for e in g.edges] == [e[:3] for e in dense.edges]
+        assert [e[3] for e in g.edges] == pytest.approx([e[3] for e in dense.edges], abs=1e-6)
+        for key, shares in dense.heads.items():
+            assert g.heads[key] == pytest.approx(shares, abs=1e-6)

@@ -108,3 +108,39 @@ def test_graph_of_run_checks_its_bounds(smollm2, run):
     res = graph_of_run(smollm2, ids, len(ids) - 1, 0.1, 500, lambda: writes)
     assert ("pre", smollm2.sites.n_layers, len(ids) - 1) in res.graph.nodes
     assert all(w >= 0.1 for *_, w in res.graph.edges)
+
+
+def test_node_importances_on_a_long_row_equal_a_float64_computation(smollm2):
+    """On 512 tokens (rows long enough that most keys skip the overshoot), twelve nodes' source edges
+    and head shares equal the proximities of their dense terms computed in float64 (to 1e-6; the
+    subtraction of two float32 L1 norms misses by up to ~4e-4 here)."""
+    import sys
+    from pathlib import Path
+
+    from attnscope.pipelines.writes.graph import node_importances, written
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from lazy import long_text
+
+    writes = record_writes(smollm2, smollm2.encode_ids(long_text(smollm2.tokenizer, 512)))
+    blocks, final = graph_inputs(writes)
+    n = writes.n_tokens
+
+    def exact(y, parts):
+        prox = (y.abs().sum() - (y - parts).abs().sum(-1)).clamp_min(0.0)
+        return prox / prox.sum()
+
+    for layer in (29, 20, 10, 3):
+        blk = blocks[layer]
+        post = final if layer == len(blocks) - 1 else blocks[layer + 1].pre
+        u = written(blk.values(), blk.W_O, n)
+        for i in (n - 1, 200, 37):
+            y = post[i].float() - blk.mlp[i].float()
+            a = blk.probs(i).float()
+            terms = a[:, :, None].double() * u[:, : a.shape[1]].double()  # [head, key, d_model]
+            imp, heads = node_importances(y, blk.pre[i], blk.b_O, a, u)
+            y64 = y.double()
+            torch.testing.assert_close(
+                imp.double(), exact(y64, torch.cat([blk.pre[i].double()[None], terms.sum(0)])), atol=1e-6, rtol=0
+            )
+            torch.testing.assert_close(heads.double(), exact(y64, terms), atol=1e-6, rtol=0)

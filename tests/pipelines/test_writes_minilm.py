@@ -38,7 +38,7 @@ def test_value_weighted_maps_of_a_post_norm_encoder_equal_hooked_values(minilm):
 
 def test_lens_and_attribution_name_what_an_encoder_lacks(minilm):
     ids = minilm.encode_text("The cat sat.").token_ids
-    with pytest.raises(SitesUnavailableError, match="final_norm"):
+    with pytest.raises(SitesUnavailableError, match="unembed.*outputs its last stream as an embedding"):
         lens_of_run(minilm, ids, 0, 1, k=3)
     with pytest.raises(SitesUnavailableError, match="unembed"):
         attribution_of_run(minilm, ids, 0)

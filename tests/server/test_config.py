@@ -100,7 +100,7 @@ def test_a_malformed_variable_names_itself(clean_env):
 # where torch's thread count may be set: API start-up, a Ray actor's start, the training and experiment commands
 THREAD_SETTERS = {
     "server/main.py", "server/jobs/ray_shards.py", "pipelines/train.py", "pipelines/finetune.py",
-    "experiments/__main__.py", "experiments/dla_ablation.py",
+    "experiments/__main__.py", "experiments/dla_ablation.py", "experiments/dla_induction.py",
     # command-line entry points (--threads), once at the start of their own process
     "experiments/circuits_induction.py", "attnscope/cli/circuits.py", "attnscope/cli/dla.py",
 }  # fmt: skip

@@ -1,7 +1,8 @@
 """The ``dla`` job over HTTP on SmolLM2 and SST-2 sentences (the committed fixture cut when the full set
 is absent): each head's mean part of the next-token logit with its t interval and n, the means
 conserving as the parts do, JSON and both CSV tables, one example equal to the attribution route on
-the same text, the ``next`` target the text's own next token, and bad parameters refused with a 422."""
+the same text, the ``next`` target the text's own next token, and bad parameters refused with a 422
+(the classifier's job: ``test_jobs_dla_classifier.py``)."""
 
 import numpy as np
 import pytest
@@ -88,11 +89,12 @@ def test_next_target_is_the_texts_own_next_token(client, wait_job):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"model": "minilm-sst2"}, "params.model: direct logit attribution reads a causal LM"),
-        ({"model": "minilm"}, "is not one (task: embedding"),
+        ({"model": "minilm"}, "'minilm' (task embedding) outputs an embedding"),
+        ({"model": "minilm-sst2", "target": "next"}, "params.target: target 'next' reads a causal LM's next token"),
+        ({"target": "label"}, "params.target: target 'label' is a classifier's gold class"),
         ({"max_tokens": 1000}, "less than or equal to 256"),
         ({"n": 0}, "greater than or equal to 1"),
-        ({"target": "last"}, "'predicted' or 'next'"),
+        ({"target": "last"}, "'predicted', 'next' or 'label'"),
         ({"split": "nope"}, "params.split"),
     ],
 )
@@ -102,9 +104,9 @@ def test_bad_dla_params_are_a_422_that_says_what_to_change(client, params, match
     assert match in r.text
 
 
-def test_the_dla_command_line_equals_the_api_job_and_refuses_a_classifier(client, wait_job, tmp_path, capsys):
+def test_the_dla_command_line_equals_the_api_job_and_refuses_an_embedding_model(client, wait_job, tmp_path, capsys):
     """``attnscope dla``: the same shards and merge as ``POST /jobs`` in this process, so the same result;
-    the JSON, the per-head CSV and the examples CSV beside it; a model that is not a causal LM: exit 2."""
+    the JSON, the per-head CSV and the examples CSV beside it; a model without logits (an embedding): exit 2."""
     import json
 
     from attnscope.cli import main
@@ -123,5 +125,5 @@ def test_the_dla_command_line_equals_the_api_job_and_refuses_a_classifier(client
     assert f"| L{cli['top'][0]['layer']}H{cli['top'][0]['head']} |" in printed
     assert len(out.with_suffix(".csv").read_text().splitlines()) == 1 + 270
     assert len((tmp_path / "dla-examples.csv").read_text().splitlines()) == 1 + 3 * 270
-    assert main(["dla", "--model", "minilm-sst2", "--n", "2", "--out", str(tmp_path / "x.json")]) == 2
-    assert "is not one" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+    assert main(["dla", "--model", "minilm", "--n", "2", "--out", str(tmp_path / "x.json")]) == 2
+    assert "outputs an embedding" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
