@@ -7,16 +7,19 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
+from attnscope.pipelines.circuits.task_sets import task_batch
 from attnscope.pipelines.circuits.texts import TextPair, circuit_of_texts, edge_of_texts
 from attnscope.server.deps import ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.request_executor import heavy
 from attnscope.server.schemas.circuits import (
+    MAX_CIRCUIT_PAIRS,
     CheckedEdge,
     CircuitCreate,
     CircuitEdge,
     CircuitPublic,
     CurvePoint,
+    PairText,
     PathPatchCreate,
     PathPatchPublic,
 )
@@ -42,9 +45,11 @@ def create_circuit(body: CircuitCreate, service: ServiceDep) -> CircuitPublic:
     backend = service.models.get(body.model)
     pairs = None if body.pairs is None else [TextPair(p.clean, p.corrupted, p.answer, p.wrong) for p in body.pairs]
     try:
+        if body.task is not None:  # the solved items of a shipped set, one batch
+            pairs = task_batch(backend, body.task, MAX_CIRCUIT_PAIRS)
         res = circuit_of_texts(
             backend, body.clean, body.corrupted, body.metric, body.answer, body.wrong, body.method, body.steps,
-            body.k, body.n_check, body.curve_points, pairs, body.ablation,
+            body.k, body.n_check, body.curve_points, pairs, body.ablation, body.threshold,
         )  # fmt: skip
     except (ValueError, SitesUnavailableError, SiteOutOfRangeError) as exc:
         raise _invalid(exc) from None
@@ -58,6 +63,8 @@ def create_circuit(body: CircuitCreate, service: ServiceDep) -> CircuitPublic:
         n_kv_heads=sum(name.startswith("a0.g") and name.endswith("<k>") for name in res.receivers),
         n_edges=res.n_edges,
         edges=[CircuitEdge(sender=s, receiver=r, score=v) for s, r, v in res.edges],
+        n_kept=res.n_kept,
+        threshold=res.threshold,
         m_clean=res.m_clean,
         m_corrupted=res.m_corrupted,
         m_circuit=res.m_circuit,
@@ -68,6 +75,7 @@ def create_circuit(body: CircuitCreate, service: ServiceDep) -> CircuitPublic:
         curve=[CurvePoint(k=k, faithfulness=f) for k, f in res.curve],
         check_spearman=res.check_spearman,
         check=[CheckedEdge(sender=s, receiver=r, score=a, exact=e) for s, r, a, e in res.check],
+        task_pairs=None if body.task is None else [PairText(**p.__dict__) for p in pairs],
     )
 
 
