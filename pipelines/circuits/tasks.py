@@ -71,17 +71,29 @@ class PairSet:
 
 
 def induction_pairs(
-    vocab: int, n: int = 8, half: int = 15, seed: int = 0, bos: int | None = None, low: int = 0
+    vocab: int,
+    n: int = 8,
+    half: int = 15,
+    seed: int = 0,
+    bos: int | None = None,
+    low: int = 0,
+    corrupt: str = "second",
 ) -> PairSet:
-    """``n`` pairs of ``1 + 2 half`` tokens (``bos`` first when given) drawn from ``low..vocab-1``."""
+    """``n`` pairs of ``1 + 2 half`` tokens (``bos`` first when given) drawn from ``low..vocab-1``.
+    ``corrupt``: which copy the corrupted input replaces with ``other`` tokens: ``second`` (``seq +
+    other``: the first copy, and everything heads write at its positions, is the same in both inputs,
+    so no edge into the keys of the first copy can differ) or ``first`` (``other + seq``: the second
+    copy's tokens are the same, what the first copy's keys carry differs)."""
     if not 1 <= n <= MAX_PAIRS or half < 2:
         raise CircuitInputError(f"n={n} pairs (1..{MAX_PAIRS}) with half={half} (>= 2) tokens")
+    if corrupt not in ("first", "second"):
+        raise CircuitInputError(f"corrupt={corrupt!r}: replace the first or the second copy")
     g = torch.Generator().manual_seed(seed)
     seq = torch.randint(low, vocab, (n, half), generator=g)
     other = torch.randint(low, vocab, (n, half), generator=g)
     head = [] if bos is None else [torch.full((n, 1), bos)]
     clean = torch.cat([*head, seq, seq], 1)
-    corrupted = torch.cat([*head, seq, other], 1)
+    corrupted = torch.cat([*head, seq, other] if corrupt == "second" else [*head, other, seq], 1)
     first = clean.shape[1] - half  # the second copy's first token: from it on, the next token is inducible
     positions = tuple(range(first, clean.shape[1] - 1))
     return PairSet("induction", clean, corrupted, CircuitMetric("loss", positions=positions))
