@@ -19,7 +19,7 @@ import torch
 
 from attnscope.pipelines.circuits.graph import CircuitInputError
 from attnscope.pipelines.circuits.tasks import CAPITALS, TEMPLATE, capital_items, ioi_pairs
-from attnscope.pipelines.circuits.texts import TextPair, check_causal
+from attnscope.pipelines.circuits.texts import MAX_BATCH_TOKENS, TextPair, check_causal
 
 TASKS = ("capitals", "ioi")
 
@@ -100,12 +100,14 @@ def solved_pairs(backend, task: str, n: int = 100, seed: int = 0) -> SolvedSet:
 
 
 def one_batch(backend, pairs: list[TextPair], limit: int) -> list[TextPair]:
-    """At most ``limit`` of ``pairs``, all of the most common clean token length (ties: the first
-    length met), in their order: a batch ``circuit_of_texts`` takes."""
+    """At most ``limit`` of ``pairs`` (and ``MAX_BATCH_TOKENS`` tokens in all), all of the most common
+    clean token length (ties: the first length met), in their order: a batch ``circuit_of_texts``
+    takes."""
     by_len: dict[int, list[TextPair]] = {}
     for p in pairs:
         by_len.setdefault(len(_encode(backend, p.clean)), []).append(p)
-    return max(by_len.values(), key=len)[:limit]
+    n_tokens, group = max(by_len.items(), key=lambda item: len(item[1]))
+    return group[: max(1, min(limit, MAX_BATCH_TOKENS // n_tokens))]
 
 
 def task_batch(backend, task: str, limit: int, n: int = 100, seed: int = 0) -> list[TextPair]:

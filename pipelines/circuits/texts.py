@@ -4,8 +4,9 @@
 scores every edge (EAP or EAP-IG), keeps the top ``k`` edges, measures their faithfulness and the
 faithfulness curve, and re-checks the top ``n_check`` edges by exact path patching (Spearman).
 ``edge_of_texts`` path-patches one named edge and gives its EAP score beside it. ``prepare_pairs``
-stacks a posted pair set into one batch (every text the same number of tokens) and refuses the pairs
-the model fails (``failing_rows``).
+stacks a posted pair set into one batch (every text the same number of tokens, at most
+``MAX_BATCH_TOKENS`` pairs x tokens: the bound on a request's memory, ``bench/circuits.py``) and
+refuses the pairs the model fails (``failing_rows``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from attnscope.pipelines.circuits.patching import (
 )
 
 MAX_TOKENS = 128
+MAX_BATCH_TOKENS = 512  # pairs x tokens of one request: its [senders, pairs, tokens, d_model] tensors
 ABLATIONS = ("corrupted", "mean")
 
 
@@ -130,6 +132,14 @@ def prepare_pairs(backend, pairs: list[TextPair], metric: str = "answer_logit_di
             f"the pairs have {len(lengths)} different token lengths ({', '.join(map(str, sorted(lengths)))}): the "
             "pairs of one request are one batch, so every text must have the same number of tokens; split them "
             "by length or reword them (a job takes pairs of different lengths)"
+        )
+    n_tokens = len(enc[0][0])
+    if len(pairs) * n_tokens > MAX_BATCH_TOKENS:
+        raise CircuitInputError(
+            f"{len(pairs)} pairs of {n_tokens} tokens are {len(pairs) * n_tokens} tokens; a circuit request takes at "
+            f"most {MAX_BATCH_TOKENS} (pairs x tokens, what bounds its memory): send at most "
+            f"{max(1, MAX_BATCH_TOKENS // n_tokens)} pairs of this length, or run a circuit job (POST /api/v1/jobs, "
+            "kind circuit: one pair at a time, any number)"
         )
     answers = None if metric == "loss" else tuple(ans for _, _, ans in enc)
     dev = backend.device

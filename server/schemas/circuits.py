@@ -29,12 +29,15 @@ class PairText(BaseModel):
     label: str | None = Field(None, max_length=80, description="its name in a job's results (default: pair i)")
 
 
-class _Base(BaseModel):
+class _Answers(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    model: str = Field(..., min_length=1, max_length=100, description="a causal LM of GET /api/v1/models")
     metric: Literal["answer_logit_diff", "answer_prob", "loss"] = "answer_logit_diff"
     answer: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Paris'")
     wrong: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Rome'")
+
+
+class _Base(_Answers):
+    model: str = Field(..., min_length=1, max_length=100, description="a causal LM of GET /api/v1/models")
 
 
 class _Body(_Base):
@@ -44,7 +47,29 @@ class _Body(_Base):
     )
 
 
-class CircuitCreate(_Base):
+class _CircuitOptions(_Answers):
+    """How a circuit is found and checked: the method, the circuit's size, the re-check, the curve."""
+
+    method: Literal["eap", "eap-ig"] = "eap"
+    steps: int = Field(5, ge=1, le=MAX_IG_STEPS_API, description="EAP-IG interpolation steps")
+    k: int = Field(50, ge=1, le=MAX_CIRCUIT_EDGES, description="edges kept in the circuit (threshold: edges listed)")
+    threshold: float | None = Field(
+        None, ge=0, le=1e6, description="instead of k: the circuit is every edge with |score| >= threshold"
+    )
+    n_check: int = Field(0, ge=0, le=MAX_CIRCUIT_CHECK, description="top edges re-checked by exact patching")
+    curve_points: int = Field(5, ge=2, le=MAX_CURVE_POINTS, description="points of the faithfulness curve")
+
+
+class RunCircuitCreate(_CircuitOptions):
+    """``POST /runs/{id}/circuits``: the run's model and text are the clean input."""
+
+    corrupted: str = Field(
+        ..., min_length=1, max_length=MAX_CIRCUIT_TEXT, description="the same number of tokens as the run's text"
+    )
+
+
+class CircuitCreate(_CircuitOptions):
+    model: str = Field(..., min_length=1, max_length=100, description="a causal LM of GET /api/v1/models")
     task: Literal["capitals", "ioi"] | None = Field(
         None,
         description="instead of texts or pairs: a shipped set kept to the items the model solves (capitals: the "
@@ -59,22 +84,15 @@ class CircuitCreate(_Base):
         None,
         min_length=1,
         max_length=MAX_CIRCUIT_PAIRS,
-        description="instead of clean/corrupted: a pair set, one batch (every text the same number of tokens); "
-        "scores and metrics are means over it, pairs the model fails are refused",
+        description="instead of clean/corrupted: a pair set, one batch (every text the same number of tokens, at "
+        "most 512 tokens in all: pairs x tokens); scores and metrics are means over it, pairs the model fails are "
+        "refused",
     )
     ablation: Literal["corrupted", "mean"] = Field(
         "corrupted",
         description="edges outside the circuit read their corrupted values or each sender's mean over the pairs "
         "(mean: two pairs at least)",
     )
-    method: Literal["eap", "eap-ig"] = "eap"
-    steps: int = Field(5, ge=1, le=MAX_IG_STEPS_API, description="EAP-IG interpolation steps")
-    k: int = Field(50, ge=1, le=MAX_CIRCUIT_EDGES, description="edges kept in the circuit (threshold: edges listed)")
-    threshold: float | None = Field(
-        None, ge=0, le=1e6, description="instead of k: the circuit is every edge with |score| >= threshold"
-    )
-    n_check: int = Field(0, ge=0, le=MAX_CIRCUIT_CHECK, description="top edges re-checked by exact patching")
-    curve_points: int = Field(5, ge=2, le=MAX_CURVE_POINTS, description="points of the faithfulness curve")
 
     @model_validator(mode="after")
     def _one_input(self):
