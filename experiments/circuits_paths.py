@@ -12,10 +12,11 @@ intervals over the pairs, under two corruptions (``tasks.induction_pairs``' ``co
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+from attnscope.experiments.model_args import parse, parser
 
 # SmolLM2's previous-token head L16H0 and the induction heads it feeds by QK attribution
 # (docs/results/llm.md): L17H3/L17H4 read key/value head 1 of layer 17, L18H6 kv head 2 of layer 18;
@@ -48,18 +49,11 @@ def control_edges(n: int, seed: int, n_heads: int = 9) -> list[tuple[str, str, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="smollm2")
+    ap = parser(__doc__)
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--half", type=int, default=15, help="tokens per copy (a pair is 1 + 2 half tokens)")
     ap.add_argument("--controls", type=int, default=6, help="random control edges")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    ap.add_argument("--out", default="")
-    args = ap.parse_args(argv)
-    import torch
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse(ap, argv)
 
     from attnscope.analysis.stats import t_interval
     from attnscope.models.loading import load_model

@@ -9,25 +9,19 @@ names as its top token:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from attnscope.experiments.model_args import parse, parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="smollm2")
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, default=200, help="indirect-object pairs drawn")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    ap.add_argument("--out", default="")
-    args = ap.parse_args(argv)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    args = parse(ap, argv)
 
     from attnscope.analysis.stats import proportion_interval, t_interval
     from attnscope.models.loading import load_model
