@@ -129,7 +129,7 @@ def test_concurrent_circuit_requests_equal_their_sequential_values(start_api):
                 "pairs": [{"clean": " a b" * 48, "corrupted": " a c" * 48}] * 6,
             },
             422,
-            "at most 512 (pairs x tokens)",
+            "a circuit request takes at most 512",
         ),
     ],
 )
