@@ -109,25 +109,24 @@ def chunk_rows(n_rows: int, n_tokens: int) -> int:
 
 def _accumulate(prep: Prepared, base: Pass, src: Pass, passes) -> np.ndarray:
     """``[S, R]`` float64: ``sum_{rows, pos} (src_u - base_u) . dM/dx_v``, the gradients from ``passes``
-    (``[(the pass's input ids, hooks_for(rows), weight)]``), a chunk of rows at a time, each
-    receiver group's gradient folded into the scores as soon as it exists (never stacked, never copied
-    to float64: the products are float32 for a float32 model, their ``[S, n]`` sums float64)."""
+    (``[(the pass's input ids, hooks_for(rows), weight)]``), a chunk of rows at a time: the chunk's
+    receiver gradients (``[R, c p d_model]``, at most ``CHUNK_TOKENS`` tokens) times its senders'
+    differences in one matrix product in the model's dtype, the ``[S, R]`` sums accumulated in float64
+    (nothing of the whole batch's size is stacked or copied to float64)."""
     g = prep.graph
     b, p = prep.clean_ids.shape
     total = torch.zeros(g.n_senders, g.n_receivers, dtype=torch.float64)
     step = chunk_rows(b, p)
     for a in range(0, b, step):
         rows = slice(a, min(b, a + step))
-        diff = src.senders[:, rows] - base.senders[:, rows]  # [S, c, p, d]
+        diff = (src.senders[:, rows] - base.senders[:, rows]).flatten(1)  # [S, c p d]
         for inputs, hooks_for, weight in passes:
+            cols = []
             for start, grad in _group_grads(prep, inputs, rows, hooks_for(rows)):
+                assert start == sum(x.shape[0] for x in cols)  # receivers in graph order
                 grad = grad.to(diff.dtype)
-                if grad.dim() == 4:
-                    part = torch.einsum("scpd,cpnd->sn", diff, grad)
-                else:
-                    part = torch.einsum("scpd,cpd->s", diff, grad)[:, None]
-                total[:, start : start + part.shape[1]] += weight * part.double().cpu()
-                del grad
+                cols.append(grad.movedim(2, 0).flatten(1) if grad.dim() == 4 else grad.flatten()[None])
+            total += weight * (diff @ torch.cat(cols).T).double().cpu()  # [S, R]
     s = total.numpy()
     return np.where(prep.graph.valid(), s, np.nan)
 
