@@ -9,28 +9,22 @@ same per-pair values in long format beside it (``OUT-pairs.csv``: one row per pa
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 
+from attnscope.experiments.model_args import parse, parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="smollm2")
+    ap = parser(__doc__)
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--half", type=int, default=15, help="tokens per copy (a pair is 1 + 2 half tokens)")
     ap.add_argument("--top", type=int, default=50, help="top edges re-checked exactly")
     ap.add_argument("--steps", type=int, default=5, help="EAP-IG steps")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    ap.add_argument("--out", default="")
-    args = ap.parse_args(argv)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    args = parse(ap, argv)
 
     from attnscope.analysis.stats import bootstrap_interval
     from attnscope.models.loading import load_model

@@ -163,5 +163,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(qk.models_router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(writes.router, prefix=API_PREFIX, dependencies=secured)
     app.include_router(circuits.router, prefix=API_PREFIX, dependencies=secured)
+    app.include_router(circuits.run_router, prefix=API_PREFIX, dependencies=secured)
     document_common_errors(app, token=bool(settings.api_token))
     return app

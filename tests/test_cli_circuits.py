@@ -37,3 +37,16 @@ def test_the_circuit_job_on_the_command_line(smollm2, tmp_path, capsys):
     assert report["per_example"]["tokens"] == [7, 7] and report["rows"][0]["n"] == 2
     assert main(["circuit", "--model", "smollm2"]) == 2
     assert "give --clean and --corrupted" in capsys.readouterr().err
+
+
+def test_the_ioi_task_on_the_command_line(smollm2, tmp_path, capsys):
+    """``--task ioi``: the drawn indirect-object pairs SmolLM2 solves, as the circuit job in this process."""
+    out = tmp_path / "ioi.json"
+    args = ["circuit", "--task", "ioi", "--n", "3", "--seed", "1", "--k", "10", "--curve", "0,10", "--top", "5"]
+    assert main([*args, "--threads", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["task"] == "ioi" and report["generated"] == 3 and 1 <= report["n"] <= 3
+    assert f"the {report['n']} of 3 items it solves" in printed
+    assert all(label.startswith("ioi ") for label in report["per_example"]["label"])
+    assert all(m > 0 for m in report["per_example"]["m_clean"])

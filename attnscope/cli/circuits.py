@@ -1,7 +1,7 @@
 """``attnscope circuit``: the head-level circuit of a clean/corrupted text pair (EAP or EAP-IG, the top
 edges, faithfulness, exact re-check), or with ``--sender``/``--receiver`` one edge path-patched exactly,
-or with ``--task induction`` the ``circuit`` job over a pair set (the same shards and merge as
-``POST /jobs``, in this process)."""
+or with ``--task induction|capitals|ioi`` the ``circuit`` job over a pair set (the same shards and
+merge as ``POST /jobs``, in this process; capitals and ioi keep the items the model solves)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ def _circuit(args, backend) -> tuple[dict, str]:
 
     res = circuit_of_texts(
         backend, args.clean, args.corrupted, args.metric, args.answer, args.wrong, args.method, args.steps, args.k,
-        args.check, 5,
+        args.check, 5, threshold=args.threshold,
     )  # fmt: skip
-    lines = [f"{res.method} circuit of {args.model}: {res.n_edges} edges in the graph, {len(res.edges)} kept\n"]
+    lines = [f"{res.method} circuit of {args.model}: {res.n_edges} edges in the graph, {res.n_kept} kept"]
+    lines.append(f" (|score| >= {args.threshold:g})\n" if args.threshold is not None else "\n")
     lines.append(f"metric clean {res.m_clean:.4f}, corrupted {res.m_corrupted:.4f}, circuit {res.m_circuit:.4f} ")
     lines.append(f"(faithfulness {res.faithfulness:.3f})\n\n| sender | receiver | score |\n|---|---|---|\n")
     lines += [f"| {s} | {r} | {v:+.4f} |\n" for s, r, v in res.edges[:20]]
@@ -44,17 +45,20 @@ def _edge(args, backend) -> tuple[dict, str]:
 
 
 def _job(args, backend) -> tuple[dict, str]:
-    from attnscope.cli.common import in_process
+    from attnscope.cli.common import OneModel, in_process
     from attnscope.server.jobs.dataset_kinds import register_job_kinds
     from attnscope.server.jobs.kinds import JOB_KINDS
 
     register_job_kinds()
-    params = JOB_KINDS["circuit"].validate(
-        {"model": args.model, "task": "induction", "n": args.n, "half": args.half, "seed": args.seed,
-         "bos": args.bos, "method": args.method, "steps": args.steps, "k": args.k, "ablation": args.ablation,
-         "top": args.top,
-         "curve": [int(x) for x in args.curve.split(",")]}
-    )  # fmt: skip
+    kind = JOB_KINDS["circuit"]
+    params = {"model": args.model, "task": args.task, "n": args.n, "seed": args.seed, "method": args.method,
+              "steps": args.steps, "k": args.k, "threshold": args.threshold, "ablation": args.ablation, "top": args.top,
+              "curve": [int(x) for x in args.curve.split(",")]}  # fmt: skip
+    if args.task == "induction":
+        params.update(half=args.half, bos=args.bos)
+    else:
+        params["metric"] = args.metric
+    params = kind.resolve(kind.validate(params), OneModel(backend))  # capitals, ioi: the items it solves
 
     def progress(done, total):
         sys.stderr.write(f"\rpairs {done}/{total}")
@@ -65,8 +69,12 @@ def _job(args, backend) -> tuple[dict, str]:
     def iv(v):
         return f"{v['mean']:.4g} [{v['low']:.4g}, {v['high']:.4g}]" if v["low"] is not None else f"{v['mean']:.4g}"
 
-    bos = args.bos if args.bos is not None else getattr(backend.tokenizer, "bos_token_id", None)
-    lines = [f"{res['method']} over {res['n']} {res['task']} pairs of {args.model} (first token {bos}, "]
+    if args.task == "induction":
+        bos = args.bos if args.bos is not None else getattr(backend.tokenizer, "bos_token_id", None)
+        lines = [f"{res['method']} over {res['n']} {res['task']} pairs of {args.model} (first token {bos}, "]
+    else:
+        lines = [f"{res['method']} over {res['n']} {res['task']} pairs of {args.model} "]
+        lines.append(f"(the {res['n']} of {res['generated']} items it solves, {res['metric']}, ")
     lines.append(f"{res['ablation']} ablation); ")
     lines.append("means with 95 % t intervals over the pairs\n\n")
     for key in ("m_clean", "m_corrupted", "m_empty", "faithfulness"):
@@ -86,8 +94,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--model", default="smollm2")
     p.add_argument("--clean", default=None)
     p.add_argument("--corrupted", default=None, help="the same number of tokens as --clean")
-    p.add_argument("--task", default=None, choices=("induction",), help="the circuit job over a pair set")
-    p.add_argument("--n", type=int, default=20, help="--task: pairs (pair i: seed + i)")
+    p.add_argument(
+        "--task",
+        default=None,
+        choices=("induction", "capitals", "ioi"),
+        help="the circuit job over a pair set (capitals, ioi: the items the model solves)",
+    )
+    p.add_argument("--n", type=int, default=20, help="--task induction: pairs (pair i: seed + i); ioi: items drawn")
     p.add_argument("--half", type=int, default=15, help="--task induction: tokens per copy")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bos", type=int, default=None, help="--task induction: first token id (default: the bos)")
@@ -101,6 +114,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--method", default="eap", choices=("eap", "eap-ig"))
     p.add_argument("--steps", type=int, default=5, help="EAP-IG steps (1..64)")
     p.add_argument("--k", type=int, default=50, help="edges kept")
+    p.add_argument("--threshold", type=float, default=None, help="instead of --k: keep the edges with |score| >= this")
     p.add_argument("--check", type=int, default=0, help="top edges re-checked by exact patching (0 or 2..200)")
     p.add_argument("--sender", default=None, help="with --receiver: path-patch this one edge (E, a3.h4, m2)")
     p.add_argument("--receiver", default=None, help="a3.h4<q>, a3.g1<k>, m5 or logits")
@@ -124,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if (args.sender is None) != (args.receiver is None):
             raise ValueError("give both --sender and --receiver to path-patch one edge, or neither for a circuit")
         if args.task is None and (args.clean is None or args.corrupted is None):
-            raise ValueError("give --clean and --corrupted (one pair), or --task induction (a pair set)")
+            raise ValueError("give --clean and --corrupted (one pair), or --task induction|capitals|ioi (a pair set)")
         backend = load_model(args.model, args.device)
         run = _job if args.task else _circuit if args.sender is None else _edge
         report, text = run(args, backend)

@@ -3,7 +3,11 @@
 coloured by sign and sized by score, a slider for how many are drawn) beside its faithfulness curve;
 a click on a head opens it on Explore.
 
-Address: ``/circuits?model=M&task=capitals&clean=…&corrupted=…&answer=…&wrong=…&metric=…&method=eap
+Tasks: ``capitals`` and ``ioi`` ask the API for its set of the items the model solves (one batch of
+one token length, at most 16 pairs); ``capital-pair`` and ``induction`` fill in one pair; ``custom``
+keeps the typed texts; ``pairs`` sends the pasted pairs.
+
+Address: ``/circuits?model=M&task=capital-pair&clean=…&corrupted=…&answer=…&wrong=…&metric=…&method=eap
 &steps=5&k=50&shown=20&points=6&ablation=corrupted`` (every choice of the page; task ``pairs`` adds
 ``pairs=…``, the pasted pairs, one a line: ``clean | corrupted | answer | wrong``)."""
 

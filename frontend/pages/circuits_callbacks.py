@@ -13,7 +13,8 @@ from attnscope.frontend.circuit_figures import circuit_graph_figure, faithfulnes
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
-TASKS = ("capitals", "induction", "custom", "pairs")
+TASKS = ("capitals", "ioi", "capital-pair", "induction", "custom", "pairs")
+SETS = ("capitals", "ioi")  # built by the API: the items the model solves, one batch of one token length
 METRICS = ("answer_logit_diff", "answer_prob", "loss")
 METHODS = ("eap", "eap-ig")
 ABLATIONS = ("corrupted", "mean")
@@ -26,15 +27,18 @@ _COPY = "apple river stone cloud music window garden yellow"
 _OTHER = "table horse paper night bread silver forest orange"
 # the presets a task fills in (``custom``: the user's own texts); their prompts have the same number of
 # tokens on GPT-2-like byte-level BPEs (SmolLM2: 5 and 16); the API refuses a pair that does not
+_SET = {"clean": None, "corrupted": None, "answer": None, "wrong": None, "metric": "answer_logit_diff"}
 PRESETS = {
-    "capitals": {"clean": "The capital of France is", "corrupted": "The capital of Italy is",
+    "capitals": _SET,
+    "ioi": _SET,
+    "capital-pair": {"clean": "The capital of France is", "corrupted": "The capital of Italy is",
                  "answer": " Paris", "wrong": " Rome", "metric": "answer_logit_diff"},
     "induction": {"clean": f"{_COPY} {_COPY}", "corrupted": f"{_COPY} {_OTHER}", "answer": None, "wrong": None,
                   "metric": "loss"},
 }  # fmt: skip
 PARAMS = {
     "model": Param(str, max_len=100),
-    "task": Param(str, default="capitals", choices=TASKS),
+    "task": Param(str, default="capital-pair", choices=TASKS),
     "clean": Param(str, max_len=1000),
     "corrupted": Param(str, max_len=1000),
     "answer": Param(str, max_len=64),
@@ -54,7 +58,7 @@ register_url_sync("circuits")
 def initial_state(state: dict) -> dict:
     """The address's state with the task's preset filled in where the address names no texts."""
     preset = PRESETS.get(state["task"])
-    if preset and not state["clean"] and not state["corrupted"]:
+    if preset and not state["clean"] and not state["corrupted"] and not state["pairs"]:
         metric = preset["metric"] if state["metric"] == PARAMS["metric"].default else state["metric"]
         state = {**state, **preset, "metric": metric}
     return state
@@ -132,12 +136,16 @@ def _spaced(answer: str) -> str:
 
 
 def circuit_body(
-    model, clean, corrupted, metric, answer, wrong, method, steps, k, points, pairs=None, ablation="corrupted"
-) -> dict:
+    model, clean, corrupted, metric, answer, wrong, method, steps, k, points, pairs=None, ablation="corrupted",
+    task=None,
+) -> dict:  # fmt: skip
     """The ``CircuitCreate`` body of the page's fields (answers only for the answer metrics); ``pairs``:
-    the pasted pairs' text (``parse_pairs``), sent instead of the clean and corrupted texts."""
+    the pasted pairs' text (``parse_pairs``), sent instead of the clean and corrupted texts; ``task``
+    (capitals, ioi): the API's set of the items the model solves, instead of either."""
     body = {"model": model, "metric": metric, "method": method, "steps": steps or 5, "k": k or 50,
             "curve_points": points or 6, "ablation": ablation or "corrupted"}  # fmt: skip
+    if task in SETS:
+        return {**body, "task": task}
     if pairs is not None:
         return {**body, "pairs": parse_pairs(pairs, metric)}
     body.update(clean=clean or "", corrupted=corrupted or "")
@@ -177,7 +185,7 @@ def compute(
     try:
         body = circuit_body(
             model, clean, corrupted, metric, answer, wrong, method, steps, k, points,
-            pairs if task == "pairs" else None, ablation,
+            pairs if task == "pairs" else None, ablation, task,
         )  # fmt: skip
         res = client().circuit(body)
     except PairsError as exc:
@@ -186,6 +194,8 @@ def compute(
         return no_update, f"The circuit was refused (the graph below is the last one found): {exc.detail}"
     if task == "pairs":
         clean = body["pairs"][0]["clean"]  # a head opens on Explore with the first pair's clean text
+    if res.task_pairs:
+        clean = res.task_pairs[0].clean
     data = {**res.model_dump(), "model": model, "clean": clean, "metric": metric}
     top = res.edges[0] if res.edges else None
     line = (
@@ -193,6 +203,9 @@ def compute(
         f"{res.n_kv_heads} key/value heads) · {metric}: clean {res.m_clean:.3f}, corrupted {res.m_corrupted:.3f}, "
         f"circuit of {len(res.edges)} edges {res.m_circuit:.3f} · faithfulness {res.faithfulness:.3f}"
     )
+    if res.task_pairs:
+        first = ", ".join(p.label for p in res.task_pairs[:3])
+        line += f" · the {len(res.task_pairs)} {task} pairs it solves ({first}…)"
     if res.n_pairs > 1 or res.ablation != "corrupted":
         line += f" · means over {res.n_pairs} pairs, edges outside the circuit {res.ablation}-ablated"
     if top:

@@ -3,15 +3,17 @@ own, each edge's mean score over the pairs with its 95 % t interval, and each pa
 
 Pairs: ``induction`` (pair ``i`` is ``tasks.induction_pairs(n=1, seed=seed + i)``: the tokenizer's
 bos token, then ``half`` random tokens from ids ``induction_low(vocab)`` up, repeated against other
-random tokens; metric the loss over the second copy) or posted text pairs (``TextPair``; each pair's
-clean and corrupted texts the same number of tokens, pairs may differ in length; pairs the model
-fails are refused, ``texts.refuse_failures``).
+random tokens; metric the loss over the second copy) or text pairs (``TextPair``: posted, or the
+``capitals``/``ioi`` items the model solves, ``task_sets.solved_pairs``; each pair's clean and
+corrupted texts the same number of tokens, pairs may differ in length; pairs the model fails are
+refused, ``texts.refuse_failures``).
 
 A shard (``circuit_shard``) returns JSON-able running statistics of the scores over the graph's
 edges (``mean``, ``m2``, ``n``: Chan's update folds shards, ``merge_circuit``) and one record per
 pair: its metric clean / corrupted / with every edge patched (``m_empty``), the faithfulness of the
-circuit (``edges`` given: that circuit on every pair; else the pair's own top ``k`` edges) and the
-faithfulness curve of the pair's own ranking at ``curve_ks``. Edges outside the circuit read their
+circuit (``edges`` given: that circuit on every pair; else the pair's own top ``k`` edges, or its
+edges with ``|score| >= threshold``), its edge count, and the faithfulness curve of the pair's own
+ranking at ``curve_ks``. Edges outside the circuit read their
 corrupted values or (``ablation="mean"``) each sender's mean output over the whole pair set
 (``patching.mean_senders``; every pair the same number of tokens).
 """
@@ -61,9 +63,12 @@ def pair_ids(
             raise CircuitInputError(f"bos={bos} is not a token id of this model (0..{vocab - 1})")
         ps = induction_pairs(vocab, n=1, half=half, seed=seed + index, bos=bos, low=induction_low(vocab))
         return ps.clean.to(dev), ps.corrupted.to(dev), ps.metric, f"seed {seed + index}"
+    if index >= len(pairs):
+        raise CircuitInputError(f"task {task} reads its pairs, and pair {index} is not among the {len(pairs)} given")
     a, b, ans = encode_pair(backend, pairs[index], metric, f"pair {index}'s")
     m = CircuitMetric(metric, answers=None if ans is None else (ans,))
-    return torch.tensor([a], device=dev), torch.tensor([b], device=dev), m, f"pair {index}"
+    label = pairs[index].label or f"pair {index}"
+    return torch.tensor([a], device=dev), torch.tensor([b], device=dev), m, label
 
 
 def _mean_source(backend, task: str, n: int, half: int, seed: int, metric: str, pairs, bos) -> torch.Tensor:
@@ -106,6 +111,7 @@ def circuit_shard(
     method: str = "eap",
     steps: int = 5,
     k: int = 50,
+    threshold: float | None = None,
     edges: tuple[tuple[str, str], ...] | None = None,
     ablation: str = "corrupted",
     curve_ks: tuple[int, ...] = (),
@@ -140,11 +146,13 @@ def circuit_shard(
         m_empty = empty_metric(prep, source)
         k_own = min(k, int(valid.sum()))
         curve = [f for _, f in faithfulness_curve(prep, scores, list(curve_ks), source, m_empty)]
-        if keep_given is None and k_own in curve_ks:  # the pair's own circuit is a point of its curve
-            faith = curve[list(curve_ks).index(k_own)]
+        if keep_given is None and threshold is None and k_own in curve_ks:  # the circuit is a point of its curve
+            faith, n_kept = curve[list(curve_ks).index(k_own)], k_own
         else:
-            keep = keep_given if keep_given is not None else top_edges(scores, k=k_own)
-            faith = faithfulness(prep, keep, source, m_empty)
+            keep = keep_given
+            if keep is None:
+                keep = top_edges(scores, k=None if threshold is not None else k_own, threshold=threshold)
+            faith, n_kept = faithfulness(prep, keep, source, m_empty), int((keep & valid).sum())
         records.append(
             {
                 "index": i,
@@ -154,6 +162,7 @@ def circuit_shard(
                 "m_corrupted": prep.m_corrupted,
                 "m_empty": m_empty,
                 "faithfulness": faith,
+                "edges": n_kept,
                 "curve": curve,
             }
         )
@@ -234,7 +243,17 @@ def merge_circuit(partials: list[dict], *, top: int, curve_ks: tuple[int, ...], 
         "rows": rows,
         "per_example": {
             key: [r[key] for r in records]
-            for key in ("index", "label", "tokens", "m_clean", "m_corrupted", "m_empty", "faithfulness", "curve")
+            for key in (
+                "index",
+                "label",
+                "tokens",
+                "m_clean",
+                "m_corrupted",
+                "m_empty",
+                "faithfulness",
+                "edges",
+                "curve",
+            )
         },
     }
 
@@ -248,6 +267,8 @@ def pair_rows(result: dict) -> list[dict]:
     for i in range(len(pe.get("index", []))):
         row = {key: pe[key][i] for key in ("index", "label", "tokens", "m_clean", "m_corrupted", "m_empty")}
         row["faithfulness"] = pe["faithfulness"][i]
+        if pe.get("edges"):
+            row["edges"] = pe["edges"][i]
         row.update({f"faithfulness@{k}": v for k, v in zip(ks, pe["curve"][i], strict=True)})
         out.append(row)
     return out

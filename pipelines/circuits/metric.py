@@ -9,7 +9,7 @@ plus ``answer_prob``, computed from ``logits [batch, pos, vocab]`` and averaged 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -34,6 +34,10 @@ class CircuitMetric:
         for p in self.positions or ():
             if not -n_tokens <= p <= hi:
                 raise CircuitInputError(f"position {p} is out of range for {n_tokens} tokens (use 0..{hi})")
+
+    def rows(self, rows: slice) -> CircuitMetric:
+        """The metric of batch rows ``rows`` alone (their answers)."""
+        return replace(self, answers=None if self.answers is None else self.answers[rows])
 
     def __call__(self, logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         """Scalar: the metric of ``logits [batch, pos, vocab]`` on inputs ``ids [batch, pos]``."""

@@ -33,6 +33,8 @@ from attnscope.pipelines.circuits.graph import PARTS, CircuitInputError, Graph, 
 from attnscope.pipelines.circuits.metric import CircuitMetric
 from attnscope.pipelines.circuits.stream import AttnParams, Pass, record_params, run_graph
 
+SENDER_CHUNK = 32  # senders whose differences a circuit run stacks at once
+
 
 @dataclass
 class Prepared:
@@ -133,6 +135,17 @@ def circuit_deltas(graph: Graph, patched: torch.Tensor, source: torch.Tensor):
         state["n"] = len(senders)
         return state["total"]
 
+    def weighted(rows: list[int], w: torch.Tensor, senders) -> torch.Tensor:
+        """``sum_u w[u, r] (source_u - run_u)`` over ``rows`` -> ``[b, p, r, d]``, ``SENDER_CHUNK``
+        senders at a time (never every sender's difference at once)."""
+        out = None
+        for a in range(0, len(rows), SENDER_CHUNK):
+            part = rows[a : a + SENDER_CHUNK]
+            diff = source[part] - torch.stack([senders[u] for u in part])  # [m, b, p, d]
+            term = torch.einsum("nr,nbpd->bprd", w[part].to(diff.dtype), diff)
+            out = term if out is None else out + term
+        return out
+
     def deltas(layer: int, part: str, senders):
         sl = graph.slots(layer, part) if part != "logits" else slice(graph.n_receivers - 1, graph.n_receivers)
         n = len(senders)
@@ -144,26 +157,25 @@ def circuit_deltas(graph: Graph, patched: torch.Tensor, source: torch.Tensor):
             rows = torch.nonzero(kept.any(1)).flatten().tolist()
             d = total(senders)[:, :, None, :].expand(-1, -1, w.shape[1], -1)
             if rows:
-                diff = source[rows] - torch.stack([senders[u] for u in rows])  # [m, b, p, d]
-                d = d - torch.einsum("nr,nbpd->bprd", kept[rows].to(diff.dtype), diff)
+                d = d - weighted(rows, kept, senders)
         else:
-            diff = source[:n] - torch.stack(senders)  # [n, b, p, d]
-            d = torch.einsum("nr,nbpd->bprd", w.to(diff.dtype), diff)
+            d = weighted(torch.nonzero(w.any(1)).flatten().tolist(), w, senders)
         return d if part in PARTS else d[:, :, 0]
 
     return deltas
 
 
-def mean_senders(model, sites: Sites, ids: torch.Tensor, chunk: int = 8) -> torch.Tensor:
+def mean_senders(model, sites: Sites, ids: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
     """``[S, 1, pos, d_model]``: every sender's output on the clean inputs ``ids [n, pos]`` averaged
     over the ``n`` rows (a pair set of one token length), position by position; passes of ``chunk``
-    rows at a time."""
+    rows at a time (default: 128 tokens a pass), summed in the model's dtype, accumulated in float64."""
     ids = torch.atleast_2d(ids)
+    chunk = chunk or max(1, 128 // ids.shape[1])
     total = None
     with torch.no_grad():
         for start in range(0, ids.shape[0], chunk):
             out, _ = run_graph(model, sites, ids[start : start + chunk])
-            part = out.senders.double().sum(1, keepdim=True)
+            part = out.senders.sum(1, keepdim=True).double()
             total = part if total is None else total + part
     return total / ids.shape[0]
 

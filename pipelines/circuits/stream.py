@@ -104,6 +104,20 @@ class GraphHook:
     senders: list = field(default_factory=list)  # [batch, pos, d_model] each, in sender order
     _x: dict = field(default_factory=dict)
     max_error: float = 0.0
+    buffer: torch.Tensor | None = None  # without gradients: [S, batch, pos, d_model], what ``senders`` view
+
+    def _keep(self, values) -> None:
+        """Record sender outputs; without gradients they are copied into one ``[S, ...]`` buffer (the
+        pass's ``senders`` then need no stacked copy)."""
+        for value in values:
+            if self.buffer is None and not torch.is_grad_enabled() and not self.senders:
+                n = 1 + self.sites.n_layers * (self.sites.n_heads + 1)
+                self.buffer = torch.empty(n, *value.shape, dtype=value.dtype, device=value.device)
+            if self.buffer is not None:
+                slot = self.buffer[len(self.senders)]
+                slot.copy_(value)
+                value = slot
+            self.senders.append(value)
 
     def wants(self, site: str, layer: int) -> bool:
         if site == "resid_post":
@@ -113,13 +127,13 @@ class GraphHook:
     def edit_site(self, site: str, layer: int, value: torch.Tensor) -> torch.Tensor:
         if site == "resid_pre":
             if layer == 0:
-                self.senders.append(value)
+                self._keep([value])
             self._x[layer] = value
             return value
         if site == "head_z":
             return self._heads(layer, value)
         if site == "mlp_out":
-            self.senders.append(value)
+            self._keep([value])
             return value
         part = "mlp" if site == "resid_mid" else "logits"
         d = self.deltas(layer, part, self.senders)
@@ -143,7 +157,7 @@ class GraphHook:
         out = torch.einsum("bphe,hed->bphd", z, blk.W_O.to(z.dtype))
         if blk.out_scale is not None:
             out = out * blk.out_scale.to(z.dtype)
-        self.senders.extend(out.unbind(2))
+        self._keep(out.unbind(2))
         return z
 
 
@@ -176,7 +190,8 @@ def run_graph(
             f"circuits recompute each head from its own input; for the {sites.family} family that differs from "
             f"the model's heads by {hook.max_error:.2g} (relative), so its graph cannot be patched"
         )
-    return Pass(logits, torch.stack(hook.senders)), hook
+    full = hook.buffer is not None and len(hook.senders) == hook.buffer.shape[0]
+    return Pass(logits, hook.buffer if full else torch.stack(hook.senders)), hook
 
 
 def record_params(model, sites: Sites, ids: torch.Tensor) -> tuple[Pass, list[AttnParams]]:

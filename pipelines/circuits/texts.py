@@ -4,8 +4,9 @@
 scores every edge (EAP or EAP-IG), keeps the top ``k`` edges, measures their faithfulness and the
 faithfulness curve, and re-checks the top ``n_check`` edges by exact path patching (Spearman).
 ``edge_of_texts`` path-patches one named edge and gives its EAP score beside it. ``prepare_pairs``
-stacks a posted pair set into one batch (every text the same number of tokens) and refuses the pairs
-the model fails (``failing_rows``).
+stacks a posted pair set into one batch (every text the same number of tokens, at most
+``MAX_BATCH_TOKENS`` pairs x tokens: the bound on a request's memory, ``bench/circuits.py``) and
+refuses the pairs the model fails (``failing_rows``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from attnscope.pipelines.circuits.patching import (
 )
 
 MAX_TOKENS = 128
+MAX_BATCH_TOKENS = 512  # pairs x tokens of one request: its [senders, pairs, tokens, d_model] tensors
 ABLATIONS = ("corrupted", "mean")
 
 
@@ -41,15 +43,17 @@ def _token(backend, text: str, what: str) -> int:
 
 @dataclass(frozen=True)
 class TextPair:
-    """One clean/corrupted pair as text; ``answer``/``wrong`` (one token each) for the answer metrics."""
+    """One clean/corrupted pair as text; ``answer``/``wrong`` (one token each) for the answer metrics;
+    ``label`` names it in results (default ``pair {index}``)."""
 
     clean: str
     corrupted: str
     answer: str | None = None
     wrong: str | None = None
+    label: str = ""
 
 
-def _check_causal(backend) -> None:
+def check_causal(backend) -> None:
     if backend.spec.task != "causal-lm":
         raise CircuitInputError(f"circuits read a causal LM's next-token logits; {backend.spec.name!r} is not one")
 
@@ -117,7 +121,7 @@ def refuse_failures(prep: Prepared, labels: list[str] | None = None) -> None:
 def prepare_pairs(backend, pairs: list[TextPair], metric: str = "answer_logit_diff", check: bool = True) -> Prepared:
     """One batch of ``pairs``: every text the same number of tokens (the pairs of one request are one
     batch, patched position by position); ``check`` refuses pairs the model fails (``refuse_failures``)."""
-    _check_causal(backend)
+    check_causal(backend)
     if not pairs:
         raise CircuitInputError("the pair set is empty: give at least one clean/corrupted pair")
     many = len(pairs) > 1
@@ -128,6 +132,14 @@ def prepare_pairs(backend, pairs: list[TextPair], metric: str = "answer_logit_di
             f"the pairs have {len(lengths)} different token lengths ({', '.join(map(str, sorted(lengths)))}): the "
             "pairs of one request are one batch, so every text must have the same number of tokens; split them "
             "by length or reword them (a job takes pairs of different lengths)"
+        )
+    n_tokens = len(enc[0][0])
+    if len(pairs) * n_tokens > MAX_BATCH_TOKENS:
+        raise CircuitInputError(
+            f"{len(pairs)} pairs of {n_tokens} tokens are {len(pairs) * n_tokens} tokens; a circuit request takes at "
+            f"most {MAX_BATCH_TOKENS} (pairs x tokens, what bounds its memory): send at most "
+            f"{max(1, MAX_BATCH_TOKENS // n_tokens)} pairs of this length, or run a circuit job (POST /api/v1/jobs, "
+            "kind circuit: one pair at a time, any number)"
         )
     answers = None if metric == "loss" else tuple(ans for _, _, ans in enc)
     dev = backend.device
@@ -168,6 +180,8 @@ class CircuitResult:
     n_pairs: int = 1
     ablation: str = "corrupted"
     m_empty: float | None = None  # M(every edge patched): m_corrupted, or the mean-ablated graph's
+    n_kept: int = 0  # edges in the circuit (``edges`` lists at most k of them)
+    threshold: float | None = None
 
 
 def circuit_of_texts(
@@ -184,10 +198,14 @@ def circuit_of_texts(
     curve_points: int = 5,
     pairs: list[TextPair] | None = None,
     ablation: str = "corrupted",
+    threshold: float | None = None,
 ) -> CircuitResult:
     """The circuit of one pair (``clean``/``corrupted``) or of a posted pair set (``pairs``: one batch,
     scores and metrics averaged over it, pairs the model fails refused). ``ablation``: edges outside the
-    circuit read their corrupted values or their mean over the pairs (``mean``: two pairs at least)."""
+    circuit read their corrupted values or their mean over the pairs (``mean``: two pairs at least).
+    The circuit is the top ``k`` edges by ``|score|``, or (``threshold`` given) every edge with
+    ``|score| >= threshold``, of which the top ``k`` are listed (``n_kept`` counts them all); the curve
+    runs from 0 to the circuit's size."""
     if method not in ("eap", "eap-ig"):
         raise CircuitInputError(f"method {method!r} is not eap or eap-ig")
     if ablation not in ABLATIONS:
@@ -203,11 +221,12 @@ def circuit_of_texts(
         source = mean_senders(prep.model, prep.sites, prep.clean_ids)
     m_empty = empty_metric(prep, source)
     scores = eap(prep) if method == "eap" else eap_ig(prep, steps)
-    keep = top_edges(scores, k=k)
+    keep = top_edges(scores, k=k) if threshold is None else top_edges(scores, threshold=threshold)
+    n_kept = int(keep.sum())
     g = prep.graph
     sn, rn = g.sender_names(), g.receiver_names()
-    kept = [(sn[s], rn[r], float(scores[s, r])) for s, r in ranked_edges(scores)[:k]]
-    ks = sorted({int(x) for x in np.linspace(0, k, max(2, curve_points)).round()})
+    kept = [(sn[s], rn[r], float(scores[s, r])) for s, r in ranked_edges(scores)[: min(k, n_kept)]]
+    ks = sorted({int(x) for x in np.linspace(0, n_kept, max(2, curve_points)).round()})
     curve = faithfulness_curve(prep, scores, ks, source, m_empty)
     f = faithfulness(prep, keep, source, m_empty)
     check, rho = [], None
@@ -233,6 +252,8 @@ def circuit_of_texts(
         int(prep.clean_ids.shape[0]),
         ablation,
         m_empty,
+        n_kept,
+        threshold,
     )
 
 

@@ -242,17 +242,57 @@ def circuit_size(params: CircuitParams) -> int:
     return params.size
 
 
+def circuit_resolve(params: CircuitParams, models) -> CircuitParams:
+    """At submit, with the model loaded: tasks capitals and ioi become the pairs the model solves (their
+    count of generated items in ``generated``; none solved is a 422), and ``edges`` and the curve's
+    edge counts are checked against the model's graph (an unknown node or a count past its edges is a
+    422 here, not a failed job)."""
+    from attnscope.models.sites import SiteOutOfRangeError, SitesUnavailableError
+    from attnscope.pipelines.circuits.graph import Graph
+    from attnscope.pipelines.circuits.task_sets import solved_pairs
+    from attnscope.server.schemas.circuits import PairText
+
+    if params.task in ("capitals", "ioi") and params.pairs is not None:
+        raise ParamsError(
+            f"params.pairs: task {params.task} builds its pairs from the model; post your own pairs with task pairs"
+        )
+    backend = models.get(params.model)
+    try:
+        graph = Graph.of(backend.sites)
+    except (SitesUnavailableError, SiteOutOfRangeError) as exc:
+        raise ParamsError(f"params.model: {exc}") from None
+    n_edges = int(graph.valid().sum())
+    for e in params.edges or ():
+        sender, receiver = (part.strip() for part in e.split("->"))
+        _field("edges", graph.edge, sender, receiver)
+    if params.curve and max(params.curve) > n_edges:
+        raise ParamsError(
+            f"params.curve: {max(params.curve)} edges is more than the {n_edges} edges of {params.model}'s graph; "
+            f"use counts up to {n_edges}"
+        )
+    if params.task not in ("capitals", "ioi"):
+        return params
+    try:
+        found = solved_pairs(backend, params.task, params.n, params.seed)
+    except ValueError as exc:
+        raise ParamsError(f"params.task: {exc}") from None
+    pairs = [PairText(clean=p.clean, corrupted=p.corrupted, answer=p.answer, wrong=p.wrong, label=p.label)
+             for p in found.pairs]  # fmt: skip
+    return params.model_copy(update={"pairs": pairs, "generated": found.candidates})
+
+
 def _circuit_args(params: CircuitParams) -> dict:
     from attnscope.pipelines.circuits.texts import TextPair
 
-    pairs = tuple(TextPair(p.clean, p.corrupted, p.answer, p.wrong) for p in params.pairs or ())
+    pairs = tuple(TextPair(p.clean, p.corrupted, p.answer, p.wrong, p.label or "") for p in params.pairs or ())
     edges = None
     if params.edges is not None:
         edges = tuple(tuple(part.strip() for part in e.split("->")) for e in params.edges)
     return {
         "half": params.half, "seed": params.seed, "bos": params.bos, "metric": params.metric, "pairs": pairs,
         "method": params.method,
-        "steps": params.steps, "k": params.k, "edges": edges, "ablation": params.ablation,
+        "steps": params.steps, "k": params.k, "threshold": params.threshold, "edges": edges,
+        "ablation": params.ablation,
         "curve_ks": tuple(params.curve),
     }  # fmt: skip
 
@@ -283,8 +323,10 @@ def circuit_merge(params: CircuitParams, partials: list[dict]) -> dict:
         steps=params.steps if params.method == "eap-ig" else None,
         metric="loss" if params.task == "induction" else params.metric,
         ablation=params.ablation,
-        circuit="given" if params.edges is not None else "own top k",
-        k=None if params.edges is not None else params.k,
+        circuit="given" if params.edges is not None else "own top k" if params.threshold is None else "own threshold",
+        k=None if params.edges is not None or params.threshold is not None else params.k,
+        threshold=params.threshold,
+        generated=params.generated,
     )
 
 
@@ -347,6 +389,7 @@ def register_job_kinds() -> None:
         run_shard=circuit_run_shard,
         merge=circuit_merge,
         check=check_circuit,
+        resolve=circuit_resolve,
         description="EAP / EAP-IG on every clean/corrupted pair of a set: each edge's mean score with its t interval "
         "over the pairs, and the circuit's faithfulness",
         shard_size=10,

@@ -17,8 +17,11 @@ A **whole** kind (``register_job_kind(name, params_model, runner)``) runs as one
 downloaded as CSV. A kind's ``params_model`` lives in ``attnscope.server.schemas.jobs`` (pure
 pydantic), its result model in ``attnscope.server.schemas.job_results`` (``JOB_RESULTS``: the result
 route validates with it, and its docstring says how a new kind adds one); its ``check(params)``
-runs the checks that need the registries and raises ``ParamsError`` (a 422 naming the parameter).
-Guide: ``docs/guide/census.md``.
+runs the checks that need the registries and raises ``ParamsError`` (a 422 naming the parameter);
+its ``resolve(params, models)``, where a kind has one, runs once at submit with the loaded model and
+returns the params the job stores (what depends on the model is fixed there: the circuit job's
+capitals/IOI items the model solves, its edge names checked against the model's graph), so every
+shard, on any worker and after a resume, reads the same set. Guide: ``docs/guide/census.md``.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class JobKind:
     merge: Merge | None = None
     shard_size: int = 25
     check: Callable[[Any], None] | None = None  # checks that need the registries; raises ParamsError
+    resolve: Callable[[Any, Models], Any] | None = None  # at submit, with the model: the params stored
 
     def validate(self, params: dict) -> BaseModel:
         """``params`` as this kind's model: a ``ValidationError`` or ``ParamsError`` says what to change."""
@@ -106,14 +110,16 @@ def register_sharded_job_kind(
     description: str = "",
     shard_size: int = 25,
     check: Callable[[Any], None] | None = None,
+    resolve: Callable[[Any, Models], Any] | None = None,
 ) -> None:
     """A kind split into shards of ``shard_size`` examples (see the module docstring). ``run_shard``
     and ``merge`` must be importable module-level functions (Ray ships them to workers by name)."""
     if shard_size < 1:
         raise ValueError("shard_size must be at least 1")
     JOB_KINDS[name] = JobKind(
-        name, params_model, description, size=size, run_shard=run_shard, merge=merge, shard_size=shard_size, check=check
-    )
+        name, params_model, description, size=size, run_shard=run_shard, merge=merge, shard_size=shard_size,
+        check=check, resolve=resolve,
+    )  # fmt: skip
 
 
 class JobCancelled(Exception):

@@ -88,6 +88,8 @@ def create_job(body: JobCreate, request: Request) -> JobPublic:
         )
     try:
         params = kind.validate(body.params)
+        if kind.resolve is not None:  # fixes what depends on the model (it loads it): the params stored
+            params = kind.resolve(params, request.app.state.service.models)
     except ValidationError as exc:
         msgs = "; ".join(
             f"params.{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()

@@ -513,6 +513,7 @@ class CircuitPerExample(Strict):
     m_corrupted: list[float]
     m_empty: list[float]
     faithfulness: list[float]
+    edges: list[int] = Field(default_factory=list, description="edges in each pair's circuit")
     curve: list[list[float]]
 
 
@@ -527,9 +528,17 @@ class CircuitResultPublic(Strict):
     steps: int | None = None
     metric: str
     ablation: Literal["corrupted", "mean"]
-    circuit: str = Field(..., description="'own top k' (each pair's own top k edges) or 'given' (params.edges)")
+    circuit: str = Field(
+        ...,
+        description="'own top k' (each pair's own top k edges), 'own threshold' (each pair's edges with |score| >= "
+        "threshold) or 'given' (params.edges)",
+    )
     k: int | None = None
+    threshold: float | None = None
     n: int = Field(..., description="pairs measured")
+    generated: int | None = Field(
+        None, description="capitals, ioi: items generated, of which the n the model solves were kept"
+    )
     n_layers: int
     n_heads: int
     n_kv_heads: int

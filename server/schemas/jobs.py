@@ -144,17 +144,28 @@ class CircuitParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field("smollm2", min_length=1, max_length=MAX_MODEL_NAME_CHARS, description="a causal LM")
-    task: Literal["induction", "pairs"] = Field(
-        "induction", description="induction: seeded repeated random tokens (metric loss); pairs: the posted pairs"
+    task: Literal["induction", "pairs", "capitals", "ioi"] = Field(
+        "induction",
+        description="induction: seeded repeated random tokens (metric loss); pairs: the posted pairs; capitals: the "
+        "20-country table, ioi: n seeded indirect-object pairs, each kept to the items the model solves (built at "
+        "submit into pairs, their count in generated)",
     )
-    n: int = Field(20, ge=1, le=MAX_JOB_PAIRS, description="induction pairs (pair i uses seed + i)")
+    n: int = Field(
+        20, ge=1, le=MAX_JOB_PAIRS, description="induction pairs (pair i uses seed + i); ioi: items drawn (<= 200)"
+    )
     half: int = Field(15, ge=2, le=63, description="induction: tokens per copy (a pair is 1 + 2 half tokens)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
     bos: int | None = Field(
         None, ge=0, le=10_000_000, description="induction: the first token's id (default: the tokenizer's bos)"
     )
     pairs: list[PairText] | None = Field(
-        None, min_length=1, max_length=MAX_POSTED_PAIRS, description="task pairs: the clean/corrupted pairs"
+        None,
+        min_length=1,
+        max_length=MAX_POSTED_PAIRS,
+        description="task pairs: the clean/corrupted pairs (capitals, ioi: filled at submit with the solved items)",
+    )
+    generated: int | None = Field(
+        None, ge=1, le=MAX_JOB_PAIRS, description="capitals, ioi: items generated before keeping (set at submit)"
     )
     metric: Literal["answer_logit_diff", "answer_prob", "loss"] = Field(
         "answer_logit_diff", description="task pairs: the metric (induction: loss over the second copy)"
@@ -162,6 +173,12 @@ class CircuitParams(BaseModel):
     method: Literal["eap", "eap-ig"] = "eap"
     steps: int = Field(5, ge=1, le=16, description="EAP-IG interpolation steps")
     k: int = Field(50, ge=1, le=500, description="edges of each pair's own circuit (when edges is not given)")
+    threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1e6,
+        description="instead of k: each pair's own circuit is its edges with |score| >= threshold",
+    )
     edges: list[str] | None = Field(
         None,
         min_length=1,
@@ -185,8 +202,12 @@ class CircuitParams(BaseModel):
     def _pairs_for_the_task(self):
         if self.pairs is None and self.task == "pairs":
             raise ValueError("task pairs needs pairs: a list of {clean, corrupted, answer, wrong}")
-        if self.pairs is not None and self.task != "pairs":
+        if self.pairs is not None and self.task == "induction":
             raise ValueError("pairs are read with task pairs; set task to pairs or drop them")
+        if self.task == "ioi" and self.n > MAX_POSTED_PAIRS:
+            raise ValueError(f"task ioi draws at most {MAX_POSTED_PAIRS} items (n); use n <= {MAX_POSTED_PAIRS}")
+        if self.threshold is not None and self.edges is not None:
+            raise ValueError("give edges (a fixed circuit) or threshold (each pair's own), not both")
         return self
 
     @field_validator("edges")
@@ -206,7 +227,7 @@ class CircuitParams(BaseModel):
 
     @property
     def size(self) -> int:
-        return len(self.pairs) if self.task == "pairs" else self.n
+        return len(self.pairs) if self.pairs is not None else self.n
 
 
 JOB_PARAMS: dict[str, type[BaseModel]] = {

@@ -26,7 +26,7 @@ def _drawn_edges(page) -> int:
 
 
 def test_a_circuit_is_drawn_and_a_head_opens_on_explore(open_dash):
-    page = open_dash("/circuits?task=capitals&k=20&shown=5&points=3")
+    page = open_dash("/circuits?task=capital-pair&k=20&shown=5&points=3")
     page.wait_for_selector("#circuits-result:has-text('press Find the circuit')", timeout=60_000)
     assert page.input_value("#circuits-clean") == "The capital of France is"
     page.click("#circuits-compute")

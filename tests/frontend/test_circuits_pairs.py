@@ -40,3 +40,14 @@ def test_the_body_of_a_pair_set_is_a_valid_circuit_request():
     assert CircuitCreate.model_validate(body).pairs[1].answer == " Rome"
     single = circuit_body("smollm2", "x", "y", "loss", "a", "b", "eap", 5, 20, 3)
     assert CircuitCreate.model_validate(single).clean == "x" and "answer" not in single
+
+
+def test_a_task_set_sends_the_task_instead_of_texts():
+    """capitals and ioi: the API builds the pairs the model solves; the page sends only the task."""
+    body = circuit_body(
+        "smollm2", "x", "y", "answer_logit_diff", " a", " b", "eap", 5, 20, 3, PAIRS_EXAMPLE, task="ioi"
+    )
+    assert body["task"] == "ioi" and not {"clean", "corrupted", "pairs", "answer"} & set(body)
+    assert CircuitCreate.model_validate(body).task == "ioi"
+    one = circuit_body("smollm2", "x", "y", "loss", None, None, "eap", 5, 20, 3, task="capital-pair")
+    assert "task" not in one and one["clean"] == "x"

@@ -143,3 +143,25 @@ def test_a_given_circuit_is_measured_on_every_pair(backend):
         circuit_shard(backend, "induction", 1, 0, 1, bos=40, **ARGS)
     first = circuit_shard(backend, "induction", 1, 0, 1, bos=7, **ARGS)["pairs"][0]
     assert first["tokens"] == 9 and first["label"] == "seed 3"
+
+
+def test_a_threshold_circuit_is_the_pairs_edges_above_it(backend):
+    """``threshold``: each pair's circuit is its edges with |score| >= threshold; 0 keeps every edge
+    (faithfulness 1), a threshold above every score keeps none (0), and each pair's count is reported."""
+    from attnscope.pipelines.circuits.graph import Graph
+
+    n_edges = int(Graph.of(backend.sites).valid().sum())
+    every = circuit_shard(backend, "induction", 2, 0, 2, threshold=0.0, **ARGS)["pairs"]
+    assert [r["edges"] for r in every] == [n_edges, n_edges]
+    assert [r["faithfulness"] for r in every] == pytest.approx([1.0, 1.0], abs=1e-9)
+    none = circuit_shard(backend, "induction", 2, 0, 2, threshold=1e9, **ARGS)["pairs"]
+    assert [r["edges"] for r in none] == [0, 0] and [r["faithfulness"] for r in none] == pytest.approx([0, 0], abs=1e-9)
+    clean, corr, metric, _ = pair_ids(backend, "induction", 0, half=4, seed=3, metric="loss", pairs=())
+    scores = eap(prepare(backend.model, backend.sites, clean, corr, metric))
+    cut = float(np.sort(np.abs(scores[~np.isnan(scores)]))[-7])  # the 7th largest |score|
+    some = circuit_shard(backend, "induction", 1, 0, 1, threshold=cut, **ARGS)["pairs"][0]
+    assert some["edges"] == 7
+    keep = top_edges(scores, threshold=cut)
+    assert some["faithfulness"] == pytest.approx(
+        faithfulness(prepare(backend.model, backend.sites, clean, corr, metric), keep), abs=1e-9
+    )

@@ -1,7 +1,9 @@
 """The circuit job and posted pairs over HTTP on SmolLM2: an induction job (each edge's mean EAP score
 with its t interval over the pairs, faithfulness, JSON and both CSV tables), a job on posted pairs
-(mean ablation), the circuit route on a posted pair set, and the refusals (422 before a job is queued;
-a job whose pairs the model cannot take fails with the reason)."""
+(mean ablation), a capitals job (the items the model names, fixed at submit; threshold circuits), the
+circuit route on a posted pair set, and the refusals (422 before a job is queued, edge names and curve
+counts checked against the model's graph; a job whose pairs the model cannot take fails with the
+reason)."""
 
 import numpy as np
 import pytest
@@ -62,7 +64,7 @@ def test_an_induction_circuit_job(client, wait_job):
     assert rows[0] == "rank,sender,receiver,mean,sd,low,high,p,n" and len(rows) == 31
     pairs = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"}).text
     lines = pairs.splitlines()
-    assert lines[0].startswith("index,label,tokens,m_clean,m_corrupted,m_empty,faithfulness,faithfulness@0")
+    assert lines[0].startswith("index,label,tokens,m_clean,m_corrupted,m_empty,faithfulness,edges,faithfulness@0")
     assert len(lines) == 4
 
 
@@ -77,6 +79,23 @@ def test_a_job_on_posted_pairs_with_mean_ablation(client, wait_job):
     assert c.n == 2 and c.ablation == "mean" and c.metric == "answer_logit_diff"
     assert all(m > 0 for m in c.per_example.m_clean)  # the model names both capitals
     assert c.m_empty.mean != pytest.approx(c.m_corrupted.mean, abs=1e-3)  # means, not the corrupted values
+
+
+def test_a_capitals_job_runs_on_the_capitals_the_model_names(client, wait_job):
+    """Task capitals: the items SmolLM2 names right are fixed at submit into the job's pairs (16 of the
+    table's 20), each pair labelled, and measured like posted pairs; a threshold circuit per pair."""
+    job = _job(client, wait_job, {"task": "capitals", "threshold": 0.05, "top": 10, "curve": [0, 50]})
+    assert job["status"] == "done", job
+    assert job["params"]["generated"] == 20 and len(job["params"]["pairs"]) == job["total"] == 16
+    assert job["params"]["pairs"][0]["label"] == "France/Germany"
+    c = CircuitResultPublic.model_validate(client.get(f"{API}/jobs/{job['id']}/result").json())
+    assert (c.task, c.n, c.generated, c.metric) == ("capitals", 16, 20, "answer_logit_diff")
+    assert c.circuit == "own threshold" and c.threshold == 0.05 and c.k is None
+    assert c.per_example.label[:2] == ["France/Germany", "Germany/Italy"] and set(c.per_example.tokens) == {5}
+    assert all(m > 0 for m in c.per_example.m_clean) and c.m_corrupted.mean < 0
+    assert all(e > 0 for e in c.per_example.edges)
+    rows = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"}).text
+    assert "faithfulness,edges,faithfulness@0" in rows.splitlines()[0]
 
 
 @pytest.mark.parametrize(
@@ -107,6 +126,12 @@ def test_a_job_the_model_cannot_take_fails_with_the_reason(client, wait_job, par
         ({"edges": ["a3.h4"]}, "sender -> receiver"),
         ({"task": "pairs", "pairs": [{**FRANCE, "clean": "x" * 1001}]}, "at most 1000"),
         ({"steps": 17, "method": "eap-ig"}, "less than or equal to 16"),
+        ({"edges": ["a3.h4 -> a40.h1<k>"]}, "params.edges: unknown receiver 'a40.h1<k>'"),
+        ({"edges": ["a9.h0 -> a3.h4<q>"]}, "is not an edge"),
+        ({"curve": [0, 70652]}, "more than the 70651 edges"),
+        ({"task": "capitals", "pairs": [FRANCE]}, "builds its pairs from the model"),
+        ({"task": "ioi", "n": 201}, "at most 200 items"),
+        ({"threshold": 0.1, "edges": ["a3.h4 -> a9.h1<k>"]}, "not both"),
     ],
 )
 def test_bad_params_are_refused_before_queueing(client, params, match):

