@@ -21,14 +21,17 @@ RSS still grows over the rounds is not more runs. Each client loops over a weigh
 - the workspace (``GET /runs``, ``PATCH /runs/{id}``) and ``POST /models/{m}/tokenize``.
 
 Beside the clients a hostile thread sends the soak's hostile payloads (``bench/hostile.py``) and a 1 MiB body of
-90,000 unknown keys, back to back (each must get a 4xx), and a prober reads ``/health`` every 0.25 s.
+90,000 unknown keys, back to back (each must get a 4xx), and a prober reads ``/health`` every 0.25 s, each time
+beside a bare ASGI server in another process (the control: what the shared machine's load alone costs a loopback
+request).
 
 Printed per round: requests, errors (5xx and connection failures or timeouts: "dropped"; a 429 busy answer counts
 apart as ``busy``: the bounded executor refusing work is the design), the status mix and p50/p95 per route, the
-server's RSS after the round and ``/health`` p50/p95/p99/max. Then, over all rounds: ``/health`` against its bounds,
-the RSS growth from the end of round 1 to the end of the last, and the least-squares RSS slope over the rounds after
-the first. Targets (issue 29): 0 5xx, 0 dropped, ``/health`` p95 <= 100 ms, p99 <= 250 ms, max <= 1 s, RSS growth
-<= 10 %. The census job needs the data folder (``ATTNSCOPE_DATA_DIR``; without it ``POST /jobs`` is a 422).
+server's RSS after the round and ``/health`` (and the control's) p50/p95/p99/max. Then, over all rounds: ``/health``
+against its bounds, the RSS growth from the end of round 1 to the end of the last, and the least-squares RSS slope
+over the rounds after the first. Targets (issue 29): 0 5xx, 0 dropped, ``/health`` p95 <= 100 ms, p99 <= 250 ms,
+max <= 1 s, RSS growth <= 10 %. The census job needs the data folder (``ATTNSCOPE_DATA_DIR``; without it
+``POST /jobs`` is a 422).
 
     nice python bench/load.py                      # 24 clients, 60 s, 3 rounds
     nice python bench/load.py --clients 4 --seconds 10 --rounds 1   # a quick look
@@ -37,9 +40,7 @@ the first. Targets (issue 29): 0 5xx, 0 dropped, ``/health`` p95 <= 100 ms, p99 
 from __future__ import annotations
 
 import argparse
-import io
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -51,24 +52,19 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from load_mix import (  # bench/ on sys.path
+    API,
+    PAIRS,
+    POOL,
+    TEXT_MODELS,
+    VISION,
+    Client,
+    Stats,
+    hostile_loop,
+    pngs,
+    pool,
+)
 
-API = "/api/v1"
-WORDS = "the a film story cast plot moving dull warm funny tedious honest loud brilliant slow quiet".split()
-ONE_TOKEN = [w for w in WORDS if w != "tedious"]  # one MiniLM token each ("tedious" is two)
-PAIRS = [  # clean/corrupted pairs of equal length (one-token countries and capitals in SmolLM2's vocabulary)
-    ("The capital of France is", "The capital of Italy is", " Paris", " Rome"),
-    ("The capital of Italy is", "The capital of France is", " Rome", " Paris"),
-    ("The capital of Germany is", "The capital of France is", " Berlin", " Paris"),
-]
-EDGES = [("E", "logits"), ("E", "a3.h4<k>"), ("a0.h1", "logits"), ("m2", "a5.h0<q>"), ("a1.h2", "m4")]
-INTERVENTIONS = [  # three fixed sets: the altered runs they store are bounded by the pool
-    [{"kind": "ablate", "heads": [[2, 0]], "method": "zero"}],
-    [{"kind": "ablate", "heads": [[4, 7], [5, 1]], "method": "uniform"}],
-    [{"kind": "knockout", "layers": [1], "edges": [[0, 1], [2, 3]]}],
-]
-TEXT_MODELS = ["minilm", "minilm-sst2", "smollm2"]
-VISION = "gauss9-iso"
-POOL = 24
 SERVER = textwrap.dedent(
     """
     import sys, uvicorn
@@ -77,6 +73,16 @@ SERVER = textwrap.dedent(
     models = ["minilm", "minilm-sst2", "smollm2", "gauss9-iso"]
     settings = Settings(preload=models, max_runs=256, heavy_workers=2, heavy_queue=32)
     uvicorn.run(create_app(settings), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    """
+)
+CONTROL = textwrap.dedent(  # a bare ASGI server: what the machine's load alone does to a loopback request
+    """
+    import sys, uvicorn
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", lifespan="off")
     """
 )
 TARGETS = {"p95": 0.100, "p99": 0.250, "max": 1.0, "growth": 10.0}
@@ -96,73 +102,11 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def pool(n: int, seed: int = 0) -> list[str]:
-    """``n`` texts of 6-16 words (a fixed seed: the same texts in every run and in ``bench/soak.py``)."""
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) + " ." for _ in range(n)]
-
-
-def swapped(text: str) -> str:
-    """``text`` with its first one-token word replaced by another: as many MiniLM tokens (a corrupted input)."""
-    words = text.split()
-    i = next(i for i, w in enumerate(words) if w in ONE_TOKEN)
-    words[i] = ONE_TOKEN[(ONE_TOKEN.index(words[i]) + 1) % len(ONE_TOKEN)]
-    return " ".join(words)
-
-
-def pngs(n: int = 8) -> list[bytes]:
-    """``n`` seeded 28 x 28 grey-scale PNGs (a stroke on noise), the upload pool."""
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    out = []
-    for i in range(n):
-        a = (rng.random((28, 28)) * 40).astype(np.uint8)
-        a[4:24, 8 + i : 11 + i] = 255
-        buf = io.BytesIO()
-        Image.fromarray(a, mode="L").save(buf, format="PNG")
-        out.append(buf.getvalue())
-    return out
-
-
-class Stats:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.times: dict[str, list[float]] = defaultdict(list)
-        self.errors: dict[str, int] = defaultdict(int)
-        self.statuses: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self.busy = 0
-        self.samples: list[str] = []
-
-    def record(self, route: str, seconds: float, status: int | None, detail: str = "", hostile: bool = False) -> None:
-        with self.lock:
-            self.times[route].append(seconds)
-            self.statuses[route]["dropped" if status is None else f"{status // 100}xx"] += 1
-            # a hostile payload must be refused: a 2xx to it is an error too
-            if status is None or status >= 500 or (hostile and status < 400):
-                self.errors[route] += 1
-                if len(self.samples) < 8:
-                    self.samples.append(f"{route}: {status} {detail[:200]}")
-            elif status == 429:
-                self.busy += 1
-
-
-def call(stats: Stats, http: httpx.Client, route: str, method: str, url: str, hostile: bool = False, **kw):
-    t = time.perf_counter()
-    try:
-        r = http.request(method, url, **kw)
-    except httpx.HTTPError as exc:
-        stats.record(route, time.perf_counter() - t, None, repr(exc), hostile)
-        return None
-    bad = r.status_code >= 500 or (hostile and r.status_code < 400)
-    stats.record(route, time.perf_counter() - t, r.status_code, f"{method} {url[:80]} {r.text}" if bad else "", hostile)
-    return r
-
-
 def prefill(base: str, texts: list[str], images: list[bytes]) -> dict[str, list[dict]]:
     """Every pool input as a run on every model (4 threads): ``{model: [{id, text, layers, heads, n}, ...]}``.
-    SmolLM2 also gets the pairs' clean texts (their runs are the residual-patching targets)."""
+    SmolLM2 also gets the pairs' clean texts (their runs are the residual-patching targets), and each SmolLM2 run
+    its recorded forward (~4 MiB each, kept in a bounded cache): what remains to fill during the rounds is small
+    (altered runs of the three intervention sets, results caches)."""
     jobs = [(m, t) for m in TEXT_MODELS for t in texts] + [("smollm2", clean) for clean, *_ in PAIRS]
 
     def one(job):
@@ -182,228 +126,31 @@ def prefill(base: str, texts: list[str], images: list[bytes]) -> dict[str, list[
         layers, heads, n, _ = body["shape"]
         return model, {"id": body["id"], "text": body["text"], "layers": layers, "heads": heads, "n": n}
 
+    def record(run):  # SmolLM2's recorded forward (the lens, attribution, graph, value-weighted maps read it)
+        with httpx.Client(base_url=base + API, timeout=300) as http:
+            http.post(f"/runs/{run['id']}/lens", json={"k": 1}).raise_for_status()
+
     runs: dict[str, list[dict]] = defaultdict(list)
     with ThreadPoolExecutor(4) as ex:
         for model, run in ex.map(one, jobs + [(VISION, png) for png in images]):
             runs[model].append(run)
+        list(ex.map(record, runs["smollm2"]))
     return dict(runs)
 
 
-class Client:
-    """One client's loop: a weighted pick among the route families on the pool's runs."""
-
-    def __init__(self, base: str, stats: Stats, seed: int, runs: dict, texts: list[str], images: list[bytes]):
-        self.base, self.stats, self.rng = base, stats, random.Random(seed)
-        self.runs, self.texts, self.images = runs, texts, images
-        self.altered: list[tuple[str, str]] = []  # (run id, its altered run id) from interventions
-        self.job: str | None = None
-        self.ops = [  # (weight, method)
-            (6, self.post_run),
-            (3, self.post_causal_run),
-            (2, self.post_image),
-            (12, self.attention),
-            (4, self.rows),
-            (8, self.structure),
-            (4, self.faithfulness),
-            (4, self.lens),
-            (3, self.attribution),
-            (3, self.graph),
-            (2, self.value_weighted),
-            (3, self.path_patch),
-            (2, self.circuit),
-            (4, self.interventions),
-            (2, self.head_effects),
-            (3, self.residual_patching),
-            (3, self.compare),
-            (2, self.measure),
-            (1, self.lipschitz),
-            (3, self.qk),
-            (1, self.composition),
-            (3, self.jobs),
-            (5, self.workspace),
-            (3, self.tokenize),
-        ]
-
-    def call(self, route, method, url, **kw):
-        return call(self.stats, self.http, route, method, url, **kw)
-
-    def run_of(self, *models: str) -> dict:
-        return self.rng.choice([r for m in models for r in self.runs[m]])
-
-    def loop(self, stop: float) -> None:
-        weights = [w for w, _ in self.ops]
-        with httpx.Client(base_url=self.base + API, timeout=300) as self.http:
-            while time.time() < stop:
-                self.rng.choices(self.ops, weights)[0][1]()
-
-    # ---- runs
-    def post_run(self):
-        body = {"model": self.rng.choice(["minilm", "minilm-sst2"]), "text": self.rng.choice(self.texts)}
-        self.call("POST /runs", "POST", "/runs", json=body)
-
-    def post_causal_run(self):
-        self.call("POST /runs smollm2", "POST", "/runs", json={"model": "smollm2", "text": self.rng.choice(self.texts)})
-
-    def post_image(self):
-        files = {"file": ("pool.png", self.rng.choice(self.images), "image/png")}
-        headers = {"X-Requested-With": "load"}
-        self.call("POST /runs/image", "POST", "/runs/image", data={"model": VISION}, files=files, headers=headers)
-
-    # ---- reads
-    def attention(self):
-        run = self.run_of(*TEXT_MODELS, VISION)
-        params = {"layer": self.rng.randrange(run["layers"]), "format": self.rng.choice(["json", "float16"])}
-        self.call("GET attention", "GET", f"/runs/{run['id']}/attention", params=params)
-
-    def rows(self):
-        run = self.run_of(*TEXT_MODELS, VISION)
-        self.call("GET rows", "GET", f"/runs/{run['id']}/rows/{self.rng.randrange(min(4, run['n']))}")
-
-    def structure(self):
-        name = self.rng.choice(["shift", "heads", "rollout", "evolution"])
-        run = self.run_of("minilm", "minilm-sst2", *([VISION] if name in ("shift", "heads") else []))
-        self.call(f"GET {name}", "GET", f"/runs/{run['id']}/{name}")
-
-    def faithfulness(self):
-        body = {
-            "explainers": ["attn_grad", "integrated_gradients"],
-            "metrics": ["comprehensiveness", "sufficiency"],
-            "options": {"integrated_gradients": {"n_steps": 8}},
-        }
-        self.call("POST faithfulness", "POST", f"/runs/{self.run_of('minilm-sst2')['id']}/faithfulness", json=body)
-
-    # ---- residual stream and circuits (SmolLM2)
-    def lens(self):
-        body = {"positions": "0:4", "k": 5} if self.rng.random() < 0.5 else {"k": 3}
-        self.call("POST lens", "POST", f"/runs/{self.run_of('smollm2')['id']}/lens", json=body)
-
-    def attribution(self):
-        rid = self.run_of("smollm2")["id"]
-        self.call("POST attribution", "POST", f"/runs/{rid}/attribution", json={"top_heads": 3})
-
-    def graph(self):
-        rid = self.run_of("smollm2")["id"]
-        self.call("POST graph", "POST", f"/runs/{rid}/graph", json={"threshold": 0.04})
-
-    def value_weighted(self):
-        self.call("POST value-weighted", "POST", f"/runs/{self.run_of('smollm2')['id']}/value-weighted")
-
-    def pair(self) -> dict:
-        clean, corrupted, answer, wrong = self.rng.choice(PAIRS)
-        return {"model": "smollm2", "clean": clean, "corrupted": corrupted, "answer": answer, "wrong": wrong}
-
-    def path_patch(self):
-        sender, receiver = self.rng.choice(EDGES)
-        body = {**self.pair(), "sender": sender, "receiver": receiver}
-        self.call("POST path-patch", "POST", "/circuits/path-patch", json=body)
-
-    def circuit(self):
-        self.call("POST circuits", "POST", "/circuits", json={**self.pair(), "k": 10, "curve_points": 2})
-
-    # ---- interventions and comparison
-    def interventions(self):
-        run = self.run_of("minilm-sst2")
-        body = {"interventions": self.rng.choice(INTERVENTIONS)}
-        r = self.call("POST interventions", "POST", f"/runs/{run['id']}/interventions", json=body)
-        if r is not None and r.status_code == 200 and len(self.altered) < 16:
-            self.altered.append((run["id"], r.json()["altered_run_id"]))
-
-    def head_effects(self):
-        rid = self.run_of("minilm-sst2")["id"]
-        self.call("POST head-effects", "POST", f"/runs/{rid}/head-effects", json={"method": "zero", "chunk": 24})
-
-    def residual_patching(self):
-        if self.rng.random() < 0.6:
-            run = self.run_of("minilm-sst2")
-            body = {"corrupted": swapped(run["text"])}
-        else:
-            clean, corrupted, answer, wrong = self.rng.choice(PAIRS)
-            run = next(r for r in self.runs["smollm2"] if r["text"] == clean)
-            body = {"corrupted": corrupted, "metric": "answer_logit_diff", "answers": [answer, wrong]}
-        self.call("POST residual-patching", "POST", f"/runs/{run['id']}/residual-patching", json=body)
-
-    def compare(self):
-        if not self.altered:
-            return self.interventions()
-        a, b = self.rng.choice(self.altered)
-        self.call("GET compare/heads", "GET", "/compare/heads", params={"a": a, "b": b})
-
-    # ---- measure and QK
-    def measure(self):
-        self.call("GET measure", "GET", f"/runs/{self.run_of('minilm', 'minilm-sst2')['id']}/measure")
-
-    def lipschitz(self):
-        run = self.run_of("minilm-sst2")
-        params = {"layer": self.rng.randrange(run["layers"]), "run_id": run["id"], "steps": 5, "draws": 1}
-        self.call("GET lipschitz", "GET", "/models/minilm-sst2/lipschitz", params=params)
-
-    def qk(self):
-        run = self.run_of("minilm-sst2", "smollm2")
-        query = self.rng.randrange(min(6, run["n"]))
-        params = {
-            "layer": self.rng.randrange(run["layers"]),
-            "head": self.rng.randrange(run["heads"]),
-            "query": query,
-            "key": self.rng.randrange(query + 1),
-        }
-        self.call("GET qk", "GET", f"/runs/{run['id']}/qk", params=params)
-
-    def composition(self):
-        model, mode = self.rng.choice(["minilm", "smollm2"]), self.rng.choice("qkv")
-        self.call("GET composition", "GET", f"/models/{model}/composition", params={"mode": mode})
-
-    # ---- jobs, workspace, tokenize
-    def jobs(self):
-        if self.job is None:
-            body = {"kind": "census", "params": {"model": "minilm-sst2", "n": 4, "seed": self.rng.randrange(3)}}
-            r = self.call("POST /jobs", "POST", "/jobs", json=body)
-            if r is not None and r.status_code == 202:
-                self.job = r.json()["id"]
-            return
-        r = self.call("GET /jobs/{id}", "GET", f"/jobs/{self.job}")
-        state = None if r is None or r.status_code != 200 else r.json()["status"]
-        if state == "done":
-            self.call("GET /jobs/{id}/result", "GET", f"/jobs/{self.job}/result")
-        if state not in ("queued", "running"):
-            self.job = None
-
-    def workspace(self):
-        if self.rng.random() < 0.6:
-            self.call("GET /runs", "GET", "/runs", params={"limit": 20})
-        else:
-            run = self.run_of(*TEXT_MODELS)
-            body = {"pinned": self.rng.random() < 0.5} if self.rng.random() < 0.5 else {"name": f"load {run['n']}"}
-            self.call("PATCH /runs/{id}", "PATCH", f"/runs/{run['id']}", json=body)
-
-    def tokenize(self):
-        model = self.rng.choice(TEXT_MODELS)
-        self.call("POST tokenize", "POST", f"/models/{model}/tokenize", json={"text": self.rng.choice(self.texts)})
-
-
-def hostile_loop(base: str, stats: Stats, stop: float, seed: int) -> None:
-    """Hostile payloads back to back, one at a time: a third are the 1 MiB body of 90,000 unknown keys."""
-    from hostile import cases, unknown_keys  # bench/ is on sys.path
-
-    rng = random.Random(seed)
-    with httpx.Client(base_url=base + API, timeout=120) as http:
+def health_loop(base: str, control: str, stop: float, out: dict[str, list[float]], failures: list[str]) -> None:
+    """``/health`` of the API, then the control server's answer, every 0.25 s: the control's latency is what the
+    machine's load alone costs a loopback request (same niceness), told apart from the API's own stalls."""
+    with httpx.Client(timeout=30) as http:
         while time.time() < stop:
-            if rng.random() < 1 / 3:
-                route, (method, path, kw) = "hostile 90k keys", rng.choice(unknown_keys())
-            else:
-                route, (method, path, kw) = "hostile", rng.choice(cases(rng))
-            call(stats, http, route, method, path, hostile=True, **kw)
-
-
-def health_loop(base: str, stop: float, out: list[float], failures: list[str], period: float = 0.25) -> None:
-    with httpx.Client(base_url=base + API, timeout=30) as http:
-        while time.time() < stop:
-            t = time.perf_counter()
-            try:
-                http.get("/health").raise_for_status()
-            except httpx.HTTPError as exc:
-                failures.append(repr(exc))
-            out.append(time.perf_counter() - t)
-            time.sleep(period)
+            for name, url in (("api", base + API + "/health"), ("control", control)):
+                t = time.perf_counter()
+                try:
+                    http.get(url).raise_for_status()
+                except httpx.HTTPError as exc:
+                    failures.append(f"{name}: {exc!r}")
+                out[name].append(time.perf_counter() - t)
+            time.sleep(0.25)
 
 
 def rss_loop(pid: int, stop: float, t0: float, out: list[tuple[float, float]]) -> None:
@@ -428,14 +175,15 @@ def ls_slope(points: list[tuple[float, float]]) -> float:
 
 
 def one_round(base: str, pid: int, args, round_no: int, setup: dict, t0: float) -> dict:
-    stats, health, health_failures = Stats(), [], []
+    stats, probes, health_failures = Stats(), {"api": [], "control": []}, []
+    health = probes["api"]
     stop = time.time() + args.seconds
     clients = [
         Client(base, stats, 1000 * round_no + i, setup["runs"], setup["texts"], setup["images"])
         for i in range(args.clients)
     ]
     threads = [threading.Thread(target=c.loop, args=(stop,)) for c in clients]
-    threads.append(threading.Thread(target=health_loop, args=(base, stop, health, health_failures)))
+    threads.append(threading.Thread(target=health_loop, args=(base, setup["control"], stop, probes, health_failures)))
     threads.append(threading.Thread(target=rss_loop, args=(pid, stop, t0, setup["rss"])))
     if not args.no_hostile:
         threads.append(threading.Thread(target=hostile_loop, args=(base, stats, stop, round_no)))
@@ -459,10 +207,18 @@ def one_round(base: str, pid: int, args, round_no: int, setup: dict, t0: float) 
             f"  {mix}"
         )
     print("  /health:", health_line(health, health_failures))
+    print("  control:", health_line(probes["control"], []))
     print(f"  server RSS after the round: {rss:.0f} MB")
     for s in stats.samples:
         print("  error:", s)
-    return {"rss": rss, "health": health, "failures": health_failures, "errors": errors, "end": time.time() - t0}
+    return {
+        "rss": rss,
+        "health": health,
+        "control": probes["control"],
+        "failures": health_failures,
+        "errors": errors,
+        "end": time.time() - t0,
+    }
 
 
 def total_hostile(stats: Stats) -> int:
@@ -494,6 +250,7 @@ def verdict(rounds: list[dict], samples: list[tuple[float, float]]) -> bool:
         f"(bounds: p95 <= {TARGETS['p95'] * 1e3:.0f} ms, p99 <= {TARGETS['p99'] * 1e3:.0f} ms, "
         f"max <= {TARGETS['max'] * 1e3:.0f} ms)"
     )
+    print(f"control over all rounds: {health_line([c for r in rounds for c in r['control']], [])}")
     if len(rounds) > 1:
         growth = (rounds[-1]["rss"] / rounds[0]["rss"] - 1) * 100
         ok["growth"] = growth <= TARGETS["growth"]
@@ -525,6 +282,8 @@ def main() -> int:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.setdefault("ATTNSCOPE_STATE_DIR", tempfile.mkdtemp(prefix="attnscope-load-"))
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], env=env)
+    control_port = free_port()
+    control = subprocess.Popen([sys.executable, "-c", CONTROL, str(control_port)], env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 300
@@ -546,7 +305,13 @@ def main() -> int:
         n = sum(len(v) for v in runs.values())
         print(f"prefill: {n} runs ({POOL} texts x {len(TEXT_MODELS)} models, {len(PAIRS)} pairs, {len(images)} images)")
         print(f"  in {time.time() - t:.0f} s; server RSS after it {rss_mb(server.pid):.0f} MB")
-        setup = {"runs": runs, "texts": texts, "images": images, "rss": []}
+        setup = {
+            "runs": runs,
+            "texts": texts,
+            "images": images,
+            "rss": [],
+            "control": f"http://127.0.0.1:{control_port}/",
+        }
         t0 = time.time()
         rounds = [one_round(base, server.pid, args, i + 1, setup, t0) for i in range(args.rounds)]
         alive = server.poll() is None
@@ -554,11 +319,12 @@ def main() -> int:
         met = verdict(rounds, setup["rss"])
         return 0 if alive and met else 1
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for proc in (server, control):
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ from collections import Counter, defaultdict
 
 import httpx
 from hostile import cases as hostile_cases  # bench/ is on sys.path
-from load import SERVER, free_port, pct, pool, rss_mb
+from load import SERVER, free_port, pct, rss_mb
+from load_mix import pool
 
 API = "/api/v1"
 
