@@ -29,6 +29,20 @@ _FIXED = [
 ]
 
 
+LABELS = [  # what each of cases() is, in its order
+    "nested list",
+    "nested object",
+    "5,000 keys",
+    "over the limit",
+    "not JSON",
+    "long model name",
+    "model path out of root",
+    "unknown run",
+    "path out of the API",
+    "foreign Host",
+]
+
+
 def cases(rng: random.Random) -> list[tuple[str, str, dict]]:
     """The soak's hostile requests, ``(method, path under /api/v1, httpx keywords)``; each must get a 4xx."""
     return [

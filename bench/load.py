@@ -198,12 +198,12 @@ def one_round(base: str, pid: int, args, round_no: int, setup: dict, t0: float) 
         f"\nround {round_no}: {args.clients} clients x {args.seconds:.0f} s: {total} requests "
         f"(+ {total_hostile(stats)} hostile), {errors} errors, {stats.busy} busy (429)"
     )
-    print(f"  {'route':<24}{'requests':>9}{'errors':>8}{'p50 ms':>10}{'p95 ms':>10}  status mix")
+    print(f"  {'route':<34}{'requests':>9}{'errors':>8}{'p50 ms':>10}{'p95 ms':>10}  status mix")
     for route in sorted(stats.times):
         v = stats.times[route]
         mix = " ".join(f"{k}:{n}" for k, n in sorted(stats.statuses[route].items()))
         print(
-            f"  {route:<24}{len(v):>9}{stats.errors[route]:>8}{pct(v, 0.5) * 1e3:>10.0f}{pct(v, 0.95) * 1e3:>10.0f}"
+            f"  {route:<34}{len(v):>9}{stats.errors[route]:>8}{pct(v, 0.5) * 1e3:>10.0f}{pct(v, 0.95) * 1e3:>10.0f}"
             f"  {mix}"
         )
     print("  /health:", health_line(health, health_failures))

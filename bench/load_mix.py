@@ -286,14 +286,16 @@ class Client:
 
 
 def hostile_loop(base: str, stats: Stats, stop: float, seed: int) -> None:
-    """Hostile payloads back to back, one at a time: a third are the 1 MiB body of 90,000 unknown keys."""
-    from hostile import cases, unknown_keys  # bench/ is on sys.path
+    """Hostile payloads back to back, one at a time: a third are the 1 MiB body of 90,000 unknown keys, the rest
+    the soak's, each reported apart (``hostile: <what>``)."""
+    from hostile import LABELS, cases, unknown_keys  # bench/ is on sys.path
 
     rng = random.Random(seed)
     with httpx.Client(base_url=base + API, timeout=120) as http:
         while time.time() < stop:
             if rng.random() < 1 / 3:
-                route, (method, path, kw) = "hostile 90k keys", rng.choice(unknown_keys())
+                route, (method, path, kw) = "hostile: 90k unknown keys", rng.choice(unknown_keys())
             else:
-                route, (method, path, kw) = "hostile", rng.choice(cases(rng))
+                i = rng.randrange(len(LABELS))
+                route, (method, path, kw) = f"hostile: {LABELS[i]}", cases(rng)[i]
             call(stats, http, route, method, path, hostile=True, **kw)
