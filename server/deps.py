@@ -11,8 +11,10 @@ import anyio.from_thread
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from attnscope.models.registry import get_spec
 from attnscope.server.config import Settings
 from attnscope.server.request_executor import DEADLINE_REASON, Cancelled, DeadlinePassed
+from attnscope.server.schemas import RunCreate
 from attnscope.server.service import RunService
 from attnscope.server.store import Run
 
@@ -104,6 +106,13 @@ def get_run(run_id: str, service: Annotated[RunService, Depends(get_service)], r
             "create it again with POST /api/v1/runs",
         )
     return run
+
+
+def known_model(body: RunCreate) -> None:
+    """``POST /runs``: an unknown model, or a path outside the model roots, is refused here (its 4xx), before
+    the run waits for a heavy worker: under load that wait took a minute for what the registry answers at
+    once (``bench/load.py``, hostile "model path out of root")."""
+    get_spec(body.model)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -72,3 +72,21 @@ def test_a_restore_waiting_for_a_worker_is_dropped_when_its_client_leaves(tmp_pa
         _wait_for(lambda: executor.in_flight == 0, what="the executor to drain")
         assert store.get(a) is None  # the restore never ran
         assert c.get(f"/runs/{a}/attention", params={"layer": 0, "head": 0}).status_code == 200  # a reader that stays
+
+
+def test_a_model_the_registry_refuses_is_answered_without_waiting_for_a_worker(tmp_path):
+    """An unknown model or a path out of the model roots is a 4xx at once, not a 429 (or a minute's wait)
+    behind a busy executor: it is checked before the run takes a heavy slot."""
+    settings = Settings(preload=[], heavy_workers=1, heavy_queue=0, state_dir=str(tmp_path))
+    with TestClient(create_app(settings)) as c:
+        gate = threading.Event()
+        c.app.state.executor.submit(gate.wait)  # the one worker busy, no queue: any heavy work would be a 429
+        try:
+            unknown = c.post(f"{API}/runs", json={"model": "no-such-model", "text": "hi"})
+            assert unknown.status_code == 404 and "no-such-model" in unknown.json()["detail"], unknown.text
+            outside = c.post(f"{API}/runs", json={"model": "../../etc", "text": "hi"})
+            assert 400 <= outside.status_code < 500 and outside.status_code != 429, outside.text
+            known = c.post(f"{API}/runs", json={"model": "minilm", "text": "hi"})
+            assert known.status_code == 429  # a known model does take a slot
+        finally:
+            gate.set()
