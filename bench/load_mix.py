@@ -139,7 +139,10 @@ class Client:
         weights = [w for w, _ in self.ops]
         with httpx.Client(base_url=self.base + API, timeout=300) as self.http:
             while time.time() < stop:
-                self.rng.choices(self.ops, weights)[0][1]()
+                if self.job is not None and self.rng.random() < 0.5:  # a pending job is polled often (cheap)
+                    self.jobs()
+                else:
+                    self.rng.choices(self.ops, weights)[0][1]()
 
     # ---- runs
     def post_run(self):
