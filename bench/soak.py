@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import random
 import subprocess
@@ -35,33 +34,16 @@ import time
 from collections import Counter, defaultdict
 
 import httpx
-from load import SERVER, WORDS, free_port, pct, rss_mb  # noqa: E402  (bench/ is on sys.path)
+from hostile import cases as hostile_cases  # bench/ is on sys.path
+from load import SERVER, free_port, pct, rss_mb
+from load_mix import pool
 
 API = "/api/v1"
-MAX_BODY = 2**20
-
-
-def _texts() -> list[str]:
-    rng = random.Random(0)
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) + " ." for _ in range(64)]
 
 
 def hostile(rng: random.Random) -> tuple[str, str, str, dict]:
     """(family, method, path, httpx keywords) of one payload that must be refused with a 4xx."""
-    json_ct = {"Content-Type": "application/json"}
-    cases = [
-        ("POST", "/runs", {"content": "[" * 10_000 + "]" * 10_000, "headers": json_ct}),
-        ("POST", "/runs", {"content": '{"a":' * 10_000 + "1" + "}" * 10_000, "headers": json_ct}),
-        ("POST", "/runs", {"content": json.dumps({f"k{i}": i for i in range(5_000)}), "headers": json_ct}),
-        ("POST", "/runs", {"content": b'{"text": "' + b"x" * (MAX_BODY + 10) + b'"}', "headers": json_ct}),
-        ("POST", "/runs", {"content": rng.randbytes(2000), "headers": json_ct}),
-        ("POST", "/runs", {"json": {"model": "m" * 200_000, "text": "hi"}}),
-        ("POST", "/runs", {"json": {"model": "local:../../etc", "text": "hi"}}),
-        ("GET", f"/runs/{rng.getrandbits(64):016x}/attention", {"params": {"layer": 0}}),
-        ("GET", "/runs/../../etc/passwd", {}),
-        ("GET", "/health", {"headers": {"Host": "evil.attacker.example"}}),
-    ]
-    method, path, kw = rng.choice(cases)
+    method, path, kw = rng.choice(hostile_cases(rng))
     return "hostile", method, path, kw
 
 
@@ -82,7 +64,7 @@ def friendly(rng: random.Random, texts: list[str], runs: list[str], classifier_r
     if pick < 0.85:
         return "GET /runs", "GET", "/runs", {"params": {"limit": 20}}
     if pick < 0.93:
-        return "POST /tokenize", "POST", "/tokenize", {"json": {"model": "minilm", "text": rng.choice(texts)}}
+        return "POST /tokenize", "POST", "/models/minilm/tokenize", {"json": {"text": rng.choice(texts)}}
     if pick < 0.995:
         return "GET /health", "GET", "/health", {}
     body = {"explainers": ["attn_grad"], "metrics": ["comprehensiveness"]}
@@ -176,7 +158,7 @@ def main() -> int:
                 return 1
             time.sleep(1)
         start_rss = rss_mb(server.pid)
-        soak, texts, t0 = Soak(args.n, server.pid), _texts(), time.time()
+        soak, texts, t0 = Soak(args.n, server.pid), pool(64), time.time()
         threads = [threading.Thread(target=client, args=(base, soak, i, texts)) for i in range(args.clients)]
         for t in threads:
             t.start()

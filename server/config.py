@@ -56,6 +56,10 @@ class Settings(ModelSettings):
     ATTNSCOPE_HEAVY_WORKERS   threads running model work (heavy routes), default 2
     ATTNSCOPE_TORCH_THREADS   torch intra-op threads of the API process, set once at start-up (no request
                               changes them), default 0: torch's own default (the machine's cores)
+    ATTNSCOPE_BLAS_THREADS    threads of numpy's and scipy's BLAS (OpenBLAS) in the API process, set once at start-up,
+                              default 1: their small linear algebra (Lipschitz bounds, analyses) gains nothing from
+                              more, and under load a multi-threaded call waits for its own threads to be scheduled
+                              while it holds the GIL, stalling the event loop (/health); 0: the library's default
     ATTNSCOPE_HEAVY_QUEUE     heavy requests waiting beyond those; one more gets 429 + Retry-After, default 32
     ATTNSCOPE_MAX_BODY_BYTES  largest JSON body, default 1 MiB (413 before the body is read)
     ATTNSCOPE_MAX_UPLOAD_BYTES largest multipart upload, default 11 MiB (a 10 MB image + form overhead)
@@ -102,6 +106,7 @@ class Settings(ModelSettings):
     heavy_workers: int = Field(2, ge=1)
     heavy_queue: int = Field(32, ge=0)
     torch_threads: int = Field(0, ge=0)
+    blas_threads: int = Field(1, ge=0)
     max_body_bytes: int = Field(2**20, ge=1024)
     max_upload_bytes: int = Field(11 * 2**20, ge=1024)
     compute_budget: int = Field(400_000, ge=1)
@@ -139,6 +144,7 @@ class Settings(ModelSettings):
         "heavy_workers",
         "heavy_queue",
         "torch_threads",
+        "blas_threads",
         "max_body_bytes",
         "max_upload_bytes",
         "compute_budget",

@@ -15,10 +15,12 @@ import torch
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
+from threadpoolctl import threadpool_limits
 
 from attnscope.models import data_registry
 from attnscope.models.device import pick_device
 from attnscope.models.loading import ModelCache
+from attnscope.pipelines.explainers.gradient import import_captum
 from attnscope.server.config import VERSION, Settings
 from attnscope.server.db.engine import open_database
 from attnscope.server.db.run_records import RunRecords
@@ -61,6 +63,7 @@ def _preload(cache: ModelCache, names: list[str]) -> None:
             cache.get(name)
         except Exception:  # a bad preload entry must not stop the API; requests report it
             log.exception("could not preload model %s", name)
+    import_captum()  # a slow first import, here rather than in a request (it held the event loop ~1 s)
 
 
 def make_executor(settings: Settings, service: RunService):
@@ -121,6 +124,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise
         app.state.jobs = JobManager(app.state.service, db, executor, max_queued=settings.max_queued_jobs)
         app.state.jobs.start()
+        # numpy/scipy's BLAS, once for the process: a multi-threaded LAPACK call holds the GIL while it waits for its
+        # threads, ~1 s on a loaded 2-core machine (a Lipschitz bound: 2.3-4.6 s with 2 threads, 0.08-0.15 s with 1)
+        blas = threadpool_limits(settings.blas_threads, user_api="blas") if settings.blas_threads else None
         if settings.preload:
             threading.Thread(target=_preload, args=(cache, settings.preload), daemon=True).start()
         _log_missing_data()
@@ -128,6 +134,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.executor.shutdown()
         app.state.jobs.shutdown()
         db.close()
+        if blas is not None:
+            blas.restore_original_limits()
 
     app = FastAPIOffline(
         static_url=DOCS_ASSETS,

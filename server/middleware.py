@@ -14,8 +14,9 @@ From the outside in (``install_middleware`` adds them in this order):
   bodies: ``ATTNSCOPE_MAX_BODY_BYTES``; multipart uploads: ``ATTNSCOPE_MAX_UPLOAD_BYTES``.
 - ``JsonKeyLimit``: a JSON body with more than ``MAX_JSON_KEYS`` object keys (this API's bodies have a
   few dozen) gets 422 before validation: pydantic would list every unknown key, seconds of the event
-  loop and megabytes of detail for a 1 MiB body of 90,000 keys. Counted by a byte scan that can only
-  over-count (a ``"`` then ``:``); over the limit, the body is parsed off the loop to count exactly.
+  loop and megabytes of detail for a 1 MiB body of 90,000 keys. Its ``:`` bound the keys (a byte count,
+  on the loop); over the limit, the keys are counted exactly off the loop without parsing the body
+  (``attnscope.server.json_scan``: parsing holds the GIL, so it stalled ``/health`` from a thread too).
 - ``DocsToken`` (only with ``ATTNSCOPE_API_TOKEN``): ``/openapi.json``, ``/docs`` and ``/redoc`` need the
   bearer token like every route but ``/health`` (the schema names every route and limit).
 - ``CsrfGuard``: a POST/PUT/PATCH/DELETE whose body a cross-site HTML form could send
@@ -27,9 +28,7 @@ From the outside in (``install_middleware`` adds them in this order):
 from __future__ import annotations
 
 import hmac
-import json
 import math
-import re
 import time
 
 import anyio.to_thread
@@ -39,6 +38,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from attnscope.server.errors import error_response
+from attnscope.server.json_scan import json_depth, json_keys
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 # Swagger UI and ReDoc: their scripts and styles are local (/docs-assets) plus one inline start-up script
@@ -205,44 +205,7 @@ class BodyLimit:
 
 
 MAX_JSON_KEYS = 4096
-_KEY_END = re.compile(rb'"\s*:')  # every object key ends so; a string holding '":' is escaped '\":' (counted too)
-
-
-def count_json_keys(value) -> int:
-    """Object keys in a parsed JSON value, at every depth."""
-    count, stack = 0, [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            count += len(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
-
-
 MAX_JSON_DEPTH = 64  # a request body nests a few levels; Python's parser gives up near 1,000 (RecursionError)
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def json_depth(body: bytes) -> int:
-    """How deep a JSON text nests (its brackets outside strings), without parsing it (no recursion)."""
-    depth = deepest = 0
-    for b in _STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
-        if b in (0x5B, 0x7B):  # [ {
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
-
-
-def _exact_keys(body: bytes) -> int | None:
-    try:
-        return count_json_keys(json.loads(body))
-    except ValueError:
-        return None  # not JSON: FastAPI answers that itself
 
 
 class JsonKeyLimit:
@@ -267,6 +230,7 @@ class JsonKeyLimit:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        # cheap bounds first (bytes.count, ~1 ms per MiB), the exact scans off the loop (json_scan)
         if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
             depth = await anyio.to_thread.run_sync(json_depth, body)
             if depth > MAX_JSON_DEPTH:
@@ -276,9 +240,9 @@ class JsonKeyLimit:
                     "(a request body nests a few levels: see the schema at /docs)",
                     "invalid",
                 )(scope, receive, send)
-        if len(_KEY_END.findall(body)) > self.max_keys:
-            keys = await anyio.to_thread.run_sync(_exact_keys, body)
-            if keys is not None and keys > self.max_keys:
+        if body.count(b":") > self.max_keys:
+            keys = await anyio.to_thread.run_sync(json_keys, body)
+            if keys > self.max_keys:
                 return await error_response(
                     422,
                     f"the JSON body has {keys:,} object keys; this server takes at most {self.max_keys:,} "

@@ -73,6 +73,12 @@ def _reference_ids(explainer: Explainer, ex: Encoded) -> torch.Tensor:
     return torch.as_tensor(ref, device=explainer.loaded.device)[None]
 
 
+def import_captum() -> None:
+    """Import captum's attribution methods now (2-4 s: captum imports matplotlib) instead of inside the first
+    request that needs them: there the import held the API's event loop up to ~1.4 s (``bench/stalls.py``)."""
+    import captum.attr  # noqa: F401
+
+
 class IntegratedGradients(Explainer):
     """Captum IntegratedGradients on this request's word embeddings ([PAD] baseline); ``last_delta``
     is captum's convergence delta (completeness error) of the latest call."""

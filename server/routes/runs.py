@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Response, UploadFile, status
 
 from attnscope.analysis.indices import check_index
 from attnscope.models.capture import GenerateOptions
 from attnscope.models.inputs import MAX_IMAGE_BYTES, encode_png
-from attnscope.server.deps import RunDep, ServiceDep
+from attnscope.server.deps import RunDep, ServiceDep, known_model
 from attnscope.server.predictions import prediction_of
 from attnscope.server.request_executor import heavy
 from attnscope.server.schemas import (
@@ -67,6 +67,7 @@ def to_public(run: Run) -> RunPublic:
     response_model=RunPublic,
     status_code=status.HTTP_201_CREATED,
     responses=ERRORS,
+    dependencies=[Depends(known_model)],  # a model the registry refuses never takes a heavy slot
     summary="Run a text (text models) or a dataset sample (vision models) and keep its attention; causal LMs "
     "also predict the next token at every position and can generate",
 )

@@ -20,7 +20,7 @@ class PairText(BaseModel):
     """One posted clean/corrupted pair: the two texts the same number of tokens (positions are patched
     one to one); ``answer``/``wrong`` one token each for the answer metrics."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     clean: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT)
     corrupted: str = Field(..., min_length=1, max_length=MAX_CIRCUIT_TEXT, description="as many tokens as clean")
@@ -30,7 +30,7 @@ class PairText(BaseModel):
 
 
 class _Answers(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     metric: Literal["answer_logit_diff", "answer_prob", "loss"] = "answer_logit_diff"
     answer: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Paris'")
     wrong: str | None = Field(None, min_length=1, max_length=64, description="one token, e.g. ' Rome'")

@@ -22,7 +22,7 @@ Metric = Literal["prob", "logit_diff", "flip", "cosine", "loss", "answer_logit_d
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as the schema says: false is no 0
 
 
 class Ablate(_Body):

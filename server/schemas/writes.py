@@ -21,7 +21,7 @@ Answer = Annotated[str, Field(min_length=1, max_length=MAX_ANSWER_CHARS)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as the schema says: false is no 0
 
 
 class LensCreate(_Body):

@@ -1,12 +1,16 @@
 """The dashboard's callback route fuzzed like the API: ~300 random, malformed, oversized and deeply
 nested bodies on ``POST /_dash-update-component`` of a live dashboard (werkzeug, in front of the live
-API): never a 5xx, every answer a 4xx problem or a callback's 200, and the dashboard still serves."""
+API): never a 5xx, every answer a 4xx problem or a callback's 200, and the dashboard still serves. The
+same bodies without a session on the secured dashboard (``attnscope dashboard`` under gunicorn, in front
+of a token-protected API): every one refused, 401/403 (413 for a body over its limit), never a 5xx."""
 
 from __future__ import annotations
 
 import json
 import random
+import socket
 from collections import Counter
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -91,3 +95,48 @@ def test_the_callback_route_never_answers_5xx(dashboard_url):
     print("dashboard fuzz status mix:", dict(sorted(statuses.items())))
     assert not failures, failures[:10]
     assert statuses[200] > 0 and sum(n for s, n in statuses.items() if 400 <= s < 500) > 200
+
+
+SECURED_LIMIT = 65536  # the secured dashboard's ATTNSCOPE_DASH_MAX_CALLBACK_BYTES (tests/conftest.py)
+
+
+def _status_of_headers_alone(url: str, length: int, ctype: str) -> int:
+    """The status of a callback announcing ``length`` bytes and sending none (the server answers, then closes)."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as s:
+        s.sendall(
+            (
+                f"POST {CALLBACK} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {length}\r\nConnection: close\r\n\r\n"
+            ).encode()
+        )
+        head = s.recv(65536)
+    return int(head.split(b" ", 2)[1])
+
+
+def test_the_secured_callback_route_refuses_every_body_without_a_session(dashboard_url, secured_dashboard):
+    """No session, no bearer token: whatever the body, the callback never runs. The bodies are the open
+    dashboard's (the same app: a real callback's shape, which the secured one only shows after a log-in)."""
+    url, token = secured_dashboard
+    rng = random.Random(SEED)
+    base = callback_body(dashboard_url)
+    outputs = [d["output"] for d in httpx.get(f"{dashboard_url}/_dash-dependencies", timeout=30).json()]
+    statuses: Counter[int] = Counter()
+    failures = []
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for what, content, ctype in _cases(rng, base, outputs):
+            if len(content) > SECURED_LIMIT:  # refused from its Content-Length, before a byte of it is read
+                status = _status_of_headers_alone(url, len(content), ctype)
+                refused = status == 413
+            else:
+                headers = {"Content-Type": ctype} if ctype else {}
+                status = client.post(CALLBACK, content=content, headers=headers).status_code
+                refused = status in (401, 403)
+            statuses[status] += 1
+            if not refused:
+                failures.append((what, status))
+        assert client.get("/login").status_code == 200  # still serving
+        authorized = client.post(CALLBACK, json=base, headers={"Authorization": f"Bearer {token}"})
+        assert authorized.status_code == 200, authorized.text[:300]  # the same callback with a credential runs
+    print("secured dashboard fuzz status mix (no session):", dict(sorted(statuses.items())))
+    assert not failures, failures[:10]

@@ -17,6 +17,7 @@ NAMES = [
     "DATABASE_URL", "STATE_DIR", "MAX_QUEUED_JOBS", "RAY_ADDRESS", "RAY_WORKERS", "RAY_THREADS", "RAY_JOIN",
     "CAPTURE", "MODEL_DIRS", "MAX_CAUSAL_TOKENS", "CACHE_DIR", "TRAIN_THREADS",
     "API_HOST", "API_PORT", "DASH_HOST", "DASH_PORT", "API_URL", "TORCH_THREADS",
+    "BLAS_THREADS",
 ]  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
 # the settings classes; the container health check (standard library only); the data folder's data_dir()
@@ -129,3 +130,28 @@ def test_torch_threads_are_set_once_at_start_up_and_by_no_request(tmp_path):
             assert fut.result(timeout=60) == want
     finally:
         torch.set_num_threads(before)
+
+
+def test_blas_threads_are_set_once_at_start_up_and_restored_at_shutdown(tmp_path):
+    """numpy's BLAS runs single-threaded in the API by default (ATTNSCOPE_BLAS_THREADS=1): a multi-threaded
+    LAPACK call held the GIL while waiting for its threads and stalled /health (docs/results/benchmarks.md)."""
+    from fastapi.testclient import TestClient
+    from threadpoolctl import threadpool_info
+
+    from attnscope.server.main import create_app
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    assert Settings().blas_threads == 1
+    before = blas_threads()
+    if before == {1}:
+        pytest.skip("numpy's BLAS runs one thread on this machine already")
+    app = create_app(Settings(preload=[], state_dir=str(tmp_path)))
+    with TestClient(app) as c:
+        assert c.get("/api/v1/health").status_code == 200
+        fut, _token = app.state.executor.submit(blas_threads)  # where heavy requests run
+        assert fut.result(timeout=60) == {1}
+    assert blas_threads() == before
+    with TestClient(create_app(Settings(preload=[], state_dir=str(tmp_path), blas_threads=0))):
+        assert blas_threads() == before  # 0: left as the library set it

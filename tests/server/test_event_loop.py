@@ -9,12 +9,15 @@ import threading
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, field_serializer
 
 from attnscope.server.config import Settings
 from attnscope.server.errors import MAX_DETAIL_CHARS, validation_detail
+from attnscope.server.json_scan import json_depth, json_keys
 from attnscope.server.main import create_app
-from attnscope.server.middleware import MAX_JSON_DEPTH, MAX_JSON_KEYS, count_json_keys, json_depth
+from attnscope.server.middleware import MAX_JSON_DEPTH, MAX_JSON_KEYS
 
 API = "/api/v1"
 
@@ -100,7 +103,39 @@ def test_detail_lines_are_cut():
     errors = [{"loc": ("body", "text"), "msg": "x" * 10_000}] * 50
     detail = validation_detail(errors)
     assert len(detail) <= MAX_DETAIL_CHARS + 100 and detail.endswith("more errors")
-    assert count_json_keys({"a": [{"b": 1, "c": {"d": 2}}], "e": []}) == 5
+    assert json_keys(json.dumps({"a": [{"b": 1, "c": {"d": 2}}], "e": []}).encode()) == 5
+
+
+def parsed_keys(value) -> int:
+    """Object keys of a parsed JSON value, at every depth (the reference for ``json_keys``)."""
+    if isinstance(value, dict):
+        return len(value) + sum(parsed_keys(v) for v in value.values())
+    return sum(parsed_keys(v) for v in value) if isinstance(value, list) else 0
+
+
+def parsed_depth(value) -> int:
+    """Nesting of a parsed JSON value (the reference for ``json_depth``)."""
+    if isinstance(value, dict | list):
+        items = value.values() if isinstance(value, dict) else value
+        return 1 + max((parsed_depth(v) for v in items), default=0)
+    return 0
+
+
+# strings made of what confuses a byte scan: quotes, backslashes, colons, brackets, escapes, non-ASCII
+NASTY = st.text(alphabet=st.sampled_from(['"', "\\", ":", "[", "]", "{", "}", "a", " ", "\n", "é", "\u2028"]))
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | NASTY,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(NASTY, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON_VALUES, st.sampled_from([None, 1]), st.booleans())
+def test_keys_and_depth_without_parsing_equal_those_of_the_parsed_value(value, indent, ascii_only):
+    body = json.dumps(value, indent=indent, ensure_ascii=ascii_only).encode()
+    assert json_keys(body) == parsed_keys(value)
+    assert json_depth(body) == parsed_depth(value)
 
 
 def test_health_answers_while_pathological_bodies_are_processed(start_api):

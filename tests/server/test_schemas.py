@@ -147,3 +147,22 @@ def test_census_result_model_takes_the_pipelines_result_and_refuses_an_unnamed_f
     assert result.model_dump(exclude_unset=True) == out  # the model names every field the pipeline writes
     with pytest.raises(ValidationError, match="extra"):
         schemas.CensusResultPublic.model_validate({**out, "surprise": 1})
+
+
+@pytest.mark.parametrize(
+    "name, body",
+    [
+        ("writes.AttributionCreate", {"top_heads": False}),
+        ("writes.GraphCreate", {"threshold": False}),
+        ("writes.LensCreate", {"k": True}),
+        ("interventions.InterventionCreate", {"interventions": [{"kind": "ablate", "heads": [[False, 0]]}]}),
+        ("interventions.HeadEffectsCreate", {"chunk": "8"}),
+        ("circuits.CircuitCreate", {"model": "m", "clean": "a", "corrupted": "b", "k": True}),
+        ("circuits.PathPatchCreate", {"model": "m", "clean": "a", "corrupted": "b", "sender": "E", "receiver": 1}),
+    ],
+)
+def test_request_bodies_take_json_types_as_the_schema_says(name, body):
+    """Strict: ``false`` is no ``0`` and ``"8"`` no ``8`` (the contract fuzzing found attribution and graph
+    accepting booleans for numbers once it reached them past the 404)."""
+    with pytest.raises(ValidationError):
+        _every_model()[name].model_validate(body)
