@@ -76,3 +76,29 @@ def test_causal_rows_are_zero_after_their_position_and_full_rows_sum_to_one():
     w = src.block(0, range(H), slice(None), slice(None))
     assert np.all(np.triu(w, 1) == 0.0)
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", list(_layers()))
+@pytest.mark.parametrize(
+    ("heads", "rows", "cols", "stride", "mode"),
+    [
+        (list(range(H)), (0, N), (0, N), 64, "mean"),  # a thumbnail: blocks cut by the edge (300 = 4 x 64 + 44)
+        ([1, 5], (100, 260), (0, 300), 16, "max"),  # rows across a chunk edge
+        ([0, 3], (7, 299), (50, 181), 7, "mean"),  # a window of keys, some after causal rows
+        ([2], (290, 300), (0, 300), 300, "max"),  # one block
+    ],
+)
+def test_pooled_equals_pooling_the_float64_formula(kind, heads, rows, cols, stride, mode):
+    from attnscope.analysis.slices import pool_blocks
+
+    lay = _layers()[kind]
+    keys = [0, 17, 299]
+    got, on_keys = QKMapSource([lay]).pooled(0, heads, rows, cols, stride, mode, keys)
+    full = _reference(lay)[heads]
+    want = pool_blocks(full[:, slice(*rows), slice(*cols)], stride, mode)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+    # each block of rows' mean weight on each key: the rows' own weights, averaged
+    band = full[:, slice(*rows)][:, :, keys]  # [head, rows, key]
+    n_blocks = -(-(rows[1] - rows[0]) // stride)
+    means = np.stack([band[:, i * stride : (i + 1) * stride].mean(axis=1) for i in range(n_blocks)], axis=1)
+    np.testing.assert_allclose(on_keys, means, rtol=0, atol=2e-6)
