@@ -22,7 +22,7 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, empty_figure
-from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, layer_thumbnails
+from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, hidden_thumbnails
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, is_new, resolve_record
@@ -32,29 +32,13 @@ from attnscope.frontend.token_counter import register_token_counter
 
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
-THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
+THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 (analysis.thumbnails)
 # head-type badges need the census of every map (GET /runs/{id}/heads): about 0.1 s a head at 512 tokens but
 # minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
 BADGE_TOKENS = 1024
 _FETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explore-fetch")  # the grid's API reads
 
 
-class _InCaller:
-    """``submit`` as an executor's, but the call runs in the caller's thread when its result is asked
-    for (a long run's reads, one after the other)."""
-
-    class _Call:
-        def __init__(self, fn, args, kwargs):
-            self.fn, self.args, self.kwargs = fn, args, kwargs
-
-        def result(self):
-            return self.fn(*self.args, **self.kwargs)
-
-    def submit(self, fn, *args, **kwargs):
-        return self._Call(fn, args, kwargs)
-
-
-_SERIAL = _InCaller()
 register_token_counter("explore", "text-input", "model-dropdown")
 register_stale_note("explore", "explore-run-data", "text-input", "model-dropdown")
 register_counterfactual_link("explore", "explore-run-data", "text-input", "model-dropdown")
@@ -89,7 +73,9 @@ def resolve(query, _retry, stored):
     """The run the page opens with: the address's (made again from model + text if the API forgot
     it), else the session's current run (navigation and reload keep the run), else none yet."""
     query = query or {}
-    run, message = resolve_record(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    run, message = resolve_record(
+        client(), query.get("run"), query.get("model"), query.get("text"), stored, thumbnails=True
+    )
     if run is None:
         failed = bool(query.get("run") or (query.get("model") and query.get("text")))
         about = "" if failed or message == NO_RUN else message  # a stored run this dashboard cannot read
@@ -123,7 +109,7 @@ def follow_session_run(stored, shown):
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
-    store, error = run_text(n_clicks, model, text)
+    store, error = run_text(n_clicks, model, text, thumbnails=True)  # the model view's, made with the run
     return store, store, error
 
 
@@ -180,20 +166,16 @@ def render_grid(data, hide, query, current, scaling, kind):
     n_layers, n_heads = run.n_layers, run.n_heads
     selected = initial_head(query or {}, current, n_layers, n_heads, run.id)
     n = run.n_tokens
-    stride = max(1, -(-n // THUMB_CELLS))
     api = client()
-    # up to BADGE_TOKENS the layers, the census and the detail are fetched side by side (small maps); a
-    # longer run one layer at a time, so the API never holds more than one layer's full maps for us
-    pool = _FETCH if n <= BADGE_TOKENS else _SERIAL
-    # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-    thumbs = [pool.submit(layer_thumbnails, api, run, layer, stride, hidden) for layer in range(n_layers)]
-    census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
+    # every head's 64 x 64 mean-pooled map in one read, computed once per run by the API (with the run when
+    # Explore made it); the census (badges, up to BADGE_TOKENS) and the selected head's detail side by side
+    thumbs = _FETCH.submit(api.thumbnails, run.id)
+    census = _FETCH.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
     only_thumbs = ctx.triggered_id == "head-hide"
-    detail = (
-        None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide, kind)
-    )
+    layer0, head0 = selected
+    detail = None if only_thumbs else _FETCH.submit(detail_figure, api, run, layer0, head0, {}, scaling, hide, kind)
     try:
-        layers = [f.result() for f in thumbs]
+        layers = hidden_thumbnails(thumbs.result(), hidden)
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None, empty_figure(str(exc)), {}
     types, note = {}, []
@@ -212,7 +194,7 @@ def render_grid(data, hide, query, current, scaling, kind):
             )
         ]
     if hidden:
-        about = hide_note(hide, hidden, run.tokens, pooled=stride > 1)
+        about = hide_note(hide, hidden, run.tokens, pooled=n > THUMB_CELLS)
         note.append(html.P(f"Thumbnails: {about}; hidden columns grey.", className="hint", id="grid-hide-note"))
     kv_of = run.kv_head_of
     order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head

@@ -78,7 +78,7 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
     if body is None:
         return no_update, problem
     try:
-        run = client().create_run(model, text or "", generate=body)
+        run = client().create_run(model, text or "", generate=body, thumbnails=True)
     except ApiError as exc:
         return no_update, str(exc)
     return run_record(run).to_store(), ""

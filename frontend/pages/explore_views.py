@@ -8,7 +8,7 @@ import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx
 from dash.exceptions import PreventUpdate
 
-from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.api_client import ApiClient, ApiError, Thumbnails
 from attnscope.frontend.figures import detail_stride, head_detail_figure, head_view_figure, window_from_relayout
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.pages.explore_writes import map_run
@@ -104,19 +104,21 @@ def detail_figure(
     return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
 
 
-def layer_thumbnails(api: ApiClient, run: RunRecord, layer: int, stride: int, hidden: list[int]):
-    """A layer's thumbnails ``[head, ceil(n / stride), ceil(n / stride)]`` (mean-pooled), with the
-    ``hidden`` keys' pooled columns blank (NaN) and each pooled row divided by one minus its block's
-    mean weight on them (``sink_hiding``: an approximation, as pooled)."""
-    maps = api.attention(run.id, layer, stride=stride, pool="mean")
+def hidden_thumbnails(thumbs: Thumbnails, hidden: list[int]) -> np.ndarray:
+    """The thumbnails ``[layer, head, R, R]`` with the ``hidden`` keys' pooled columns blank (NaN) and
+    each pooled row divided by one minus its block's mean weight on them (``sink_hiding``: an
+    approximation, as pooled). ``hidden`` keys are among ``thumbs.keys`` (the first token and the
+    special positions)."""
     if not hidden:
-        return maps
-    n = run.n_tokens
-    mass = sum(
-        api.attention(run.id, layer, rows=(0, n), cols=(h, h + 1), stride=stride, pool="mean")[..., 0] for h in hidden
+        return thumbs.means
+    mass = sum(thumbs.key_means[..., thumbs.keys.index(h)] for h in hidden)  # [layer, head, R]
+    blank = sorted({h // thumbs.stride for h in hidden})
+    return np.stack(
+        [
+            np.stack([renormalise(thumbs.means[l, i], mass[l, i], blank) for i in range(thumbs.means.shape[1])])
+            for l in range(thumbs.means.shape[0])
+        ]
     )
-    blank = sorted({h // stride for h in hidden})
-    return np.stack([renormalise(maps[i], mass[i], blank) for i in range(maps.shape[0])])
 
 
 # the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,

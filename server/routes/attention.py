@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import numpy as np
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
 from attnscope.analysis.attention_reads import (
@@ -17,7 +18,7 @@ from attnscope.analysis.attention_reads import (
     read_window,
 )
 from attnscope.analysis.codec import MEDIA_TYPE, pack, pack_top_k
-from attnscope.server.deps import RunDep
+from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.request_executor import heavy
 from attnscope.server.routes.runs import ERRORS, MAX_HEAD, MAX_LAYER
 from attnscope.server.schemas import (
@@ -29,6 +30,7 @@ from attnscope.server.schemas import (
     AttentionSlicePublic,
     AttentionTopKPublic,
     ErrorBody,
+    ThumbnailsPublic,
 )
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -182,4 +184,44 @@ def read_attention(
         **window,
         stride=stride,
         pool=pool,
+    )
+
+
+@router.get(
+    "/{run_id}/thumbnails",
+    response_model=ThumbnailsPublic,
+    responses={
+        **ERRORS,
+        200: {
+            "content": {MEDIA_TYPE: {}},
+            "description": f"JSON, or with format=float16 (or Accept: {MEDIA_TYPE}) a compact binary blob of "
+            "[layer, head, cells, cells + len(keys)]: each row's means, then its key_means (header: stride, keys)",
+        },
+    },
+    summary="The model view's thumbnails: every head's map mean-pooled to at most 64 x 64 cells, and each block "
+    "of rows' mean weight on the first token and the special positions (computed once per run and kept)",
+)
+@heavy
+def read_thumbnails(
+    run: RunDep,
+    service: ServiceDep,
+    request: Request,
+    format: Annotated[
+        Literal["json", "float16"] | None, Query(description="json (default) or float16; overrides Accept")
+    ] = None,
+):
+    got = service.thumbnails.get(run)
+    if format is None:
+        format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
+    if format != "json":
+        both = np.concatenate([got.means, got.key_means], axis=-1)  # [layer, head, cells, cells + keys]
+        blob = pack(both, format, run_id=run.id, stride=got.stride, keys=list(got.keys), cells=got.means.shape[-1])
+        return Response(blob, media_type=MEDIA_TYPE)
+    return ThumbnailsPublic(
+        run_id=run.id,
+        stride=got.stride,
+        keys=list(got.keys),
+        shape=list(got.means.shape),
+        means=got.means.tolist(),
+        key_means=got.key_means.tolist(),
     )

@@ -74,14 +74,20 @@ def to_public(run: Run) -> RunPublic:
 def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
     if body.sample is not None:
-        return to_public(service.create_sample_run(body.model, body.sample.dataset, body.sample.index))
+        run = service.create_sample_run(body.model, body.sample.dataset, body.sample.index)
+        if body.thumbnails:
+            service.thumbnails.get(run)
+        return to_public(run)
     generate = None
     if body.generate is not None:
         g = body.generate
         generate = GenerateOptions(
             g.max_new_tokens, None if g.greedy or g.temperature is None else g.temperature, g.seed
         )
-    return to_public(service.create_run(body.model, body.text, generate=generate, chat=body.chat))
+    run = service.create_run(body.model, body.text, generate=generate, chat=body.chat)
+    if body.thumbnails:
+        service.thumbnails.get(run)  # kept: GET /runs/{id}/thumbnails answers at once
+    return to_public(run)
 
 
 @router.post(
