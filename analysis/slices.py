@@ -156,6 +156,10 @@ def top_k_slice(
     hs = list(range(maps.n_heads)) if heads is None else list(heads)
     if not 1 <= k <= cols[1] - cols[0]:
         raise ValueError(f"k={k} must be between 1 and the number of keys in cols ({cols[1] - cols[0]})")
+    fused = getattr(maps.source, "top_k", None) if maps.is_lazy else None
+    if fused is not None:  # a lazy source that selects as it computes (QKMapSource.top_k)
+        layer_id = maps._check_index("layer", layer, maps.n_layers)
+        return fused(layer_id, [maps._check_index("head", h, maps.n_heads) for h in hs], rows, cols, k)
     idx_parts, w_parts = [], []
     for a, b in _row_bands(maps, len(hs), rows):
         idx, w = top_k(maps.block(layer, hs, slice(a, b), slice(*cols)), k)

@@ -201,6 +201,34 @@ class QKMapSource:
         means = cells.sum(dim=3) / (row_n[:, None] * col_n[None, :])
         return means.cpu().numpy(), (key_sums / row_n[None, :, None]).cpu().numpy()
 
+    @torch.inference_mode()
+    def top_k(
+        self, layer: int, heads: Sequence[int], rows: tuple[int, int], cols: tuple[int, int], k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``rows`` the ``k`` keys of ``cols`` with the largest weight, as
+        ``attnscope.analysis.slices.top_k`` orders them (largest first, ties to the lower index),
+        computed a chunk of rows at a time in torch (no sort of whole rows): ``(indices [len(heads),
+        R, k]`` absolute key positions int64, ``weights [len(heads), R, k]`` float32)."""
+        (r0, r1), (c0, c1) = rows, cols
+        heads = list(heads)
+        device = self.layers[layer].query.device
+        idx_out = torch.empty(len(heads), r1 - r0, k, dtype=torch.long, device=device)
+        w_out = torch.empty(len(heads), r1 - r0, k, dtype=torch.float32, device=device)
+        for a, b, k_end, probs in self._row_chunks(layer, heads, r0, r1):
+            c_end = max(c0, min(c1, k_end))
+            x = probs.new_zeros(len(heads), b - a, c1 - c0)  # keys after a causal row: weight 0
+            x[:, :, : c_end - c0] = probs[:, :, c0:c_end]
+            kth = torch.topk(x, k, dim=-1).values[..., -1:]  # each row's k-th largest weight
+            above = x > kth
+            # the keys above it, then as many keys equal to it as are left, the lower indices first
+            ties = (x == kth) & ((x == kth).cumsum(dim=-1) <= k - above.sum(dim=-1, keepdim=True))
+            chosen = torch.nonzero(above | ties)[:, 2].view(len(heads), b - a, k)  # [h, rows, k] ascending
+            weights = torch.gather(x, -1, chosen)
+            weights, order = torch.sort(weights, dim=-1, descending=True, stable=True)
+            idx_out[:, a - r0 : b - r0] = torch.gather(chosen, -1, order) + c0
+            w_out[:, a - r0 : b - r0] = weights
+        return idx_out.cpu().numpy(), w_out.cpu().numpy()
+
     def _row_chunks(self, layer: int, heads: list[int], r0: int, r1: int, multiple: int = 1):
         """``(a, b, k_end, probs [len(heads), b - a, k_end])`` for chunks of rows ``r0..r1`` (each a
         multiple of ``multiple`` rows but the last): the probabilities of every key a row can see

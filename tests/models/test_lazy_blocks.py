@@ -102,3 +102,33 @@ def test_pooled_equals_pooling_the_float64_formula(kind, heads, rows, cols, stri
     n_blocks = -(-(rows[1] - rows[0]) // stride)
     means = np.stack([band[:, i * stride : (i + 1) * stride].mean(axis=1) for i in range(n_blocks)], axis=1)
     np.testing.assert_allclose(on_keys, means, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("kind", list(_layers()))
+@pytest.mark.parametrize(
+    ("heads", "rows", "cols", "k"),
+    [
+        (list(range(H)), (0, N), (0, N), 8),  # a layer: the first causal rows have fewer than 8 keys (ties at 0)
+        ([1, 5], (100, 260), (40, 300), 3),  # rows across a chunk edge, a window of keys
+        ([2], (290, 300), (295, 300), 5),  # every key of the window
+    ],
+)
+def test_top_k_equals_the_float64_formulas_top_k_ties_to_the_lower_index(kind, heads, rows, cols, k):
+    from attnscope.analysis.slices import top_k
+
+    lay = _layers()[kind]
+    idx, w = QKMapSource([lay]).top_k(0, heads, rows, cols, k)
+    block = QKMapSource([lay]).block(0, heads, slice(*rows), slice(*cols))  # the same float32 weights
+    want_idx, want_w = top_k(block, k)
+    np.testing.assert_array_equal(idx, want_idx + cols[0])
+    np.testing.assert_array_equal(w, want_w)
+    np.testing.assert_allclose(w, np.take_along_axis(_reference(lay)[heads][:, slice(*rows)], idx, -1), atol=2e-6)
+
+
+def test_top_k_breaks_ties_to_the_lower_index():
+    q = torch.zeros(1, 6, 2)  # every logit 0: a causal row q spreads 1 / (q + 1) over keys 0..q
+    src = QKMapSource([QKLayer(q, torch.zeros(1, 6, 2), None, True, 1.0)])
+    idx, w = src.top_k(0, [0], (0, 6), (0, 6), 3)
+    np.testing.assert_array_equal(idx[0], [[0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2]])
+    np.testing.assert_allclose(w[0, :, 0], [1, 1 / 2, 1 / 3, 1 / 4, 1 / 5, 1 / 6], rtol=1e-6)
+    np.testing.assert_array_equal(w[0, 0], [1, 0, 0])  # the first row: one key, then the zeros of keys 1, 2
