@@ -107,6 +107,7 @@ def main() -> None:
         from explore_long import time_explore
 
         os.environ["ATTNSCOPE_MAX_CAUSAL_TOKENS"] = str(max(args.long, 512))
+        os.environ.setdefault("ATTNSCOPE_REQUEST_DEADLINE", "0")  # a loaded machine's forward may take minutes
         url, api = _serve("smollm2")
         with sync_playwright() as p:
             time_explore(p, url, api, args.long, args.clicks)

@@ -5,7 +5,6 @@ the model view and the selected head, the address; the head detail and head view
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
@@ -22,7 +21,7 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, empty_figure
-from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, hidden_thumbnails
+from attnscope.frontend.pages.explore_views import DETAIL_HINT, FETCH, detail_figure, hidden_thumbnails
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.run_state import NO_RUN, is_new, resolve_record
@@ -36,7 +35,6 @@ THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at m
 # head-type badges need the census of every map (GET /runs/{id}/heads): about 0.1 s a head at 512 tokens but
 # minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
 BADGE_TOKENS = 1024
-_FETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explore-fetch")  # the grid's API reads
 
 
 register_token_counter("explore", "text-input", "model-dropdown")
@@ -169,11 +167,11 @@ def render_grid(data, hide, query, current, scaling, kind):
     api = client()
     # every head's 64 x 64 mean-pooled map in one read, computed once per run by the API (with the run when
     # Explore made it); the census (badges, up to BADGE_TOKENS) and the selected head's detail side by side
-    thumbs = _FETCH.submit(api.thumbnails, run.id)
-    census = _FETCH.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
+    thumbs = FETCH.submit(api.thumbnails, run.id)
+    census = FETCH.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
     only_thumbs = ctx.triggered_id == "head-hide"
     layer0, head0 = selected
-    detail = None if only_thumbs else _FETCH.submit(detail_figure, api, run, layer0, head0, {}, scaling, hide, kind)
+    detail = None if only_thumbs else FETCH.submit(detail_figure, api, run, layer0, head0, {}, scaling, hide, kind)
     try:
         layers = hidden_thumbnails(thumbs.result(), hidden)
     except ApiError as exc:
