@@ -24,6 +24,8 @@ PARAMS = {
     "step": Param(int, lo=1, hi=100_000),  # the generation step shown (1: the first generated token)
     "position": Param(int, lo=0, hi=1_000_000),  # the prediction panel's position
     "step_layer": Param(int, lo=0, hi=1000),  # the step view's layer
+    "step_scaling": Param(str, default="global", choices=SCALINGS),  # the step view's colour scaling
+    "step_hide": Param(str, default="none", choices=HIDES),  # the keys the step view hides
     "qk_query": Param(int, lo=0, hi=1_000_000),  # the QK view's query position (none: the view is off)
     "qk_key": Param(int, lo=0, hi=1_000_000),  # its key (none: the query's strongest)
     "qk_mode": Param(str, default="k", choices=QK_MODES),  # the composition shown
@@ -33,10 +35,11 @@ register_url_sync("explore")
 
 
 def address_values(
-    run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k"), kind=None
+    run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k"), kind=None, step_view=None
 ) -> dict:
     """The address values of the view: the generation's only when the run has one, the position
-    only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode)."""
+    only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode);
+    ``step_view``: the step view's (scaling, hide)."""
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
     values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
     if run:
@@ -47,6 +50,7 @@ def address_values(
         implied = len(run.tokens) - 1  # the prediction's default position: the last prompt token
         if steps:
             values.update(step=step, step_layer=step_layer)
+            values.update(zip(("step_scaling", "step_hide"), step_view or (None, None), strict=True))
             implied = steps[step - 1].query if step and 1 <= step <= len(steps) else steps[0].query
         values["position"] = None if position in (None, implied) else position  # the step implies its own
     return values
@@ -66,9 +70,13 @@ def address_values(
     Input("qk-key", "value"),
     Input("qk-mode", "value"),
     Input("map-kind", "value"),
+    Input("gen-scaling", "value"),
+    Input("gen-hide", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind):
+def to_address(
+    data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind, *step_view
+):
     run = stored_run(data)
     try:
         step = int(step) if step is not None else None
@@ -76,7 +84,7 @@ def to_address(data, selected, layer, scaling, hide, step, position, step_layer,
         step = None
     qk = (_position(qk_query), _position(qk_key), qk_mode)
     return query_string(
-        address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk, kind), PARAMS
+        address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk, kind, step_view), PARAMS
     )
 
 

@@ -18,6 +18,7 @@ from attnscope.frontend.llm_figures import (
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import run_record
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions
 from attnscope.server.schemas import MAX_NEW_TOKENS, MAX_TEMPERATURE
 
 HIDDEN = "llm-hidden"
@@ -233,12 +234,16 @@ def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
     Input("gen-step", "value"),
     Input("gen-layer", "value"),
     Input("run-store", "data"),
+    Input("gen-scaling", "value"),
+    Input("gen-hide", "value"),
 )
-def render_step(step, layer, data):
+def render_step(step, layer, data, scaling, hide):
     run = stored_run(data)
     if not run or not run.generation or not run.generation.steps:
-        if ctx.triggered_id in ("gen-step", "gen-layer"):  # a head click on a run without generation: nothing to
-            return no_update, no_update, no_update  # redraw (the placeholder stays; Plotly would draw it again)
+        # a head click (or a step view control) on a run without generation: nothing to redraw (the placeholder
+        # stays; Plotly would draw it again)
+        if ctx.triggered_id in ("gen-step", "gen-layer", "gen-scaling", "gen-hide"):
+            return no_update, no_update, no_update
         return empty_figure("Press Generate: each generated token's attention shows here."), [], "step"
     steps = run.generation.steps
     step = min(max(_step_number(step) or 1, 1), len(steps))
@@ -253,7 +258,10 @@ def render_step(step, layer, data):
         return empty_figure(f"The attention rows could not be loaded: {exc.detail}"), text, label
     if not 0 <= layer < rows.shape[0]:
         layer = 0
+    hide = hide if hide in HIDES else "none"
+    hidden = hidden_positions(hide, run.n_tokens, run.special)
     fig = generation_step_figure(
-        rows[layer], run.tokens, n_prompt, current.model_dump(), step, len(steps), layer, run.kv_head_of
-    )
+        rows[layer], run.tokens, n_prompt, current.model_dump(), step, len(steps), layer, run.kv_head_of,
+        scaling=scaling or "global", hidden=hidden, hide=hide,
+    )  # fmt: skip
     return fig, text, label
