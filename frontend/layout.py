@@ -12,6 +12,7 @@ from attnscope.frontend.plot_config import export_bar, graph_config
 from attnscope.frontend.qk_layout import qk_views
 from attnscope.frontend.stale_note import counterfactual_link, stale_note
 from attnscope.frontend.token_counter import token_counter
+from attnscope.frontend.token_view import token_view
 from attnscope.frontend.url_state import address_parts
 from attnscope.frontend.writes_layout import map_kind_control, writes_panel
 
@@ -123,6 +124,7 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             detail_views(
                 state.get("scaling") or "global", state.get("hide") or "none", state.get("map") or "attention"
             ),
+            token_view(state),
             qk_views(state),
         ]
     )

@@ -12,6 +12,7 @@ from attnscope.frontend.qk_layout import QK_MODES
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import RUN_PARAMS, run_query
 from attnscope.frontend.sink_hiding import HIDES
+from attnscope.frontend.token_view import DIRECTIONS
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 from attnscope.frontend.writes_layout import MAP_KINDS
 
@@ -30,21 +31,37 @@ PARAMS = {
     "qk_key": Param(int, lo=0, hi=1_000_000),  # its key (none: the query's strongest)
     "qk_mode": Param(str, default="k", choices=QK_MODES),  # the composition shown
     "map": Param(str, default="attention", choices=MAP_KINDS),  # the head detail's map kind
+    "token": Param(int, lo=0, hi=1_000_000),  # the token view's locked token
+    "token_dir": Param(str, default="from", choices=DIRECTIONS),  # its direction: what it reads, who reads it
 }
 register_url_sync("explore")
 
 
 def address_values(
-    run, selected, layer, scaling, hide, step, position, step_layer, qk=(None, None, "k"), kind=None, step_view=None
+    run,
+    selected,
+    layer,
+    scaling,
+    hide,
+    step,
+    position,
+    step_layer,
+    qk=(None, None, "k"),
+    kind=None,
+    step_view=None,
+    token=None,
 ) -> dict:
     """The address values of the view: the generation's only when the run has one, the position
     only when it is not the default (the last prompt token); ``qk``: the QK view's (query, key, mode);
-    ``step_view``: the step view's (scaling, hide)."""
+    ``step_view``: the step view's (scaling, hide); ``token``: the token view's (locked token, direction)."""
     head = f"L{selected['layer']}H{selected['head']}" if run and selected else None
     values = {**run_query(run), "head": head, "layer": layer if run else None, "scaling": scaling, "hide": hide}
     if run:
         values.update(qk_query=qk[0], qk_key=qk[1], qk_mode=qk[2])
     values["map"] = kind
+    if run:
+        focus, direction = token or (None, None)
+        values.update(token=focus, token_dir=direction)
     if run and run.causal:
         steps = run.generation.steps if run.generation else []
         implied = len(run.tokens) - 1  # the prediction's default position: the last prompt token
@@ -72,11 +89,15 @@ def address_values(
     Input("map-kind", "value"),
     Input("gen-scaling", "value"),
     Input("gen-hide", "value"),
+    Input("token-focus", "data"),
+    Input("token-dir", "value"),
     prevent_initial_call=True,
 )
 def to_address(
-    data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind, *step_view
+    data, selected, layer, scaling, hide, step, position, step_layer, qk_query, qk_key, qk_mode, kind, *views
 ):
+    step_view, (focus, direction) = views[:2], views[2:]
+    locked = focus.get("query") if isinstance(focus, dict) and focus.get("locked") else None
     run = stored_run(data)
     try:
         step = int(step) if step is not None else None
@@ -84,7 +105,10 @@ def to_address(
         step = None
     qk = (_position(qk_query), _position(qk_key), qk_mode)
     return query_string(
-        address_values(run, selected, layer, scaling, hide, step, position, step_layer, qk, kind, step_view), PARAMS
+        address_values(
+            run, selected, layer, scaling, hide, step, position, step_layer, qk, kind, step_view, (locked, direction)
+        ),
+        PARAMS,
     )
 
 
