@@ -11,7 +11,7 @@ of rows, as pooled).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,16 +49,29 @@ def hideable_keys(maps: AttentionMaps) -> tuple[int, ...]:
     return tuple(sorted({0, *(int(p) for p in maps.special if 0 <= int(p) < maps.n_tokens)}))
 
 
-def compute_thumbnails(maps: AttentionMaps, cells: int = CELLS, check: Callable[[], None] | None = None) -> Thumbnails:
-    """The thumbnails of ``maps`` ``[layer, head, query, key]`` (see ``Thumbnails``), a layer at a
-    time; ``check()`` is called before each layer (a cancellation raises there)."""
+def layer_thumbnails(maps: AttentionMaps, layer: int, cells: int = CELLS) -> tuple[np.ndarray, np.ndarray]:
+    """One layer's ``(means [head, R, R], key_means [head, R, len(keys)])`` (see ``Thumbnails``)."""
     n = maps.n_tokens
-    stride, keys = thumbnail_stride(n, cells), hideable_keys(maps)
-    means, key_means = [], []
-    for layer in range(maps.n_layers):
-        if check is not None:
-            check()
-        pooled, on_keys = pooled_with_keys(maps, layer, None, (0, n), (0, n), stride, "mean", keys)
-        means.append(pooled)
-        key_means.append(on_keys)
-    return Thumbnails(stride, keys, np.stack(means), np.stack(key_means))
+    return pooled_with_keys(maps, layer, None, (0, n), (0, n), thumbnail_stride(n, cells), "mean", hideable_keys(maps))
+
+
+def compute_thumbnails(
+    maps: AttentionMaps,
+    cells: int = CELLS,
+    check: Callable[[], None] | None = None,
+    layers: Sequence[int] | None = None,
+    done: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Thumbnails:
+    """The thumbnails of ``maps`` ``[layer, head, query, key]`` (see ``Thumbnails``) for ``layers``
+    (default all, in that order), a layer at a time; ``check()`` is called before each layer (a
+    cancellation raises there). ``done`` (layer -> one layer's pair) holds layers already computed
+    and receives each new one, so that a pass stopped by a cancellation resumes where it stopped."""
+    done = {} if done is None else done
+    layers = list(range(maps.n_layers)) if layers is None else [int(layer) for layer in layers]
+    for layer in layers:
+        if layer not in done:
+            if check is not None:
+                check()
+            done[layer] = layer_thumbnails(maps, layer, cells)
+    stride, keys = thumbnail_stride(maps.n_tokens, cells), hideable_keys(maps)
+    return Thumbnails(stride, keys, np.stack([done[i][0] for i in layers]), np.stack([done[i][1] for i in layers]))

@@ -40,20 +40,26 @@ def _longest(page) -> float:
     return page.evaluate("() => { const m = Math.max(0, ...window.longTasks); window.longTasks = []; return m; }")
 
 
-def time_explore(p, url: str, api: str, n_tokens: int, clicks: int) -> None:
+def time_explore(p, url: str, api: str, n_tokens: int, clicks: int, trace: str | None = None) -> None:
+    """Print the figures; with ``trace`` also record a Chromium trace of the page there and print what
+    its longest main-thread tasks spent their time on (``trace_summary``)."""
     text = PARAGRAPH * max(1, n_tokens // 38)  # 107 paragraphs: 4,067 tokens
     t = time.perf_counter()
     r = httpx.post(f"{api}/api/v1/runs", json={"model": "smollm2", "text": text, "thumbnails": True}, timeout=3600)
     r.raise_for_status()
     run, made = r.json(), time.perf_counter() - t
     n, (n_layers, n_heads) = len(run["tokens"]), run["shape"][:2]
+    print(f"SmolLM2 {n} tokens: run made through the API with its thumbnails in {made:.1f} s", flush=True)
     browser = p.chromium.launch(
         executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),
         args=["--headless", "--no-sandbox", "--disable-gpu"],
     )
     try:
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        # bypass_csp: Playwright's wait_for_function evaluates strings, which the dashboard's policy refuses
+        page = browser.new_page(viewport={"width": 1440, "height": 900}, bypass_csp=True)
         page.add_init_script(LONG_TASKS)
+        if trace:
+            browser.start_tracing(page=page, path=trace, categories=["devtools.timeline", "v8.execute"])
         load0 = os.getloadavg()[0]
         t = time.perf_counter()
         page.goto(f"{url}/?run={run['id']}&model=smollm2&head=L2H1")
@@ -75,9 +81,10 @@ def time_explore(p, url: str, api: str, n_tokens: int, clicks: int) -> None:
             page.wait_for_function(SETTLED, timeout=600_000, polling=100)
         after = _longest(page)
         load1 = os.getloadavg()[0]
+        if trace:
+            browser.stop_tracing()
     finally:
         browser.close()
-    print(f"SmolLM2 {n} tokens: run made through the API with its thumbnails in {made:.1f} s")
     print(
         f"  first grid ({n_layers * n_heads} thumbnails) and detail after the run exists: {grid:.1f} s (target <= 10)"
     )
@@ -88,3 +95,7 @@ def time_explore(p, url: str, api: str, n_tokens: int, clicks: int) -> None:
     longest = max(loading, after)
     print(f"  longest main-thread task: {longest:.0f} ms (loading {loading:.0f}, clicks {after:.0f}; target <= 1000)")
     print(f"  load average (1 min) at the page's start and end: {load0:.1f}, {load1:.1f}")
+    if trace:
+        from trace_summary import summarise
+
+        print("\n".join(summarise(trace)))

@@ -152,9 +152,11 @@ class ApiClient(JobsApi):
         except ValueError as exc:
             raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
 
-    def thumbnails(self, run_id: str) -> Thumbnails:
-        """The run's model-view thumbnails (computed once by the API, binary float16)."""
-        r = self._request("GET", f"/runs/{run_id}/thumbnails", headers={"Accept": MEDIA_TYPE})
+    def thumbnails(self, run_id: str, layers: tuple[int, int] | None = None) -> Thumbnails:
+        """The run's model-view thumbnails of ``layers`` (``(start, stop)``, default all; computed once
+        by the API, binary float16)."""
+        params = {} if layers is None else {"layers": f"{layers[0]}:{layers[1]}"}
+        r = self._request("GET", f"/runs/{run_id}/thumbnails", params=params, headers={"Accept": MEDIA_TYPE})
         try:
             both, header = unpack(r.content)
             cells, keys = int(header["cells"]), tuple(int(k) for k in header["keys"])

@@ -35,6 +35,7 @@ THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at m
 # head-type badges need the census of every map (GET /runs/{id}/heads): about 0.1 s a head at 512 tokens but
 # minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
 BADGE_TOKENS = 1024
+THUMB_LAYERS = 6  # layers of thumbnails a read asks for above BADGE_TOKENS (each read a few seconds of API work)
 
 
 register_token_counter("explore", "text-input", "model-dropdown")
@@ -165,15 +166,18 @@ def render_grid(data, hide, query, current, scaling, kind):
     selected = initial_head(query or {}, current, n_layers, n_heads, run.id)
     n = run.n_tokens
     api = client()
-    # every head's 64 x 64 mean-pooled map in one read, computed once per run by the API (with the run when
-    # Explore made it); the census (badges, up to BADGE_TOKENS) and the selected head's detail side by side
-    thumbs = FETCH.submit(api.thumbnails, run.id)
+    # every head's 64 x 64 mean-pooled map, computed once per run by the API (with the run when Explore made
+    # it): one read, or for a long run a few layers a read (a run made elsewhere has them computed then, and
+    # no read runs into the API's request deadline); the census (badges, up to BADGE_TOKENS) and the
+    # selected head's detail side by side
+    chunk = n_layers if n <= BADGE_TOKENS else THUMB_LAYERS
+    thumbs = [FETCH.submit(api.thumbnails, run.id, (a, min(a + chunk, n_layers))) for a in range(0, n_layers, chunk)]
     census = FETCH.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
     only_thumbs = ctx.triggered_id == "head-hide"
     layer0, head0 = selected
     detail = None if only_thumbs else FETCH.submit(detail_figure, api, run, layer0, head0, {}, scaling, hide, kind)
     try:
-        layers = hidden_thumbnails(thumbs.result(), hidden)
+        layers = np.concatenate([hidden_thumbnails(t.result(), hidden) for t in thumbs])
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None, empty_figure(str(exc)), {}
     types, note = {}, []

@@ -18,6 +18,7 @@ from attnscope.analysis.attention_reads import (
     read_window,
 )
 from attnscope.analysis.codec import MEDIA_TYPE, pack, pack_top_k
+from attnscope.analysis.slices import parse_range
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.request_executor import heavy
 from attnscope.server.routes.runs import ERRORS, MAX_HEAD, MAX_LAYER
@@ -209,16 +210,33 @@ def read_thumbnails(
     format: Annotated[
         Literal["json", "float16"] | None, Query(description="json (default) or float16; overrides Accept")
     ] = None,
+    layers: Annotated[
+        str | None,
+        Query(
+            pattern=RANGE_PATTERN,
+            max_length=13,
+            description="layers 'start:stop' (half-open), default every layer: a long run not made with "
+            "thumbnails can be read a few layers a request",
+        ),
+    ] = None,
 ):
-    got = service.thumbnails.get(run)
+    maps = run.capture.maps
+    try:
+        first, stop = parse_range(layers, maps.n_layers, "layers")
+    except ValueError as exc:
+        message = str(exc).replace(" positions", " layers")  # parse_range speaks of positions
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, message) from None
+    got = service.thumbnails.get(run, range(first, stop))
     if format is None:
         format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
     if format != "json":
         both = np.concatenate([got.means, got.key_means], axis=-1)  # [layer, head, cells, cells + keys]
-        blob = pack(both, format, run_id=run.id, stride=got.stride, keys=list(got.keys), cells=got.means.shape[-1])
+        header = dict(run_id=run.id, stride=got.stride, keys=list(got.keys), cells=got.means.shape[-1])
+        blob = pack(both, format, layers=[first, stop], **header)
         return Response(blob, media_type=MEDIA_TYPE)
     return ThumbnailsPublic(
         run_id=run.id,
+        layers=[first, stop],
         stride=got.stride,
         keys=list(got.keys),
         shape=list(got.means.shape),

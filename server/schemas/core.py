@@ -330,6 +330,7 @@ class ThumbnailsPublic(BaseModel):
     first token and the special positions, the keys a view may hide)."""
 
     run_id: str
+    layers: list[int] = Field(..., description="[start, stop) of the layers sent")
     stride: int = Field(..., description="positions per cell and side")
     keys: list[int] = Field(..., description="the key positions of key_means, sorted")
     shape: list[int] = Field(..., description="[layer, head, cells, cells] of means")

@@ -53,12 +53,27 @@ def test_an_eager_runs_thumbnails_pool_its_maps(client):
 @pytest.mark.slow
 def test_a_lazy_runs_thumbnails_pool_its_maps_and_are_computed_once_with_the_run(client, smollm2):
     service = client.app.state.service
-    before = service.thumbnails.passes
+    before = service.thumbnails.layers_computed
     text = "Attention maps show which earlier tokens each position reads. " * 12  # about 130 tokens
     run = client.post(f"{API}/runs", json={"model": "smollm2", "text": text, "thumbnails": True}).json()
-    assert service.thumbnails.passes == before + 1 and service.thumbnails.kept(run["id"])
+    assert service.thumbnails.layers_computed == before + 30 and service.thumbnails.kept(run["id"]) == 30
     _check(client, run, layers=[0, 29])
-    assert service.thumbnails.passes == before + 1  # read from what the run's creation computed
+    part = client.get(f"{API}/runs/{run['id']}/thumbnails", params={"layers": "28:30"}).json()
+    assert part["layers"] == [28, 30] and part["shape"][0] == 2
+    assert service.thumbnails.layers_computed == before + 30  # read from what the run's creation computed
+
+
+def test_a_few_layers_at_a_time(client):
+    run = client.post(f"{API}/runs", json={"model": "minilm", "text": WORDS + " and more"}).json()
+    service = client.app.state.service
+    before = service.thumbnails.layers_computed
+    part = client.get(f"{API}/runs/{run['id']}/thumbnails", params={"layers": "2:4"}).json()
+    assert part["layers"] == [2, 4] and part["shape"][0] == 2 and service.thumbnails.kept(run["id"]) == 2
+    whole = client.get(f"{API}/runs/{run['id']}/thumbnails").json()
+    assert whole["layers"] == [0, 6] and service.thumbnails.layers_computed == before + 6  # layers 2, 3 once
+    np.testing.assert_array_equal(whole["means"][2:4], part["means"])
+    bad = client.get(f"{API}/runs/{run['id']}/thumbnails", params={"layers": "3:9"})
+    assert bad.status_code == 422 and "layers=" in bad.json()["detail"] and "6 layers" in bad.json()["detail"]
 
 
 def test_thumbnails_of_an_unknown_run_are_404(client):
