@@ -20,7 +20,15 @@ PARAGRAPH = (
 )  # 38 SmolLM2 tokens (tests/browser/test_long_views_4096.py)
 LONG_TASKS = """window.longTasks = [];
     new PerformanceObserver(list => list.getEntries().forEach(e => window.longTasks.push(e.duration)))
-        .observe({type: 'longtask', buffered: true});"""
+        .observe({type: 'longtask', buffered: true});
+    window.dashInFlight = 0;
+    const fetch0 = window.fetch;
+    window.fetch = function (...args) {
+        const url = String(args[0] && args[0].url || args[0]);
+        if (!url.includes('_dash-update-component')) return fetch0.apply(this, args);
+        window.dashInFlight += 1;
+        return fetch0.apply(this, args).finally(() => { window.dashInFlight -= 1; });
+    };"""
 WATCH = """(part) => { window.detailShownAt = null;
     const el = document.getElementById('head-detail');
     window.detailObserver && window.detailObserver.disconnect();
@@ -31,7 +39,7 @@ WATCH = """(part) => { window.detailShownAt = null;
     });
     window.detailObserver.observe(el, {childList: true, subtree: true, characterData: true}); }"""
 SETTLED = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() =>
-    done(document.querySelector('[data-dash-is-loading="true"]') === null))))"""
+    done(window.dashInFlight === 0 && document.querySelector('[data-dash-is-loading="true"]') === null))))"""
 CLICKS = [(5, 3), (20, 7), (11, 0), (27, 5), (2, 8), (16, 4), (8, 6)]
 
 

@@ -38,7 +38,12 @@ def summarise(path: str, min_ms: float = 50.0, top: int = 12) -> list[str]:
         (e for e in events if (e.get("pid"), e.get("tid")) == main and e.get("ph") == "X" and "dur" in e),
         key=lambda e: (e["ts"], -e["dur"]),
     )
-    tasks = [e for e in spans if e["name"] in ("RunTask", "ThreadControllerImpl::RunTask") and e["dur"] >= min_ms * 1e3]
+    roots, end = [], -1.0  # the outermost events: a task each (the trace's own task events need "toplevel")
+    for e in spans:
+        if e["ts"] >= end:
+            roots.append(e)
+            end = e["ts"] + e["dur"]
+    tasks = [e for e in roots if e["dur"] >= min_ms * 1e3]
     lines = []
     for task in sorted(tasks, key=lambda e: -e["dur"])[:5]:
         start, end = task["ts"], task["ts"] + task["dur"]

@@ -150,12 +150,23 @@ def actual_next(token_ids: list[int] | None, tokens: list[str], position: int) -
     return {"token_id": int(token_ids[position + 1]), "token": tokens[position + 1]}
 
 
-def position_options(tokens: list[str], prompt_tokens: int | None = None) -> list[dict]:
-    """One option per position, ``4 · ␣is``; generated positions marked ``(generated)``."""
+POSITION_WINDOW = 128  # a long run's position menu: this many positions either side of the chosen one
+POSITION_ANCHOR = 64  # ... and every 64th position, to jump anywhere in two choices
+
+
+def position_options(tokens: list[str], prompt_tokens: int | None = None, around: int | None = None) -> list[dict]:
+    """One option per position, ``4 · ␣is``; generated positions marked ``(generated)``. Beyond
+    ``2 * POSITION_WINDOW + 1`` positions only those within ``POSITION_WINDOW`` of ``around`` and
+    every ``POSITION_ANCHOR``-th: a 4,096-token menu would be 4,096 options that the dropdown
+    indexes for its search on every update (a third of a second of the page's main thread)."""
     n_prompt = len(tokens) if prompt_tokens is None else prompt_tokens
-    return [
-        {"label": f"{i} · {t}" + (" (generated)" if i >= n_prompt else ""), "value": i} for i, t in enumerate(tokens)
-    ]
+    n = len(tokens)
+    shown = range(n)
+    if n > 2 * POSITION_WINDOW + 1:
+        centre = n_prompt - 1 if around is None else min(max(int(around), 0), n - 1)
+        near = range(max(0, centre - POSITION_WINDOW), min(n, centre + POSITION_WINDOW + 1))
+        shown = sorted({*near, *range(0, n, POSITION_ANCHOR), n - 1})
+    return [{"label": f"{i} · {tokens[i]}" + (" (generated)" if i >= n_prompt else ""), "value": i} for i in shown]
 
 
 # ------------------------------------------------------------------ generation

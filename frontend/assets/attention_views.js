@@ -101,11 +101,29 @@
     }
   }
 
+  /* The tokens are built and painted once the box is near the screen: a 4,096-token text is 4,096
+     elements to lay out, work the page's first draw need not do for a panel below the fold. */
+  var pendingView = null;
+  function draw(box, data, run) {
+    if (box.dataset.run !== run.id) { buildTokens(box, run); }
+    paint(box, data, run);
+  }
+  function watchBox(box) {
+    if (box._attnObserved) { return; }
+    box._attnObserved = true;
+    new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        box._attnVisible = e.isIntersecting;
+        if (e.isIntersecting && pendingView) { var v = pendingView; pendingView = null; draw(box, v[0], v[1]); }
+      });
+    }, { rootMargin: "600px 0px" }).observe(box);
+  }
+
   function tokenView(data, run) {
     var box = document.getElementById("token-text");
     if (!box || !run || !run.tokens) { if (box) { box.textContent = ""; box.dataset.run = ""; } return ""; }
-    if (box.dataset.run !== run.id) { buildTokens(box, run); }
-    paint(box, data, run);
+    watchBox(box);
+    if (box._attnVisible) { draw(box, data, run); } else { pendingView = [data, run]; }
     return data && data.run === run.id ? data.summary || "" : "";
   }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+from dash import Input, Output, State, callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
@@ -121,7 +121,6 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
     children = [html.Span(badge, className="badge")] if badge else []
     return html.Button(
         children,
-        id={"type": "head-thumb", "layer": layer, "head": head},
         className=f"{cls} selected" if selected else cls,
         title=f"{label} ({kinds}): click for detail",
         style={"backgroundImage": f"url({src})"},
@@ -131,7 +130,6 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
             "data-layer": layer,
             "data-head": head,
         },
-        n_clicks=0,
     )
 
 
@@ -204,6 +202,9 @@ def render_grid(data, hide, query, current, scaling, kind):
     gap = lambda h, base: f"{base} kv-group-start" if h in starts else base  # noqa: E731
     header = html.Div(
         className="grid-row grid-header",
+        # a click on a thumbnail selects its head in the browser (assets/attnscope.js sets selected-head with
+        # this run): no pattern-matching callback over the grid's 270 buttons for Dash to resolve each click
+        **{"data-run": run.id},
         children=[html.Span("", className="row-label")]
         + [html.Span(col(h), className=gap(h, "col-label")) for h in order],
     )
@@ -242,17 +243,3 @@ def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int,
     if m and int(m[1]) < n_layers and int(m[2]) < n_heads:
         return int(m[1]), int(m[2])
     return 0, 0
-
-
-# a click on a thumbnail selects its head in the browser (no round trip before the detail's own)
-clientside_callback(
-    """function (clicks, data) {
-        var trigger = window.dash_clientside.callback_context.triggered_id;
-        if (!trigger || !(clicks || []).some(Boolean)) { return window.dash_clientside.no_update; }
-        return {layer: trigger.layer, head: trigger.head, run: data ? data.id : null};
-    }""",
-    Output("selected-head", "data", allow_duplicate=True),
-    Input({"type": "head-thumb", "layer": ALL, "head": ALL}, "n_clicks"),
-    State("explore-run-data", "data"),
-    prevent_initial_call=True,
-)

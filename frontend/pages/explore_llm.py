@@ -7,6 +7,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.llm_figures import (
+    POSITION_WINDOW,
     actual_next,
     class_figure,
     generation_segments,
@@ -22,6 +23,7 @@ from attnscope.frontend.sink_hiding import HIDES, hidden_positions
 from attnscope.server.schemas import MAX_NEW_TOKENS, MAX_TEMPERATURE
 
 HIDDEN = "llm-hidden"
+LONG_STORE = 512  # tokens above which the prediction store keeps no per-position top-k (render_prediction)
 
 
 def _with(base: str, hidden: bool) -> str:
@@ -128,9 +130,12 @@ def load_prediction(data, selected, query):
     if position is None:
         position = steps[step - 1].query if steps else n_prompt - 1
     layer = asked.get("step_layer") if asked.get("step_layer") is not None else layer
+    # a long run's per-position top-k (3.4 MB of JSON at 4,096 tokens) stays on the server side: the store
+    # would travel to the browser and back with every position chosen; the figure reads it from the API
+    stored = {k: v for k, v in pred.items() if k not in ("top_k", "loss")} if len(tokens) > LONG_STORE else pred
     return (
-        pred,
-        position_options(tokens, n_prompt) if causal else [],
+        stored,
+        position_options(tokens, n_prompt, position) if causal else [],
         position if causal else None,
         _with("inline", not causal),
         max(1, len(steps)),
@@ -164,6 +169,11 @@ def render_prediction(position, pred, data):
     tokens = run.tokens
     if position is None or not 0 <= position < len(tokens):
         position = (pred.get("prompt_tokens") or len(tokens)) - 1
+    if "top_k" not in pred:  # a long run's (load_prediction): read from the API, not sent by the browser
+        try:
+            pred = client().run(run.id).prediction.model_dump()
+        except ApiError as exc:
+            return empty_figure(f"The prediction could not be loaded: {exc}")
     loss = (pred.get("loss") or [None] * len(tokens))[position]
     actual = actual_next(run.token_ids, tokens, position)
     return next_token_figure(pred["top_k"][position], position, tokens[position], actual, loss)
@@ -218,6 +228,21 @@ clientside_callback(
     State("run-store", "data"),
     prevent_initial_call=True,
 )
+
+
+@callback(
+    Output("prediction-position", "options", allow_duplicate=True),
+    Input("prediction-position", "value"),
+    State("run-store", "data"),
+    prevent_initial_call=True,
+)
+def recentre_positions(position, data):
+    """A long run's position menu, re-centred on the position chosen (``position_options``)."""
+    run = stored_run(data)
+    if not run or position is None or run.n_tokens <= 2 * POSITION_WINDOW + 1 or not run.causal:
+        return no_update
+    n_prompt = run.generation.steps[0].position if run.generation and run.generation.steps else run.n_tokens
+    return position_options(run.tokens, n_prompt, position)
 
 
 def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:

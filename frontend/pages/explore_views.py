@@ -136,18 +136,25 @@ clientside_callback(
 
 
 # the head view follows the selected head: a click on a thumbnail shows that head's layer with that head
-# alone (in the browser, no round trip); the layer's other heads are one tick of the checklist away. Its
-# lines are each row's top-k keys of the checked heads only, read a head at a time (QKMapSource.top_k on a
-# lazy run: 0.4 CPU-s a head at 4,096 tokens), so a click does not hold the API for a whole layer's
-# top-k while the head detail's zoom waits (what made eb7e7a6 take this out)
+# alone (in the browser, no round trip); the layer's other heads are one tick of the checklist away. It
+# follows once the clicked head's detail has arrived, so the head view's reads never compete with the
+# detail's for the API; its lines are each row's top-k keys of the checked heads only, read a head at a time
+# (QKMapSource.top_k on a lazy run: 0.4 CPU-s a head at 4,096 tokens), so a click does not hold the API for a
+# whole layer's top-k while the detail's zoom waits (what made eb7e7a6 take this out). A zoom or a new
+# scaling redraws the detail too: the head view follows only a head it has not followed yet.
 clientside_callback(
-    """function (selected) {
-        if (!selected || selected.drawn) { return window.dash_clientside.no_update; }
+    """function (_figure, selected) {
+        var none = window.dash_clientside.no_update;
+        if (!selected || selected.drawn) { return [none, none]; }
+        var key = [selected.run, selected.layer, selected.head].join(":");
+        if (window.attnscopeFollowed === key) { return [none, none]; }
+        window.attnscopeFollowed = key;
         return [selected.layer, [selected.head]];
     }""",
     Output("layer-dropdown", "value", allow_duplicate=True),
     Output("head-checklist", "value", allow_duplicate=True),
-    Input("selected-head", "data"),
+    Input("head-detail", "figure"),
+    State("selected-head", "data"),
     prevent_initial_call=True,
 )
 

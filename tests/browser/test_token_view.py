@@ -34,8 +34,9 @@ def _wait_shown(page, i: int, locked: bool) -> None:
 def test_hover_click_and_keys_show_and_lock_a_tokens_weights(page, open_dash, api_url):
     install_axe(page)
     open_dash(f"/?model=minilm&text={TEXT.replace(' ', '+')}")
-    page.wait_for_function(f"document.querySelectorAll('{TOKENS}').length === 9", timeout=60_000)
     page.wait_for_function("document.querySelectorAll('#model-grid .head-thumb').length === 72", timeout=60_000)
+    page.locator("#token-text").scroll_into_view_if_needed()  # the tokens are drawn once near the screen
+    page.wait_for_function(f"document.querySelectorAll('{TOKENS}').length === 9", timeout=60_000)
     run_id = page.evaluate("() => new URLSearchParams(location.search).get('run')")
     assert page.locator(TOKENS).nth(2).text_content() == "cat"
 
@@ -83,6 +84,7 @@ def test_hover_click_and_keys_show_and_lock_a_tokens_weights(page, open_dash, ap
     fresh = page.context.browser.new_page(bypass_csp=True, viewport={"width": 1400, "height": 1000})
     fresh.goto(page.url)
     fresh.wait_for_selector("#token-summary:has-text('on@4 is read most by')", timeout=60_000)
+    fresh.locator("#token-text").scroll_into_view_if_needed()
     assert fresh.locator("#token-text .tv-locked").get_attribute("data-i") == "4"
     fresh.close()
     assert page.console_errors == []

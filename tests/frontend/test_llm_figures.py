@@ -109,6 +109,16 @@ def test_the_actual_next_token_and_the_positions_to_choose_from():
     assert [o["value"] for o in position_options(tokens)] == [0, 1, 2]
 
 
+def test_a_long_runs_position_menu_is_a_window_around_the_position_and_anchors():
+    tokens = [f"t{i}" for i in range(4096)]
+    values = [o["value"] for o in position_options(tokens, around=2000)]
+    assert values == sorted(set(range(1872, 2129)) | set(range(0, 4096, 64)) | {4095})
+    assert len(values) < 330
+    last = [o["value"] for o in position_options(tokens)]  # no position: around the last prompt token
+    assert 4095 in last and 3967 in last and 3966 not in last
+    assert len(position_options(tokens[:257])) == 257  # short runs: every position
+
+
 def test_generation_text_marks_the_prompt_the_step_shown_and_what_comes_after():
     kinds = [k for _, k in generation_segments(["a", "b", "c", "d", "e"], 2, 3)]
     assert kinds == ["prompt", "prompt", "generated", "current", "later"]
