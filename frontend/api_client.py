@@ -116,8 +116,10 @@ class ApiClient(JobsApi):
             body["thumbnails"] = True
         return RunPublic.model_validate(self._request("POST", "/runs", json=body).json())
 
-    def run(self, run_id: str) -> RunPublic:
-        return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}").json())
+    def run(self, run_id: str, summary: bool = False) -> RunPublic:
+        """The run; ``summary``: its prediction without the per-position lists (top-k, loss)."""
+        params = {"prediction": "summary"} if summary else {}
+        return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}", params=params).json())
 
     def attention(
         self,

@@ -31,7 +31,7 @@ def resolve_record(
         if kept and kept.id == run_id:
             return kept, ""
         try:
-            return run_record(api.run(run_id)), ""
+            return run_record(api.run(run_id, summary=True)), ""  # the record keeps no per-position lists
         except ApiError as exc:
             if exc.status != 404:
                 return None, f"Could not load run {run_id}: {exc.detail}"

@@ -114,8 +114,8 @@ def load_prediction(data, selected, query):
     if run.prediction is not None and run.prediction.kind != "next-token":
         pred = run.prediction.model_dump()
     else:
-        try:
-            pred = client().run(run.id).prediction.model_dump()
+        try:  # a long run's per-position lists stay on the server side (render_prediction reads them)
+            pred = client().run(run.id, summary=run.n_tokens > LONG_STORE).prediction.model_dump()
         except ApiError as exc:
             return ({"error": str(exc)},) + nothing[1:]
     tokens = run.tokens
@@ -132,7 +132,7 @@ def load_prediction(data, selected, query):
     layer = asked.get("step_layer") if asked.get("step_layer") is not None else layer
     # a long run's per-position top-k (3.4 MB of JSON at 4,096 tokens) stays on the server side: the store
     # would travel to the browser and back with every position chosen; the figure reads it from the API
-    stored = {k: v for k, v in pred.items() if k not in ("top_k", "loss")} if len(tokens) > LONG_STORE else pred
+    stored = {k: v for k, v in pred.items() if k not in ("top_k", "loss")} if run.n_tokens > LONG_STORE else pred
     return (
         stored,
         position_options(tokens, n_prompt, position) if causal else [],

@@ -3,7 +3,7 @@ attention, a slice or row at a time, is read through ``routes/attention.py``."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
 
@@ -127,8 +127,21 @@ def read_run_image(run: RunDep) -> Response:
 
 
 @router.get("/{run_id}", response_model=RunPublic, responses=ERRORS, summary="Read a run")
-def read_run(run: RunDep) -> RunPublic:
-    return to_public(run)
+def read_run(
+    run: RunDep,
+    prediction: Annotated[
+        Literal["full", "summary"],
+        Query(
+            description="full: the prediction with its per-position lists (a causal LM's top-k and loss at every "
+            "position: 3.4 MB of JSON at 4,096 tokens); summary: without them (top_k, loss and embedding null)"
+        ),
+    ] = "full",
+) -> RunPublic:
+    public = to_public(run)
+    if prediction == "summary":
+        slim = public.prediction.model_copy(update={"top_k": None, "loss": None, "embedding": None})
+        return public.model_copy(update={"prediction": slim})
+    return public
 
 
 @router.get(

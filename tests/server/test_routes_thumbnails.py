@@ -1,7 +1,7 @@
 """GET /runs/{id}/thumbnails: every head's map mean-pooled to at most 64 x 64 and each block of rows'
 mean weight on the first token and the special positions, equal to pooling the maps the attention
 route reads, for an eager run (MiniLM) and a lazy one (SmolLM2: computed from queries and keys);
-computed once per run, with the run when POST /runs asks for it."""
+computed once per run, with the run when POST /runs asks for it. Also GET /runs/{id}?prediction=summary."""
 
 import numpy as np
 import pytest
@@ -61,6 +61,12 @@ def test_a_lazy_runs_thumbnails_pool_its_maps_and_are_computed_once_with_the_run
     part = client.get(f"{API}/runs/{run['id']}/thumbnails", params={"layers": "28:30"}).json()
     assert part["layers"] == [28, 30] and part["shape"][0] == 2
     assert service.thumbnails.layers_computed == before + 30  # read from what the run's creation computed
+    # GET /runs/{id}?prediction=summary (what the dashboard reads for a run record): no per-position lists
+    full = client.get(f"{API}/runs/{run['id']}").json()["prediction"]
+    summary = client.get(f"{API}/runs/{run['id']}", params={"prediction": "summary"}).json()["prediction"]
+    assert len(full["top_k"]) == len(run["tokens"]) and summary["top_k"] is None and summary["loss"] is None
+    assert summary["predicted"] == full["predicted"] and summary["mean_loss"] == full["mean_loss"]
+    assert client.get(f"{API}/runs/{run['id']}", params={"prediction": "all"}).status_code == 422
 
 
 def test_a_few_layers_at_a_time(client):
