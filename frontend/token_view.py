@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from dash import dcc, html
 
+from attnscope.frontend.map_controls import radio_control
 from attnscope.frontend.page_common import panel
 from attnscope.frontend.sink_hiding import renormalise
 
@@ -35,19 +36,7 @@ def token_view(state: dict | None = None) -> html.Section:
             "heads (their mean). Hover or focus a token to see it; click it (or press Enter) to lock the view; "
             "click it again or press Escape to unlock. Arrow keys move between tokens."
         ),
-        html.Div(
-            className="inline",
-            children=[
-                html.Label("Direction", htmlFor="token-dir"),
-                dcc.RadioItems(
-                    id="token-dir",
-                    value=direction,
-                    inline=True,
-                    className="head-checklist",
-                    options=[{"label": DIRECTION_LABELS[d], "value": d} for d in DIRECTIONS],
-                ),
-            ],
-        ),
+        radio_control("Direction", "token-dir", direction, DIRECTION_LABELS),
         dcc.Store(id="token-focus", data={"query": token, "locked": True} if token is not None else None),
         dcc.Store(id="token-weights"),
         html.Div(
