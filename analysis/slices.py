@@ -106,12 +106,41 @@ def pooled_slice(
     """``[len(heads), ceil(R / stride), ceil(C / stride)]`` of ``layer`` over ``rows`` x ``cols``
     (``R``, ``C`` their lengths), pooled as ``pool_blocks`` (``stride=1``: the weights themselves).
     Each weight keeps its normalisation over every key of its row. ``heads=None``: every head."""
+    return pooled_with_keys(maps, layer, heads, rows, cols, stride, mode)[0]
+
+
+def pooled_with_keys(
+    maps: AttentionMaps,
+    layer: int,
+    heads: Sequence[int] | None,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+    stride: int = 1,
+    mode: str = "max",
+    keys: Sequence[int] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """``pooled_slice``'s window and, in the same read, each block of ``stride`` rows' mean weight on
+    each key of ``keys`` (absolute positions): ``(pooled [len(heads), ceil(R / stride), ceil(C /
+    stride)], key_means [len(heads), ceil(R / stride), len(keys)])``. A lazy source that pools as it
+    computes (``QKMapSource.pooled``) never builds a band of the window."""
+    if mode not in POOLS:
+        raise ValueError(f"pool={mode!r} is not one of {', '.join(POOLS)}")
     hs = list(range(maps.n_heads)) if heads is None else list(heads)
-    out = []
+    keys = [int(k) for k in keys]
+    fused = getattr(maps.source, "pooled", None) if maps.is_lazy else None
+    if fused is not None:
+        layer_id = maps._check_index("layer", layer, maps.n_layers)
+        return fused(layer_id, [maps._check_index("head", h, maps.n_heads) for h in hs], rows, cols, stride, mode, keys)
+    out, key_means = [], []
     for a, b in _row_bands(maps, len(hs), rows, stride):
         block = maps.block(layer, hs, slice(a, b), slice(*cols))  # [head, band, C]
         out.append(pool_blocks(block, stride, mode))
-    return np.concatenate(out, axis=1)
+        on_keys = np.zeros((len(hs), -(-(b - a) // stride) * stride, len(keys)), np.float32)  # [head, band, key]
+        for j, k in enumerate(keys):
+            on_keys[:, : b - a, j] = maps.block(layer, hs, slice(a, b), slice(k, k + 1))[..., 0]
+        row_n = np.minimum(stride, (b - a) - np.arange(on_keys.shape[1] // stride) * stride)
+        key_means.append(on_keys.reshape(len(hs), len(row_n), stride, len(keys)).sum(axis=2) / row_n[None, :, None])
+    return np.concatenate(out, axis=1), np.concatenate(key_means, axis=1)
 
 
 def top_k_slice(
@@ -127,6 +156,10 @@ def top_k_slice(
     hs = list(range(maps.n_heads)) if heads is None else list(heads)
     if not 1 <= k <= cols[1] - cols[0]:
         raise ValueError(f"k={k} must be between 1 and the number of keys in cols ({cols[1] - cols[0]})")
+    fused = getattr(maps.source, "top_k", None) if maps.is_lazy else None
+    if fused is not None:  # a lazy source that selects as it computes (QKMapSource.top_k)
+        layer_id = maps._check_index("layer", layer, maps.n_layers)
+        return fused(layer_id, [maps._check_index("head", h, maps.n_heads) for h in hs], rows, cols, k)
     idx_parts, w_parts = [], []
     for a, b in _row_bands(maps, len(hs), rows):
         idx, w = top_k(maps.block(layer, hs, slice(a, b), slice(*cols)), k)

@@ -15,6 +15,12 @@ the text changes), after one untimed warm-up run.
 instead times the Structure page (issue 26) on SmolLM2 runs of about that many tokens (random
 words): the run is made through the API first (its time printed apart), then ``/structure?run=ID`` is
 opened and the time to each panel's first drawn figure is printed (``bench/structure_page.py``).
+
+    .venv/bin/python bench/dashboard.py --long 4096 [--clicks 5] [--trace trace.json]
+
+instead times Explore on a SmolLM2 run of about that many tokens (``bench/explore_long.py``): the
+run made as Explore makes it (with its thumbnails), then the first grid after the run exists, head
+clicks on a settled page and the longest main-thread task (targets at 4,096: 10 s, 1 s, 1 s).
 """
 
 from __future__ import annotations
@@ -89,12 +95,24 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--structure", type=int, nargs="*", help="time the Structure page on SmolLM2 runs of these sizes")
+    ap.add_argument("--long", type=int, help="time Explore on a SmolLM2 run of about this many tokens")
+    ap.add_argument("--clicks", type=int, default=5, help="--long: heads clicked")
+    ap.add_argument("--trace", help="--long: record a Chromium trace here and summarise its long tasks")
     args = ap.parse_args()
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     from playwright.sync_api import sync_playwright
 
+    if args.long:
+        from explore_long import time_explore
+
+        os.environ["ATTNSCOPE_MAX_CAUSAL_TOKENS"] = str(max(args.long, 512))
+        os.environ.setdefault("ATTNSCOPE_REQUEST_DEADLINE", "0")  # a loaded machine's forward may take minutes
+        url, api = _serve("smollm2")
+        with sync_playwright() as p:
+            time_explore(p, url, api, args.long, args.clicks, args.trace)
+        return
     if args.structure:
         from structure_page import time_structure
 
@@ -108,7 +126,7 @@ def main() -> None:
             executable_path=os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium"),
             args=["--headless", "--no-sandbox", "--disable-gpu"],
         )
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page = browser.new_page(viewport={"width": 1440, "height": 900}, bypass_csp=True)  # string predicates
         page.goto(url + "/")
         page.wait_for_selector("#api-status:has-text('API')", timeout=60_000)
         page.wait_for_load_state("networkidle")

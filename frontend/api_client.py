@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import httpx
 import numpy as np
 
@@ -45,6 +47,17 @@ from attnscope.server.schemas import (
     ValueWeightedPublic,
 )
 from attnscope.server.schemas.circuits import CircuitPublic
+
+
+class Thumbnails(NamedTuple):
+    """A run's model-view thumbnails (``GET /runs/{id}/thumbnails``): ``means [layer, head, R, R]``
+    (each ``stride x stride`` block's mean weight), ``key_means [layer, head, R, len(keys)]`` (each
+    block of rows' mean weight on each key of ``keys``)."""
+
+    stride: int
+    keys: tuple[int, ...]
+    means: np.ndarray
+    key_means: np.ndarray
 
 
 class ApiError(Exception):
@@ -92,16 +105,21 @@ class ApiClient(JobsApi):
         r = self._request("POST", f"/models/{model}/tokenize", json={"text": text})
         return TokenCountPublic.model_validate(r.json())
 
-    def create_run(self, model: str, text: str, generate: dict | None = None) -> RunPublic:
+    def create_run(self, model: str, text: str, generate: dict | None = None, thumbnails: bool = False) -> RunPublic:
         """Run ``text``; causal LMs also take ``generate`` (``GenerateCreate`` fields: ``max_new_tokens``,
-        ``greedy`` or ``temperature``, ``seed``): the run then covers prompt + generated tokens."""
+        ``greedy`` or ``temperature``, ``seed``): the run then covers prompt + generated tokens.
+        ``thumbnails``: the API computes the run's model-view thumbnails with it (``thumbnails``)."""
         body: dict = {"model": model, "text": text}
         if generate is not None:
             body["generate"] = generate
+        if thumbnails:
+            body["thumbnails"] = True
         return RunPublic.model_validate(self._request("POST", "/runs", json=body).json())
 
-    def run(self, run_id: str) -> RunPublic:
-        return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}").json())
+    def run(self, run_id: str, summary: bool = False) -> RunPublic:
+        """The run; ``summary``: its prediction without the per-position lists (top-k, loss)."""
+        params = {"prediction": "summary"} if summary else {}
+        return RunPublic.model_validate(self._request("GET", f"/runs/{run_id}", params=params).json())
 
     def attention(
         self,
@@ -135,6 +153,18 @@ class ApiClient(JobsApi):
             return unpack(r.content)[0]
         except ValueError as exc:
             raise ApiError(502, f"the API sent an attention blob this dashboard cannot read: {exc}") from exc
+
+    def thumbnails(self, run_id: str, layers: tuple[int, int] | None = None) -> Thumbnails:
+        """The run's model-view thumbnails of ``layers`` (``(start, stop)``, default all; computed once
+        by the API, binary float16)."""
+        params = {} if layers is None else {"layers": f"{layers[0]}:{layers[1]}"}
+        r = self._request("GET", f"/runs/{run_id}/thumbnails", params=params, headers={"Accept": MEDIA_TYPE})
+        try:
+            both, header = unpack(r.content)
+            cells, keys = int(header["cells"]), tuple(int(k) for k in header["keys"])
+        except (ValueError, KeyError) as exc:
+            raise ApiError(502, f"the API sent thumbnails this dashboard cannot read: {exc}") from exc
+        return Thumbnails(int(header["stride"]), keys, both[..., :cells], both[..., cells:])
 
     def attention_top_k(
         self, run_id: str, layer: int, k: int = 8, head: int | None = None

@@ -20,6 +20,7 @@ _LUT = np.array(
 )  # [256, 3]
 HIDDEN_RGB = (214, 218, 225)  # cells not drawn (hidden keys): grey
 HEAD_COLORS = qualitative.Plotly + qualitative.D3 + qualitative.Set3
+LABELS_PER_SIDE = 256  # the head view's token labels a side beyond 512 tokens
 
 
 def downsample(matrix: np.ndarray, max_size: int = 64) -> np.ndarray:
@@ -234,9 +235,11 @@ def head_view_figure(
             )
         )
     # 22 px per token up to 100 tokens, then denser (9 px and small labels at 512 tokens); beyond 512
-    # tokens the figure stops growing (about 4,700 px) and labels every k-th token
+    # tokens the figure stops growing (about 4,700 px) and labels every k-th token, at most
+    # LABELS_PER_SIDE a side (18 px apart): each label is a text point that Plotly measures on every draw,
+    # two thirds of a 4,096-token head view's drawing time with 512 a side
     row_px = 22 if n <= 100 else max(9, 2200 // n) if n <= 512 else 4608 / n
-    label_step = 1 if n <= 512 else -(-n // 512)
+    label_step = 1 if n <= 512 else -(-n // LABELS_PER_SIDE)
     shown = list(range(0, n, label_step))
     ys = shown
     for x, anchor in ((0.0, "left"), (1.0, "right")):

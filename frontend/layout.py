@@ -6,12 +6,13 @@ from __future__ import annotations
 from dash import dcc, html
 
 from attnscope.frontend.llm_layout import llm_panels
+from attnscope.frontend.map_controls import hide_control, scaling_control
 from attnscope.frontend.page_common import control, error_box, model_picker, panel
-from attnscope.frontend.plot_config import SCALINGS, export_bar, graph_config
+from attnscope.frontend.plot_config import export_bar, graph_config
 from attnscope.frontend.qk_layout import qk_views
-from attnscope.frontend.sink_hiding import HIDE_LABELS, HIDES
 from attnscope.frontend.stale_note import counterfactual_link, stale_note
 from attnscope.frontend.token_counter import token_counter
+from attnscope.frontend.token_view import token_view
 from attnscope.frontend.url_state import address_parts
 from attnscope.frontend.writes_layout import dla_panel, map_kind_control, writes_panel
 
@@ -66,45 +67,6 @@ def model_view() -> html.Section:
     )
 
 
-SCALING_LABELS = {"global": "global (0..max)", "row": "per row", "log": "log"}
-
-
-def scaling_control(control_id: str, value: str = "global") -> html.Div:
-    """The colour scaling of a head map: global (the map's 0..max), per row (each query row to its
-    own maximum) or log (log10 of the weight)."""
-    return html.Div(
-        className="inline",
-        children=[
-            html.Label("Scaling", htmlFor=control_id),
-            dcc.RadioItems(
-                id=control_id,
-                value=value if value in SCALINGS else "global",
-                inline=True,
-                className="head-checklist",
-                options=[{"label": SCALING_LABELS[s], "value": s} for s in SCALINGS],
-            ),
-        ],
-    )
-
-
-def hide_control(control_id: str, value: str = "none") -> html.Div:
-    """Which keys a map hides (its rows renormalised over the rest): nothing, the first token (a
-    decoder's attention sink) or the special tokens ([CLS]/[SEP], BOS)."""
-    return html.Div(
-        className="inline",
-        children=[
-            html.Label("Hide", htmlFor=control_id),
-            dcc.RadioItems(
-                id=control_id,
-                value=value if value in HIDES else "none",
-                inline=True,
-                className="head-checklist",
-                options=[{"label": HIDE_LABELS[h], "value": h} for h in HIDES],
-            ),
-        ],
-    )
-
-
 def detail_views(scaling: str = "global", hide: str = "none", kind: str = "attention") -> html.Div:
     return html.Div(
         className="row",
@@ -156,12 +118,13 @@ def explore_page(state: dict | None = None, problems: list[str] | None = None) -
             *address_parts("explore", state, problems or []),
             controls(state.get("text")),
             error_box("explore"),
-            llm_panels(),
+            llm_panels(state),
             writes_panel(state),
             html.Div(className="row model-and-dla", children=[model_view(), dla_panel()]),  # DLA beside the grid
             detail_views(
                 state.get("scaling") or "global", state.get("hide") or "none", state.get("map") or "attention"
             ),
+            token_view(state),
             qk_views(state),
         ]
     )

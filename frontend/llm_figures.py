@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnscope.frontend.figures import _LUT, _png, downsample
-from attnscope.frontend.plot_config import SEQUENTIAL
+from attnscope.frontend.plot_config import SCALINGS, scale_map, scaling_title
+from attnscope.frontend.sink_hiding import hide_note, renormalise
 from attnscope.frontend.token_labels import calm_token
 
 MASKED_RGB = (214, 218, 225)  # keys a causal head never sees (the future): grey, not "weight 0"
@@ -19,6 +20,7 @@ ACTUAL_COLOR, OTHER_COLOR = "#d9480f", "#2f6fde"
 TASK_ORDER = ("embedding", "classification", "causal-lm")
 TASK_NAMES = {"embedding": "encoders", "classification": "classifiers", "causal-lm": "causal LMs"}
 GROUP_PREFIX = "group:"  # value of a menu's (disabled) group header
+STEP_SCALING_NOTES = {"row": "per-row scaling: each head's row to its own maximum", "log": "log10 scaling"}
 
 
 # ------------------------------------------------------------------ heads and kv groups
@@ -148,12 +150,23 @@ def actual_next(token_ids: list[int] | None, tokens: list[str], position: int) -
     return {"token_id": int(token_ids[position + 1]), "token": tokens[position + 1]}
 
 
-def position_options(tokens: list[str], prompt_tokens: int | None = None) -> list[dict]:
-    """One option per position, ``4 · ␣is``; generated positions marked ``(generated)``."""
+POSITION_WINDOW = 128  # a long run's position menu: this many positions either side of the chosen one
+POSITION_ANCHOR = 64  # ... and every 64th position, to jump anywhere in two choices
+
+
+def position_options(tokens: list[str], prompt_tokens: int | None = None, around: int | None = None) -> list[dict]:
+    """One option per position, ``4 · ␣is``; generated positions marked ``(generated)``. Beyond
+    ``2 * POSITION_WINDOW + 1`` positions only those within ``POSITION_WINDOW`` of ``around`` and
+    every ``POSITION_ANCHOR``-th: a 4,096-token menu would be 4,096 options that the dropdown
+    indexes for its search on every update (a third of a second of the page's main thread)."""
     n_prompt = len(tokens) if prompt_tokens is None else prompt_tokens
-    return [
-        {"label": f"{i} · {t}" + (" (generated)" if i >= n_prompt else ""), "value": i} for i, t in enumerate(tokens)
-    ]
+    n = len(tokens)
+    shown = range(n)
+    if n > 2 * POSITION_WINDOW + 1:
+        centre = n_prompt - 1 if around is None else min(max(int(around), 0), n - 1)
+        near = range(max(0, centre - POSITION_WINDOW), min(n, centre + POSITION_WINDOW + 1))
+        shown = sorted({*near, *range(0, n, POSITION_ANCHOR), n - 1})
+    return [{"label": f"{i} · {tokens[i]}" + (" (generated)" if i >= n_prompt else ""), "value": i} for i in shown]
 
 
 # ------------------------------------------------------------------ generation
@@ -189,15 +202,26 @@ def generation_step_figure(
     n_steps: int,
     layer: int,
     kv_head_of: list[int] | None = None,
+    scaling: str = "global",
+    hidden: list[int] | tuple[int, ...] = (),
+    hide: str = "none",
 ) -> go.Figure:
     """What one generated token looked at: the attention rows ``[head, key]`` of layer ``layer`` at
     the query that chose it (``step``: a ``GenerationStep`` dict; keys ``0..query``, the prompt and
     the tokens generated before), heads grouped by their kv head (``L3 H4 (kv 1)``); a dashed line
-    where the generated prefix starts."""
+    where the generated prefix starts. ``hidden`` keys (``hide``'s, ``sink_hiding``) are blanked and
+    each head's row renormalised over the rest (exact: full resolution); ``scaling`` colours the
+    weights (``global``, ``row``: each head's row to its maximum, ``log``); the title states both."""
     rows = np.asarray(rows, dtype=np.float32)
     n_heads, n_keys = rows.shape
+    hidden = [h for h in hidden if 0 <= h < n_keys]
+    if hidden:
+        mass = rows[:, hidden].sum(axis=1)  # [head]: each row's weight on the hidden keys
+        rows = renormalise(rows, mass, hidden)
     order = head_order(n_heads, kv_head_of)
-    z = rows[order]
+    scaling = scaling if scaling in SCALINGS else "global"
+    z, colors = scale_map(rows[order], scaling)
+    what = scaling_title(scaling)
     ylabels = [head_label(layer, h, kv_head_of) for h in order]
     keys = list(range(n_keys))
     hover = [[f"{ylabels[r]} → {tokens[k]}" for k in keys] for r in range(n_heads)]
@@ -207,10 +231,9 @@ def generation_step_figure(
             x=keys,
             y=list(range(n_heads)),
             customdata=hover,
-            colorscale=SEQUENTIAL,
-            zmin=0,
-            colorbar={"title": {"text": "weight"}},
-            hovertemplate="%{customdata}<br>weight %{z:.5f}<extra></extra>",
+            **colors,
+            colorbar={"title": {"text": what}},
+            hovertemplate=f"%{{customdata}}<br>{what} %{{z:.5f}}<extra></extra>",
         )
     )
     if prompt_tokens < n_keys:
@@ -220,18 +243,21 @@ def generation_step_figure(
     prob = step.get("prob")
     p = f" (p = {prob:.3f})" if prob is not None else ""
     query = step["query"]
+    drawn = [STEP_SCALING_NOTES[scaling]] if scaling != "global" else []
+    drawn += [hide_note(hide, hidden, tokens, pooled=False)] if hidden else []
     title = (
         f"Step {index}/{n_steps}: “{step['token']}”{p} · layer {layer}"
         f"<br><sub>the row of query {query} “{tokens[query]}” over the prompt"
         + (" and the tokens generated before" if query >= prompt_tokens else "")
+        + "".join(f"<br>{d}" for d in drawn)
         + "</sub>"
     )
     step_px = 1 if n_keys <= 48 else -(-n_keys // 40)
     ticks = keys[::step_px]
     fig.update_layout(
         title={"text": title},
-        height=max(300, 24 * n_heads + 170),
-        margin={"l": 110, "r": 20, "t": 70, "b": 90},
+        height=max(300, 24 * n_heads + 170 + 16 * len(drawn)),
+        margin={"l": 110, "r": 20, "t": 70 + 16 * len(drawn), "b": 90},
         xaxis={
             "tickmode": "array",
             "tickvals": ticks,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dash import dcc, html
 
+from attnscope.frontend.map_controls import hide_control, scaling_control
 from attnscope.frontend.plot_config import graph
 from attnscope.server.schemas import MAX_NEW_TOKENS
 
@@ -36,7 +37,9 @@ def prediction_panel() -> html.Section:
     )
 
 
-def generate_panel() -> html.Section:
+def generate_panel(state: dict | None = None) -> html.Section:
+    """``state``: the address's values (the step view's scaling and hidden keys)."""
+    state = state or {}
     number = {"type": "number", "debounce": True, "className": "small-input"}
     return html.Section(
         className="panel half llm-hidden",
@@ -93,6 +96,8 @@ def generate_panel() -> html.Section:
                             dcc.Dropdown(id="gen-layer", clearable=False, className="small-dropdown"),
                         ],
                     ),
+                    scaling_control("gen-scaling", state.get("step_scaling") or "global"),
+                    hide_control("gen-hide", state.get("step_hide") or "none"),
                     graph("gen-step-figure"),
                 ],
             ),
@@ -100,6 +105,6 @@ def generate_panel() -> html.Section:
     )
 
 
-def llm_panels() -> html.Div:
-    """The row under the controls: prediction beside generation."""
-    return html.Div(className="row", children=[prediction_panel(), generate_panel()])
+def llm_panels(state: dict | None = None) -> html.Div:
+    """The row under the controls: prediction beside generation (``state``: the address's values)."""
+    return html.Div(className="row", children=[prediction_panel(), generate_panel(state)])

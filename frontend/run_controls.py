@@ -48,15 +48,16 @@ def model_dropdown(
     return options_of(listing.models), value, note or f"API {client().base_url}", "notice" if note else "api-status"
 
 
-def run_text(n_clicks, model, text) -> tuple:
+def run_text(n_clicks, model, text, thumbnails: bool = False) -> tuple:
     """``(run-store data, error message)`` for a Run button: the run as the session's current run,
-    or the API's message. Shared by every page that runs a text."""
+    or the API's message (``thumbnails``: made with its model-view thumbnails). Shared by every page
+    that runs a text."""
     if not n_clicks:  # Dash Pages can fire a button's callback once when the page's layout is inserted
         return no_update, no_update
     if not model:
         return no_update, "Pick a model first."
     try:
-        run = client().create_run(model, text or "")
+        run = client().create_run(model, text or "", thumbnails=thumbnails)
     except ApiError as exc:
         return no_update, describe_error(exc, f"Running the text on {model} failed")
     return run_record(run).to_store(), ""

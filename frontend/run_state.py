@@ -17,26 +17,27 @@ def run_record(run) -> RunRecord:
 
 
 def resolve_record(
-    api: ApiClient, run_id: str | None, model: str | None, text: str | None, stored
+    api: ApiClient, run_id: str | None, model: str | None, text: str | None, stored, thumbnails: bool = False
 ) -> tuple[RunRecord | None, str]:
     """``(run record or None, message)`` for a page opened with ``run_id`` / ``model`` / ``text``
     (from its address) and ``stored`` (the session's current run, as its store holds it).
 
     The address wins over the session. A run the API no longer has is made again from ``model`` and
     ``text`` when the address has them; otherwise the message says what to do. A stored run this
-    dashboard cannot read counts as none (the message says so when nothing else is shown)."""
+    dashboard cannot read counts as none (the message says so when nothing else is shown). A run
+    made here comes with its model-view thumbnails when ``thumbnails`` (Explore shows them)."""
     kept, stale = load_run(stored)
     if run_id:
         if kept and kept.id == run_id:
             return kept, ""
         try:
-            return run_record(api.run(run_id)), ""
+            return run_record(api.run(run_id, summary=True)), ""  # the record keeps no per-position lists
         except ApiError as exc:
             if exc.status != 404:
                 return None, f"Could not load run {run_id}: {exc.detail}"
         if model and text:
             try:
-                run = api.create_run(model, text)
+                run = api.create_run(model, text, thumbnails=thumbnails)
             except ApiError as exc:
                 return None, f"Run {run_id} is gone (the API restarted?) and could not be made again: {exc.detail}"
             remade = f"Run {run_id} is gone (the API restarted?); made again from the text in the address."
@@ -44,7 +45,7 @@ def resolve_record(
         return None, f"Run {run_id} is not known to the API (it keeps recent runs only). Run the text again on Explore."
     if model and text:
         try:
-            return run_record(api.create_run(model, text)), ""
+            return run_record(api.create_run(model, text, thumbnails=thumbnails)), ""
         except ApiError as exc:
             return None, f"Could not run the text of the address on {model}: {exc.detail}"
     if kept:

@@ -135,16 +135,109 @@ class QKMapSource:
     @torch.inference_mode()
     def block_tensor(self, layer: int, heads: Sequence[int], rows: slice, cols: slice) -> torch.Tensor:
         """As ``block``, a float32 tensor on the source's device."""
-        lay = self.layers[layer]
         r0, r1, _ = rows.indices(self.n_tokens)
         c0, c1, _ = cols.indices(self.n_tokens)
         r1, c1 = max(r0, r1), max(c0, c1)
-        n = self.n_tokens
-        group = self.n_heads // lay.key.shape[0]
-        heads = list(heads)
-        device = lay.query.device
+        n, heads = self.n_tokens, list(heads)
+        device = self.layers[layer].query.device
         if r1 == r0 or c1 == c0:
             return torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
+        out = None
+        for a, b, k_end, probs in self._row_chunks(layer, heads, r0, r1):
+            if (c0, c1) == (0, n) and (a, b) == (r0, r1) and k_end == n:  # one chunk, every key: the block itself
+                return probs
+            if out is None:
+                out = torch.empty(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
+            c_end = max(c0, min(c1, k_end))
+            out[:, a - r0 : b - r0, : c_end - c0] = probs[:, :, c0:c_end]
+            out[:, a - r0 : b - r0, c_end - c0 :] = 0.0  # keys after a causal row
+        return out
+
+    @torch.inference_mode()
+    def pooled(
+        self,
+        layer: int,
+        heads: Sequence[int],
+        rows: tuple[int, int],
+        cols: tuple[int, int],
+        stride: int,
+        mode: str = "max",
+        keys: Sequence[int] = (),
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``layer``'s ``rows`` x ``cols`` window pooled in ``stride x stride`` blocks as
+        ``attnscope.analysis.slices.pool_blocks`` does (``mode`` max or mean; a block cut by the edge
+        pools the cells it has), computed a chunk of rows at a time without building the window:
+        ``(pooled [len(heads), ceil(R / stride), ceil(C / stride)], key_means [len(heads),
+        ceil(R / stride), len(keys)])``, the second each row block's mean weight on each key of
+        ``keys`` (what the thumbnails' sink hiding needs, read in the same pass). float32 numpy."""
+        (r0, r1), (c0, c1) = rows, cols
+        heads, keys = list(heads), [int(k) for k in keys]
+        n_r, n_c = -(-(r1 - r0) // stride), -(-(c1 - c0) // stride)
+        device = self.layers[layer].query.device
+        sums = torch.zeros(len(heads), n_r, n_c * stride, dtype=torch.float32, device=device)
+        key_sums = torch.zeros(len(heads), n_r, len(keys), dtype=torch.float32, device=device)
+        key_idx = torch.as_tensor(keys, dtype=torch.long, device=device)
+        for a, b, k_end, probs in self._row_chunks(layer, heads, r0, r1, multiple=stride):
+            c_end = max(c0, min(c1, k_end))  # keys after a causal row stay 0
+            visible = key_idx < k_end
+            full = (b - a) // stride * stride
+            i = (a - r0) // stride
+            # each block of ``stride`` rows reduced first (a view of the chunk, no copy), then its columns
+            parts = [probs[:, :full].reshape(len(heads), -1, stride, k_end)] if full else []
+            if b - a > full:  # the window's last rows, a block cut by the edge
+                parts.append(probs[:, full:].unsqueeze(1))
+            for part in parts:  # [h, row blocks, rows, k_end]
+                nb = part.shape[1]
+                reduced = part.amax(dim=2) if mode == "max" else part.sum(dim=2)
+                sums[:, i : i + nb, : c_end - c0] = reduced[:, :, c0:c_end]
+                if keys and bool(visible.any()):
+                    key_sums[:, i : i + nb, visible] = part[..., key_idx[visible]].sum(dim=2)
+                i += nb
+        cells = sums.view(len(heads), n_r, n_c, stride)
+        row_n = torch.clamp(r1 - r0 - torch.arange(n_r, device=device) * stride, max=stride).float()
+        if mode == "max":
+            return cells.amax(dim=3).cpu().numpy(), (key_sums / row_n[None, :, None]).cpu().numpy()
+        col_n = torch.clamp(c1 - c0 - torch.arange(n_c, device=device) * stride, max=stride).float()
+        means = cells.sum(dim=3) / (row_n[:, None] * col_n[None, :])
+        return means.cpu().numpy(), (key_sums / row_n[None, :, None]).cpu().numpy()
+
+    @torch.inference_mode()
+    def top_k(
+        self, layer: int, heads: Sequence[int], rows: tuple[int, int], cols: tuple[int, int], k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``rows`` the ``k`` keys of ``cols`` with the largest weight, as
+        ``attnscope.analysis.slices.top_k`` orders them (largest first, ties to the lower index),
+        computed a chunk of rows at a time in torch (no sort of whole rows): ``(indices [len(heads),
+        R, k]`` absolute key positions int64, ``weights [len(heads), R, k]`` float32)."""
+        (r0, r1), (c0, c1) = rows, cols
+        heads = list(heads)
+        device = self.layers[layer].query.device
+        idx_out = torch.empty(len(heads), r1 - r0, k, dtype=torch.long, device=device)
+        w_out = torch.empty(len(heads), r1 - r0, k, dtype=torch.float32, device=device)
+        for a, b, k_end, probs in self._row_chunks(layer, heads, r0, r1):
+            c_end = max(c0, min(c1, k_end))
+            x = probs.new_zeros(len(heads), b - a, c1 - c0)  # keys after a causal row: weight 0
+            x[:, :, : c_end - c0] = probs[:, :, c0:c_end]
+            kth = torch.topk(x, k, dim=-1).values[..., -1:]  # each row's k-th largest weight
+            above = x > kth
+            # the keys above it, then as many keys equal to it as are left, the lower indices first
+            ties = (x == kth) & ((x == kth).cumsum(dim=-1) <= k - above.sum(dim=-1, keepdim=True))
+            chosen = torch.nonzero(above | ties)[:, 2].view(len(heads), b - a, k)  # [h, rows, k] ascending
+            weights = torch.gather(x, -1, chosen)
+            weights, order = torch.sort(weights, dim=-1, descending=True, stable=True)
+            idx_out[:, a - r0 : b - r0] = torch.gather(chosen, -1, order) + c0
+            w_out[:, a - r0 : b - r0] = weights
+        return idx_out.cpu().numpy(), w_out.cpu().numpy()
+
+    def _row_chunks(self, layer: int, heads: list[int], r0: int, r1: int, multiple: int = 1):
+        """``(a, b, k_end, probs [len(heads), b - a, k_end])`` for chunks of rows ``r0..r1`` (each a
+        multiple of ``multiple`` rows but the last): the probabilities of every key a row can see
+        (a causal chunk stops at its last row's key; later keys are 0). The tensor is the chunk's
+        own buffer, reused by nothing: a caller copies what it keeps before the next chunk."""
+        lay = self.layers[layer]
+        n = self.n_tokens
+        group = self.n_heads // lay.key.shape[0]
+        device = lay.query.device
         if heads == list(range(self.n_heads)):  # every head: no gather
             q_all = lay.query
             k_all = lay.key if group == 1 else lay.key.repeat_interleave(group, dim=0)
@@ -155,8 +248,7 @@ class QKMapSource:
         k_t = k_all.float().transpose(1, 2)  # [h, D, T]
         sinks = None if lay.sinks is None else lay.sinks.float()[heads][:, None, None]  # [h, 1, 1]
         step = max(1, min(CHUNK_ROWS, CHUNK_ELEMENTS // max(1, len(heads) * n)))
-        single = (c0, c1) == (0, n) and r1 - r0 <= step and (r1 == n or not lay.is_causal)  # one chunk, all keys
-        out = None
+        step = max(multiple, step - step % multiple)
         for a in range(r0, r1, step):
             b = min(r1, a + step)
             # keys a causal row can see end at the row; later keys are 0 (no need to compute them)
@@ -184,11 +276,4 @@ class QKMapSource:
                 probs = logits.sub_(lse).exp_()
             if lay.mask is not None:
                 probs = probs.nan_to_num_(nan=0.0)  # a row with every key masked attends to nothing
-            if single:  # one chunk, every key: the block itself
-                return probs
-            if out is None:
-                out = torch.empty(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
-            c_end = max(c0, min(c1, k_end))
-            out[:, a - r0 : b - r0, : c_end - c0] = probs[:, :, c0:c_end]
-            out[:, a - r0 : b - r0, c_end - c0 :] = 0.0  # keys after a causal row
-        return out
+            yield a, b, k_end, probs

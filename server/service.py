@@ -27,6 +27,7 @@ from attnscope.pipelines.writes.cache import DEFAULT_MAX_BYTES, RecordingCache
 from attnscope.server.predictions import prediction_fields
 from attnscope.server.store import Run, RunStore, run_key
 from attnscope.server.structure_pass import StructurePasses
+from attnscope.server.thumbnails import RunThumbnails
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class RunService:
         # recorded forwards per run id (lens, attribution, value-weighted maps, graph), LRU bounded in bytes
         self.recordings = RecordingCache(recording_bytes)
         self.structure = StructurePasses()  # one pass over a run's maps for every structure route
+        self.thumbnails = RunThumbnails()  # the model view's pooled maps of a run, computed once
 
     def _cached_run(
         self, model: str, modality: str, key: str, make, generates: bool = False, record: dict | None = None

@@ -209,7 +209,14 @@
   var STEP = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
   document.addEventListener("click", function (ev) {
     var btn = ev.target.closest && ev.target.closest(".head-thumb");
-    if (btn) { selectThumb(btn); }
+    if (!btn) { return; }
+    selectThumb(btn);
+    /* Explore's model view: the clicked head becomes the selected head (its detail and head view follow) */
+    var grid = btn.closest("#model-grid"), tagged = grid && grid.querySelector("[data-run]");
+    if (tagged && window.dash_clientside && window.dash_clientside.set_props) {
+      window.dash_clientside.set_props("selected-head", { data: {
+        layer: Number(btn.dataset.layer), head: Number(btn.dataset.head), run: tagged.dataset.run } });
+    }
   });
   document.addEventListener("keydown", function (ev) {
     var btn = ev.target.closest && ev.target.closest(".head-thumb");

@@ -8,7 +8,7 @@ again from model + text when the API forgot them)."""
 import dash
 from dash import dcc, html
 
-from attnscope.frontend.layout import scaling_control
+from attnscope.frontend.map_controls import scaling_control
 from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import compare_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PARAMS

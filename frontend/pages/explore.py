@@ -14,6 +14,7 @@ from attnscope.frontend.pages import (  # noqa: F401  (callbacks)
     explore_lens,
     explore_llm,
     explore_qk,
+    explore_tokens,
     explore_writes,
 )
 from attnscope.frontend.pages.explore_address import PARAMS

@@ -5,10 +5,9 @@ the model view and the selected head, the address; the head detail and head view
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, html, no_update
+from dash import Input, Output, State, callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
@@ -22,7 +21,7 @@ from attnscope.frontend.llm_figures import (
     model_options,
 )
 from attnscope.frontend.page_common import client, empty_figure
-from attnscope.frontend.pages.explore_views import DETAIL_HINT, detail_figure, layer_thumbnails
+from attnscope.frontend.pages.explore_views import DETAIL_HINT, FETCH, detail_figure, hidden_thumbnails
 from attnscope.frontend.pages.explore_writes import grid_run
 from attnscope.frontend.run_controls import model_dropdown, run_text
 from attnscope.frontend.run_record import RunRecord, stored_run
@@ -33,29 +32,13 @@ from attnscope.frontend.token_counter import register_token_counter
 
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 RUNNING = "Running…"
-THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 on the server
+THUMB_CELLS = 64  # model-view thumbnails: each head's map pooled (mean) to at most 64 x 64 (analysis.thumbnails)
 # head-type badges need the census of every map (GET /runs/{id}/heads): about 0.1 s a head at 512 tokens but
 # minutes for a 4,096-token SmolLM2 run, so longer runs show the grid without waiting for it
 BADGE_TOKENS = 1024
-_FETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explore-fetch")  # the grid's API reads
+THUMB_LAYERS = 6  # layers of thumbnails a read asks for above BADGE_TOKENS (each read a few seconds of API work)
 
 
-class _InCaller:
-    """``submit`` as an executor's, but the call runs in the caller's thread when its result is asked
-    for (a long run's reads, one after the other)."""
-
-    class _Call:
-        def __init__(self, fn, args, kwargs):
-            self.fn, self.args, self.kwargs = fn, args, kwargs
-
-        def result(self):
-            return self.fn(*self.args, **self.kwargs)
-
-    def submit(self, fn, *args, **kwargs):
-        return self._Call(fn, args, kwargs)
-
-
-_SERIAL = _InCaller()
 register_token_counter("explore", "text-input", "model-dropdown")
 register_stale_note("explore", "explore-run-data", "text-input", "model-dropdown")
 register_counterfactual_link("explore", "explore-run-data", "text-input", "model-dropdown")
@@ -90,7 +73,9 @@ def resolve(query, _retry, stored):
     """The run the page opens with: the address's (made again from model + text if the API forgot
     it), else the session's current run (navigation and reload keep the run), else none yet."""
     query = query or {}
-    run, message = resolve_record(client(), query.get("run"), query.get("model"), query.get("text"), stored)
+    run, message = resolve_record(
+        client(), query.get("run"), query.get("model"), query.get("text"), stored, thumbnails=True
+    )
     if run is None:
         failed = bool(query.get("run") or (query.get("model") and query.get("text")))
         about = "" if failed or message == NO_RUN else message  # a stored run this dashboard cannot read
@@ -124,7 +109,7 @@ def follow_session_run(stored, shown):
     prevent_initial_call=True,
 )
 def create_run(n_clicks, text, model):
-    store, error = run_text(n_clicks, model, text)
+    store, error = run_text(n_clicks, model, text, thumbnails=True)  # the model view's, made with the run
     return store, store, error
 
 
@@ -137,7 +122,6 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
     children = [html.Span(badge, className="badge")] if badge else []
     return html.Button(
         children,
-        id={"type": "head-thumb", "layer": layer, "head": head},
         className=f"{cls} selected" if selected else cls,
         title=f"{label} ({kinds}): click for detail",
         style={"backgroundImage": f"url({src})"},
@@ -147,7 +131,6 @@ def _thumb(layer: int, head: int, matrix: np.ndarray, scores, run: RunRecord, cl
             "data-layer": layer,
             "data-head": head,
         },
-        n_clicks=0,
     )
 
 
@@ -181,21 +164,21 @@ def render_grid(data, hide, kind, query, current, scaling):
     n_layers, n_heads = run.n_layers, run.n_heads
     selected = initial_head(query or {}, current, n_layers, n_heads, run.id)
     n = run.n_tokens
-    stride = max(1, -(-n // THUMB_CELLS))
     api = client()
-    # up to BADGE_TOKENS the layers, the census and the detail are fetched side by side (small maps); a
-    # longer run one layer at a time, so the API never holds more than one layer's full maps for us
-    pool = _FETCH if n <= BADGE_TOKENS else _SERIAL
-    # [head, <= 64, <= 64] per layer: a 4,096-token run sends 64 x 64 cells a head, not 16.8 million
-    shown, kind_note = grid_run(api, run, kind)  # the value-weighted maps' run for that map kind
-    thumbs = [pool.submit(layer_thumbnails, api, shown, layer, stride, hidden) for layer in range(n_layers)]
-    census = pool.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
+    # every head's 64 x 64 mean-pooled map, computed once per run by the API (with the run when Explore made
+    # it): one read, or for a long run a few layers a read (a run made elsewhere has them computed then, and
+    # no read runs into the API's request deadline); the census (badges, up to BADGE_TOKENS) and the
+    # selected head's detail side by side. The thumbnails are of the chosen map kind: the value-weighted
+    # maps' run for value-weighted (the badges stay the weights' census)
+    shown, kind_note = grid_run(api, run, kind)
+    chunk = n_layers if n <= BADGE_TOKENS else THUMB_LAYERS
+    thumbs = [FETCH.submit(api.thumbnails, shown.id, (a, min(a + chunk, n_layers))) for a in range(0, n_layers, chunk)]
+    census = FETCH.submit(api.heads, run.id) if n <= BADGE_TOKENS else None
     only_thumbs = ctx.triggered_id in ("head-hide", "map-kind")
-    detail = (
-        None if only_thumbs else pool.submit(detail_figure, api, run, selected[0], selected[1], {}, scaling, hide, kind)
-    )
+    layer0, head0 = selected
+    detail = None if only_thumbs else FETCH.submit(detail_figure, api, run, layer0, head0, {}, scaling, hide, kind)
     try:
-        layers = [f.result() for f in thumbs]
+        layers = np.concatenate([hidden_thumbnails(t.result(), hidden) for t in thumbs])
     except ApiError as exc:
         return html.Div(str(exc), className="error"), [], None, [], [], None, empty_figure(str(exc)), {}
     types, note = {}, []
@@ -216,7 +199,7 @@ def render_grid(data, hide, kind, query, current, scaling):
     if kind_note:
         note.append(html.P(kind_note, className="hint", id="grid-kind-note"))
     if hidden:
-        about = hide_note(hide, hidden, run.tokens, pooled=stride > 1)
+        about = hide_note(hide, hidden, run.tokens, pooled=n > THUMB_CELLS)
         note.append(html.P(f"Thumbnails: {about}; hidden columns grey.", className="hint", id="grid-hide-note"))
     kv_of = run.kv_head_of
     order, starts = head_order(n_heads, kv_of), group_starts(n_heads, kv_of)  # query heads grouped by kv head
@@ -224,6 +207,9 @@ def render_grid(data, hide, kind, query, current, scaling):
     gap = lambda h, base: f"{base} kv-group-start" if h in starts else base  # noqa: E731
     header = html.Div(
         className="grid-row grid-header",
+        # a click on a thumbnail selects its head in the browser (assets/attnscope.js sets selected-head with
+        # this run): no pattern-matching callback over the grid's 270 buttons for Dash to resolve each click
+        **{"data-run": run.id},
         children=[html.Span("", className="row-label")]
         + [html.Span(col(h), className=gap(h, "col-label")) for h in order],
     )
@@ -262,17 +248,3 @@ def initial_head(query: dict, current: dict | None, n_layers: int, n_heads: int,
     if m and int(m[1]) < n_layers and int(m[2]) < n_heads:
         return int(m[1]), int(m[2])
     return 0, 0
-
-
-# a click on a thumbnail selects its head in the browser (no round trip before the detail's own)
-clientside_callback(
-    """function (clicks, data) {
-        var trigger = window.dash_clientside.callback_context.triggered_id;
-        if (!trigger || !(clicks || []).some(Boolean)) { return window.dash_clientside.no_update; }
-        return {layer: trigger.layer, head: trigger.head, run: data ? data.id : null};
-    }""",
-    Output("selected-head", "data", allow_duplicate=True),
-    Input({"type": "head-thumb", "layer": ALL, "head": ALL}, "n_clicks"),
-    State("explore-run-data", "data"),
-    prevent_initial_call=True,
-)

@@ -7,6 +7,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, html,
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.llm_figures import (
+    POSITION_WINDOW,
     actual_next,
     class_figure,
     generation_segments,
@@ -18,9 +19,11 @@ from attnscope.frontend.llm_figures import (
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.run_record import stored_run
 from attnscope.frontend.run_state import run_record
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions
 from attnscope.server.schemas import MAX_NEW_TOKENS, MAX_TEMPERATURE
 
 HIDDEN = "llm-hidden"
+LONG_STORE = 512  # tokens above which the prediction store keeps no per-position top-k (render_prediction)
 
 
 def _with(base: str, hidden: bool) -> str:
@@ -78,7 +81,7 @@ def generate(n_clicks, model, text, max_new, mode, temperature, seed):
     if body is None:
         return no_update, problem
     try:
-        run = client().create_run(model, text or "", generate=body)
+        run = client().create_run(model, text or "", generate=body, thumbnails=True)
     except ApiError as exc:
         return no_update, str(exc)
     return run_record(run).to_store(), ""
@@ -113,8 +116,8 @@ def load_prediction(data, selected, query):
     if run.prediction is not None and run.prediction.kind != "next-token":
         pred = run.prediction.model_dump()
     else:
-        try:
-            pred = client().run(run.id).prediction.model_dump()
+        try:  # a long run's per-position lists stay on the server side (render_prediction reads them)
+            pred = client().run(run.id, summary=run.n_tokens > LONG_STORE).prediction.model_dump()
         except ApiError as exc:
             return ({"error": str(exc)},) + nothing[1:]
     tokens = run.tokens
@@ -129,9 +132,12 @@ def load_prediction(data, selected, query):
     if position is None:
         position = steps[step - 1].query if steps else n_prompt - 1
     layer = asked.get("step_layer") if asked.get("step_layer") is not None else layer
+    # a long run's per-position top-k (3.4 MB of JSON at 4,096 tokens) stays on the server side: the store
+    # would travel to the browser and back with every position chosen; the figure reads it from the API
+    stored = {k: v for k, v in pred.items() if k not in ("top_k", "loss")} if run.n_tokens > LONG_STORE else pred
     return (
-        pred,
-        position_options(tokens, n_prompt) if causal else [],
+        stored,
+        position_options(tokens, n_prompt, position) if causal else [],
         position if causal else None,
         _with("inline", not causal),
         max(1, len(steps)),
@@ -165,6 +171,11 @@ def render_prediction(position, pred, data):
     tokens = run.tokens
     if position is None or not 0 <= position < len(tokens):
         position = (pred.get("prompt_tokens") or len(tokens)) - 1
+    if "top_k" not in pred:  # a long run's (load_prediction): read from the API, not sent by the browser
+        try:
+            pred = client().run(run.id).prediction.model_dump()
+        except ApiError as exc:
+            return empty_figure(f"The prediction could not be loaded: {exc}")
     loss = (pred.get("loss") or [None] * len(tokens))[position]
     actual = actual_next(run.token_ids, tokens, position)
     return next_token_figure(pred["top_k"][position], position, tokens[position], actual, loss)
@@ -221,6 +232,21 @@ clientside_callback(
 )
 
 
+@callback(
+    Output("prediction-position", "options", allow_duplicate=True),
+    Input("prediction-position", "value"),
+    State("run-store", "data"),
+    prevent_initial_call=True,
+)
+def recentre_positions(position, data):
+    """A long run's position menu, re-centred on the position chosen (``position_options``)."""
+    run = stored_run(data)
+    if not run or position is None or run.n_tokens <= 2 * POSITION_WINDOW + 1 or not run.causal:
+        return no_update
+    n_prompt = run.generation.steps[0].position if run.generation and run.generation.steps else run.n_tokens
+    return position_options(run.tokens, n_prompt, position)
+
+
 def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
     return [
         html.Span(token, className=f"gen-token gen-{kind}", title=f"position {i} ({kind})")
@@ -235,12 +261,16 @@ def _text_view(tokens: list[str], n_prompt: int, position: int | None) -> list:
     Input("gen-step", "value"),
     Input("gen-layer", "value"),
     Input("explore-run-data", "data"),  # as load_prediction
+    Input("gen-scaling", "value"),
+    Input("gen-hide", "value"),
 )
-def render_step(step, layer, data):
+def render_step(step, layer, data, scaling, hide):
     run = stored_run(data)
     if not run or not run.generation or not run.generation.steps:
-        if ctx.triggered_id in ("gen-step", "gen-layer"):  # a head click on a run without generation: nothing to
-            return no_update, no_update, no_update  # redraw (the placeholder stays; Plotly would draw it again)
+        # a head click (or a step view control) on a run without generation: nothing to redraw (the placeholder
+        # stays; Plotly would draw it again)
+        if ctx.triggered_id in ("gen-step", "gen-layer", "gen-scaling", "gen-hide"):
+            return no_update, no_update, no_update
         return empty_figure("Press Generate: each generated token's attention shows here."), [], "step"
     steps = run.generation.steps
     step = min(max(_step_number(step) or 1, 1), len(steps))
@@ -255,7 +285,10 @@ def render_step(step, layer, data):
         return empty_figure(f"The attention rows could not be loaded: {exc.detail}"), text, label
     if not 0 <= layer < rows.shape[0]:
         layer = 0
+    hide = hide if hide in HIDES else "none"
+    hidden = hidden_positions(hide, run.n_tokens, run.special)
     fig = generation_step_figure(
-        rows[layer], run.tokens, n_prompt, current.model_dump(), step, len(steps), layer, run.kv_head_of
-    )
+        rows[layer], run.tokens, n_prompt, current.model_dump(), step, len(steps), layer, run.kv_head_of,
+        scaling=scaling or "global", hidden=hidden, hide=hide,
+    )  # fmt: skip
     return fig, text, label

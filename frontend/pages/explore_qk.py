@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
-from dash import Input, Output, State, callback, no_update
+from dash import Input, Output, State, callback, ctx, no_update
 
 from attnscope.frontend.api_client import ApiClient, ApiError
 from attnscope.frontend.page_common import client, empty_figure
@@ -105,6 +105,8 @@ def qk_figures(api: ApiClient, run: RunRecord, layer: int, head: int, query: int
 def render_qk(selected, query, key, data, hide):
     run = stored_run(data)
     if not run or not selected or query is None:
+        if ctx.triggered_id == "selected-head" and query is None:  # the hints stay: no redraw on a head click
+            return no_update, no_update, no_update, no_update
         blank = empty_figure(QK_HINT)
         return blank, blank, blank, QK_HINT
     try:
@@ -143,6 +145,8 @@ def render_composition(selected, mode, query, data):
     selected head's layer outlined)."""
     run = stored_run(data)
     if not run or not selected or query is None:
+        if ctx.triggered_id == "selected-head" and query is None:  # the hints stay: no redraw on a head click
+            return no_update, no_update
         blank = empty_figure("Composition scores of the selected head appear with its QK view.")
         return blank, blank
     mode = mode if mode in QK_MODES else "k"

@@ -4,11 +4,13 @@ model view that selects the head is in ``explore_callbacks.py``."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx
 from dash.exceptions import PreventUpdate
 
-from attnscope.frontend.api_client import ApiClient, ApiError
+from attnscope.frontend.api_client import ApiClient, ApiError, Thumbnails
 from attnscope.frontend.figures import detail_stride, head_detail_figure, head_view_figure, window_from_relayout
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.pages.explore_writes import map_run
@@ -17,6 +19,7 @@ from attnscope.frontend.run_record import RunRecord, stored_run
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_note, hide_top_k, renormalise
 
 DETAIL_HINT = "Run a text, then click a head in the model view."
+FETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="explore-fetch")  # API reads side by side
 HEAD_VIEW_K = 8  # head view: each query row's 8 strongest keys
 
 
@@ -104,19 +107,21 @@ def detail_figure(
     return head_detail_figure(weights, run.tokens, title, rows=rows, cols=cols, stride=stride, scaling=scaling)
 
 
-def layer_thumbnails(api: ApiClient, run: RunRecord, layer: int, stride: int, hidden: list[int]):
-    """A layer's thumbnails ``[head, ceil(n / stride), ceil(n / stride)]`` (mean-pooled), with the
-    ``hidden`` keys' pooled columns blank (NaN) and each pooled row divided by one minus its block's
-    mean weight on them (``sink_hiding``: an approximation, as pooled)."""
-    maps = api.attention(run.id, layer, stride=stride, pool="mean")
+def hidden_thumbnails(thumbs: Thumbnails, hidden: list[int]) -> np.ndarray:
+    """The thumbnails ``[layer, head, R, R]`` with the ``hidden`` keys' pooled columns blank (NaN) and
+    each pooled row divided by one minus its block's mean weight on them (``sink_hiding``: an
+    approximation, as pooled). ``hidden`` keys are among ``thumbs.keys`` (the first token and the
+    special positions)."""
     if not hidden:
-        return maps
-    n = run.n_tokens
-    mass = sum(
-        api.attention(run.id, layer, rows=(0, n), cols=(h, h + 1), stride=stride, pool="mean")[..., 0] for h in hidden
+        return thumbs.means
+    mass = sum(thumbs.key_means[..., thumbs.keys.index(h)] for h in hidden)  # [layer, head, R]
+    blank = sorted({h // thumbs.stride for h in hidden})
+    return np.stack(
+        [
+            np.stack([renormalise(thumbs.means[l, i], mass[l, i], blank) for i in range(thumbs.means.shape[1])])
+            for l in range(thumbs.means.shape[0])
+        ]
     )
-    blank = sorted({h // stride for h in hidden})
-    return np.stack([renormalise(maps[i], mass[i], blank) for i in range(maps.shape[0])])
 
 
 # the hover names the tokens under the cursor from the run's tokens and the figure's own binary weights,
@@ -127,6 +132,30 @@ clientside_callback(
     Input("head-detail", "hoverData"),
     State("head-detail", "figure"),
     State("run-store", "data"),
+)
+
+
+# the head view follows the selected head: a click on a thumbnail shows that head's layer with that head
+# alone (in the browser, no round trip); the layer's other heads are one tick of the checklist away. It
+# follows once the clicked head's detail has arrived, so the head view's reads never compete with the
+# detail's for the API; its lines are each row's top-k keys of the checked heads only, read a head at a time
+# (QKMapSource.top_k on a lazy run: 0.4 CPU-s a head at 4,096 tokens), so a click does not hold the API for a
+# whole layer's top-k while the detail's zoom waits (what made eb7e7a6 take this out). A zoom or a new
+# scaling redraws the detail too: the head view follows only a head it has not followed yet.
+clientside_callback(
+    """function (_figure, selected) {
+        var none = window.dash_clientside.no_update;
+        if (!selected || selected.drawn) { return [none, none]; }
+        var key = [selected.run, selected.layer, selected.head].join(":");
+        if (window.attnscopeFollowed === key) { return [none, none]; }
+        window.attnscopeFollowed = key;
+        return [selected.layer, [selected.head]];
+    }""",
+    Output("layer-dropdown", "value", allow_duplicate=True),
+    Output("head-checklist", "value", allow_duplicate=True),
+    Input("head-detail", "figure"),
+    State("selected-head", "data"),
+    prevent_initial_call=True,
 )
 
 
@@ -143,14 +172,34 @@ def render_head_view(layer, heads, data, hide):
         return empty_figure("The head view appears after a run.")
     if not heads:
         return empty_figure("Select at least one head.")
-    n = run.n_tokens
+    n, heads = run.n_tokens, sorted(heads)
     hidden = hidden_positions(hide if hide in HIDES else "none", n, run.special)
     try:
-        indices, weights = client().attention_top_k(run.id, layer, k=min(HEAD_VIEW_K + len(hidden), n))
-        if hidden:  # [head, query]: each row's weight on the hidden keys, renormalised away
-            mass = sum(client().attention(run.id, layer, rows=(0, n), cols=(h, h + 1))[..., 0] for h in hidden)
-            weights = hide_top_k(indices, weights, mass, hidden)
+        indices, weights = head_view_lines(client(), run, layer, heads, min(HEAD_VIEW_K + len(hidden), n), hidden)
     except ApiError as exc:
         return empty_figure(str(exc))
     note = hide_note(hide, hidden, run.tokens, pooled=False)
-    return head_view_figure(indices, weights, run.tokens, sorted(heads), layer, note=note)
+    return head_view_figure(indices, weights, run.tokens, heads, layer, note=note)
+
+
+def head_view_lines(
+    api: ApiClient, run: RunRecord, layer: int, heads: list[int], k: int, hidden: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, weights)`` ``[head, query, k]`` of ``layer`` (every head of the run; the rows of
+    heads not in ``heads`` are 0): each row's top ``k`` keys, the ``hidden`` keys' weights set to 0
+    and the rest renormalised (``sink_hiding.hide_top_k``). A few heads are read one by one, side by
+    side; most of a layer, as the layer."""
+    n = run.n_tokens
+    indices = np.zeros((run.n_heads, n, k), dtype=np.int64)
+    weights = np.zeros((run.n_heads, n, k), dtype=np.float32)
+    if 2 * len(heads) > run.n_heads:
+        got = dict(zip(range(run.n_heads), zip(*api.attention_top_k(run.id, layer, k=k)), strict=True))
+    else:
+        reads = {h: FETCH.submit(api.attention_top_k, run.id, layer, k, h) for h in heads}
+        got = {h: f.result() for h, f in reads.items()}
+    for h in heads:
+        indices[h], weights[h] = got[h]
+        if hidden:  # [query]: the row's weight on the hidden keys, renormalised away
+            mass = sum(api.attention(run.id, layer, h, rows=(0, n), cols=(p, p + 1))[:, 0] for p in hidden)
+            weights[h] = hide_top_k(indices[h][None], weights[h][None], mass[None], hidden)[0]
+    return indices, weights

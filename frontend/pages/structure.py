@@ -6,7 +6,7 @@ Address: ``/structure?run=ID&model=M&text=T&k=8&threshold=0.5&head=L0H2&hide=fir
 import dash
 from dash import dcc, html
 
-from attnscope.frontend.layout import hide_control
+from attnscope.frontend.map_controls import hide_control
 from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import (
     structure_callbacks,  # noqa: F401  (registers this page's callbacks)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import numpy as np
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
 from attnscope.analysis.attention_reads import (
@@ -17,7 +18,8 @@ from attnscope.analysis.attention_reads import (
     read_window,
 )
 from attnscope.analysis.codec import MEDIA_TYPE, pack, pack_top_k
-from attnscope.server.deps import RunDep
+from attnscope.analysis.slices import parse_range
+from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.request_executor import heavy
 from attnscope.server.routes.runs import ERRORS, MAX_HEAD, MAX_LAYER
 from attnscope.server.schemas import (
@@ -29,6 +31,7 @@ from attnscope.server.schemas import (
     AttentionSlicePublic,
     AttentionTopKPublic,
     ErrorBody,
+    ThumbnailsPublic,
 )
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -182,4 +185,61 @@ def read_attention(
         **window,
         stride=stride,
         pool=pool,
+    )
+
+
+@router.get(
+    "/{run_id}/thumbnails",
+    response_model=ThumbnailsPublic,
+    responses={
+        **ERRORS,
+        200: {
+            "content": {MEDIA_TYPE: {}},
+            "description": f"JSON, or with format=float16 (or Accept: {MEDIA_TYPE}) a compact binary blob of "
+            "[layer, head, cells, cells + len(keys)]: each row's means, then its key_means (header: stride, keys)",
+        },
+    },
+    summary="The model view's thumbnails: every head's map mean-pooled to at most 64 x 64 cells, and each block "
+    "of rows' mean weight on the first token and the special positions (computed once per run and kept)",
+)
+@heavy
+def read_thumbnails(
+    run: RunDep,
+    service: ServiceDep,
+    request: Request,
+    format: Annotated[
+        Literal["json", "float16"] | None, Query(description="json (default) or float16; overrides Accept")
+    ] = None,
+    layers: Annotated[
+        str | None,
+        Query(
+            pattern=RANGE_PATTERN,
+            max_length=13,
+            description="layers 'start:stop' (half-open), default every layer: a long run not made with "
+            "thumbnails can be read a few layers a request",
+        ),
+    ] = None,
+):
+    maps = run.capture.maps
+    try:
+        first, stop = parse_range(layers, maps.n_layers, "layers")
+    except ValueError as exc:
+        message = str(exc).replace(" positions", " layers")  # parse_range speaks of positions
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, message) from None
+    got = service.thumbnails.get(run, range(first, stop))
+    if format is None:
+        format = "float16" if MEDIA_TYPE in request.headers.get("accept", "") else "json"
+    if format != "json":
+        both = np.concatenate([got.means, got.key_means], axis=-1)  # [layer, head, cells, cells + keys]
+        header = dict(run_id=run.id, stride=got.stride, keys=list(got.keys), cells=got.means.shape[-1])
+        blob = pack(both, format, layers=[first, stop], **header)
+        return Response(blob, media_type=MEDIA_TYPE)
+    return ThumbnailsPublic(
+        run_id=run.id,
+        layers=[first, stop],
+        stride=got.stride,
+        keys=list(got.keys),
+        shape=list(got.means.shape),
+        means=got.means.tolist(),
+        key_means=got.key_means.tolist(),
     )

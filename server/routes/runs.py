@@ -3,7 +3,7 @@ attention, a slice or row at a time, is read through ``routes/attention.py``."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Response, UploadFile, status
 
@@ -75,14 +75,20 @@ def to_public(run: Run) -> RunPublic:
 def create_run(body: RunCreate, service: ServiceDep) -> RunPublic:
     # plain def: FastAPI runs it in the threadpool, so model work never blocks the event loop
     if body.sample is not None:
-        return to_public(service.create_sample_run(body.model, body.sample.dataset, body.sample.index))
+        run = service.create_sample_run(body.model, body.sample.dataset, body.sample.index)
+        if body.thumbnails:
+            service.thumbnails.get(run)
+        return to_public(run)
     generate = None
     if body.generate is not None:
         g = body.generate
         generate = GenerateOptions(
             g.max_new_tokens, None if g.greedy or g.temperature is None else g.temperature, g.seed
         )
-    return to_public(service.create_run(body.model, body.text, generate=generate, chat=body.chat))
+    run = service.create_run(body.model, body.text, generate=generate, chat=body.chat)
+    if body.thumbnails:
+        service.thumbnails.get(run)  # kept: GET /runs/{id}/thumbnails answers at once
+    return to_public(run)
 
 
 @router.post(
@@ -122,8 +128,21 @@ def read_run_image(run: RunDep) -> Response:
 
 
 @router.get("/{run_id}", response_model=RunPublic, responses=ERRORS, summary="Read a run")
-def read_run(run: RunDep) -> RunPublic:
-    return to_public(run)
+def read_run(
+    run: RunDep,
+    prediction: Annotated[
+        Literal["full", "summary"],
+        Query(
+            description="full: the prediction with its per-position lists (a causal LM's top-k and loss at every "
+            "position: 3.4 MB of JSON at 4,096 tokens); summary: without them (top_k, loss and embedding null)"
+        ),
+    ] = "full",
+) -> RunPublic:
+    public = to_public(run)
+    if prediction == "summary":
+        slim = public.prediction.model_copy(update={"top_k": None, "loss": None, "embedding": None})
+        return public.model_copy(update={"prediction": slim})
+    return public
 
 
 @router.get(

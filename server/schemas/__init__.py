@@ -55,6 +55,7 @@ from attnscope.server.schemas.core import (  # noqa: F401
     RunPublic,
     SampleList,
     SampleRef,
+    ThumbnailsPublic,
 )
 from attnscope.server.schemas.datasets import DataSetList, DataSetPublic  # noqa: F401
 from attnscope.server.schemas.faithfulness import (  # noqa: F401

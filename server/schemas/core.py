@@ -128,6 +128,11 @@ class RunCreate(BaseModel):
     sample: SampleRef | None = Field(None, description="a dataset sample, for vision models")
     generate: GenerateCreate | None = Field(None, description="causal LMs: generate after the text")
     chat: bool = Field(False, description="causal LMs: wrap the text as a user message in the model's chat template")
+    thumbnails: bool = Field(
+        False,
+        description="also compute the run's model-view thumbnails (GET /runs/{run_id}/thumbnails) before "
+        "answering: one more pass over every map (seconds on a long lazy run), then read at once",
+    )
 
     @field_validator("text")
     @classmethod
@@ -317,6 +322,20 @@ class AttentionTopKPublic(BaseModel):
     tokens: list[str]
     indices: list[list[int]] | list[list[list[int]]] = Field(..., description="[query][k] or [head][query][k]")
     weights: list[list[float]] | list[list[list[float]]] = Field(..., description="[query][k] or [head][query][k]")
+
+
+class ThumbnailsPublic(BaseModel):
+    """The model view's thumbnails of a run: every head's map mean-pooled in ``stride x stride``
+    blocks (at most 64 cells a side), and each block of rows' mean weight on each of ``keys`` (the
+    first token and the special positions, the keys a view may hide)."""
+
+    run_id: str
+    layers: list[int] = Field(..., description="[start, stop) of the layers sent")
+    stride: int = Field(..., description="positions per cell and side")
+    keys: list[int] = Field(..., description="the key positions of key_means, sorted")
+    shape: list[int] = Field(..., description="[layer, head, cells, cells] of means")
+    means: list[list[list[list[float]]]] = Field(..., description="[layer][head][row block][key block]")
+    key_means: list[list[list[list[float]]]] = Field(..., description="[layer][head][row block][key of keys]")
 
 
 class ErrorBody(BaseModel):

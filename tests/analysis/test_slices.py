@@ -6,7 +6,7 @@ import pytest
 
 from attnscope.analysis import slices
 from attnscope.analysis.maps import AttentionMaps
-from attnscope.analysis.slices import parse_range, pool_blocks, pooled_slice, top_k, top_k_slice
+from attnscope.analysis.slices import parse_range, pool_blocks, pooled_slice, pooled_with_keys, top_k, top_k_slice
 
 
 def test_pool_max_and_mean_of_exact_blocks():
@@ -106,3 +106,12 @@ def test_slices_of_lazy_maps_stream_bands_of_rows(monkeypatch):
     np.testing.assert_array_equal(w[0, :, 0], 1.0)
     idx, _ = top_k_slice(maps, 0, [0], (10, 12), (30, 40), k=3)  # absolute key positions
     assert idx.min() >= 30 and idx.max() < 40
+
+
+def test_pooled_with_keys_reads_each_row_blocks_mean_weight_on_the_keys():
+    src = ShiftSource(64)
+    maps = AttentionMaps.lazy(src, [f"t{i}" for i in range(64)], causal=True)
+    pooled, on_keys = pooled_with_keys(maps, 0, [0], (0, 20), (0, 64), stride=8, mode="mean", keys=[0, 9, 63])
+    np.testing.assert_array_equal(pooled, pooled_slice(maps, 0, [0], (0, 20), (0, 64), stride=8, mode="mean"))
+    # rows 0 and 1 read key 0, row 10 reads key 9, nobody reads key 63; the last block has 4 rows
+    np.testing.assert_allclose(on_keys[0], [[2 / 8, 0, 0], [0, 1 / 8, 0], [0, 0, 0]])

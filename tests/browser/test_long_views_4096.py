@@ -16,6 +16,7 @@ import time
 
 import httpx
 import pytest
+from settle import settle, track
 
 from attnscope.frontend.api_client import ApiClient
 from attnscope.server.config import Settings
@@ -86,26 +87,30 @@ def _timed(page, action, title_part: str) -> tuple[float, int]:
 
     _watch_detail(page, title_part)
     page.on("response", on_response)
+    track(page)
     started = page.evaluate("() => performance.now()")
     action()
     page.wait_for_function("window.detailShownAt !== null", timeout=int(DETAIL_SECONDS * 4 * 1000))
     seconds = (page.evaluate("window.detailShownAt") - started) / 1000
-    page.wait_for_timeout(500)  # responses of the same click still arriving
+    settle(page)  # the same click's other responses (head view, address) have arrived
     page.remove_listener("response", on_response)
     return seconds, sum(r.request.sizes()["responseBodySize"] for r in updates)
 
 
+STILL = """(selector) => new Promise(done => {
+    const box = () => JSON.stringify(document.querySelector(selector).getBoundingClientRect());
+    const first = box();
+    requestAnimationFrame(() => requestAnimationFrame(() => done(box() === first)));
+})"""
+
+
 def _settled_box(page, selector: str) -> dict:
-    """The bounding box of ``selector`` once no Dash callback is loading and the box has stopped moving."""
-    page.wait_for_function("document.querySelector('[data-dash-is-loading=\"true\"]') === null", timeout=300_000)
-    box = page.locator(selector).first.bounding_box()
-    for _ in range(100):  # a state, not a time: two reads 100 ms apart agree
-        page.wait_for_timeout(100)
-        again = page.locator(selector).first.bounding_box()
-        if again == box:
-            return box
-        box = again
-    raise AssertionError(f"{selector} kept moving: {box}")
+    """The bounding box of ``selector`` once no Dash callback is in flight or loading and the box is
+    the same over two animation frames (the page has laid out what arrived)."""
+    track(page)
+    settle(page)
+    page.wait_for_function(STILL, arg=selector, timeout=300_000, polling=100)
+    return page.locator(selector).first.bounding_box()
 
 
 def test_a_4096_token_smollm2_run_keeps_the_page_responsive(long_api, open_dash):
@@ -132,7 +137,8 @@ def test_a_4096_token_smollm2_run_keeps_the_page_responsive(long_api, open_dash)
     assert f"{n} tokens" in page.inner_text("#grid-badges-note")
     title = page.text_content("#head-detail .gtitle")
     assert "16x16 max-pooled" in title  # 4,096 positions drawn as 256 x 256 cells
-    page.wait_for_timeout(500)
+    track(page)
+    settle(page)  # the first views' callbacks (head view, LLM panels) answered
     # the longest task while the page loaded (270 thumbnails, the run's 4,067 tokens), then from here on
     loading = page.evaluate("() => { const m = Math.max(0, ...window.longTasks); window.longTasks = []; return m; }")
 

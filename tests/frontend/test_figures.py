@@ -147,7 +147,7 @@ def test_head_view_of_4096_tokens_draws_top_k_lines_and_sparse_labels():
     assert len(lines) == n and len(fig.layout.shapes) == 1  # one SVG path for all 4,096 lines of the bin
     assert lines[5] == (5, 4)  # query 5 -> key 4
     labels = [t for t in fig.data if t.mode == "text"]
-    assert len(labels[0].text) == 512 and fig.layout.height == 4608 + 120 + 24
+    assert len(labels[0].text) == 256 and fig.layout.height == 4608 + 120 + 24  # every 16th token, 18 px apart
 
 
 def test_head_detail_scaling_colours_the_weights_globally_per_row_or_in_log():

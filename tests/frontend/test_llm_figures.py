@@ -109,6 +109,16 @@ def test_the_actual_next_token_and_the_positions_to_choose_from():
     assert [o["value"] for o in position_options(tokens)] == [0, 1, 2]
 
 
+def test_a_long_runs_position_menu_is_a_window_around_the_position_and_anchors():
+    tokens = [f"t{i}" for i in range(4096)]
+    values = [o["value"] for o in position_options(tokens, around=2000)]
+    assert values == sorted(set(range(1872, 2129)) | set(range(0, 4096, 64)) | {4095})
+    assert len(values) < 330
+    last = [o["value"] for o in position_options(tokens)]  # no position: around the last prompt token
+    assert 4095 in last and 3967 in last and 3966 not in last
+    assert len(position_options(tokens[:257])) == 257  # short runs: every position
+
+
 def test_generation_text_marks_the_prompt_the_step_shown_and_what_comes_after():
     kinds = [k for _, k in generation_segments(["a", "b", "c", "d", "e"], 2, 3)]
     assert kinds == ["prompt", "prompt", "generated", "current", "later"]
@@ -138,6 +148,24 @@ def test_a_steps_figure_is_that_querys_rows_over_prompt_and_prefix_heads_grouped
     first = generation_step_figure(rows[:, :3], tokens, 3, {**step, "query": 2, "prob": None}, 1, 2, 0)
     assert not [s for s in first.layout.shapes if s.x0 == s.x1]  # no generated key yet
     assert "p =" not in first.layout.title.text and "generated before" not in first.layout.title.text
+
+
+def test_the_step_view_hides_keys_renormalising_each_heads_row_and_scales_per_row_or_log():
+    tokens = ["<s>", "a", "b", "c"]
+    rows = np.array([[0.8, 0.1, 0.05, 0.05], [0.5, 0.25, 0.25, 0.0]], np.float32)  # [head, key]
+    step = {"position": 4, "query": 3, "token_id": 5, "token": "d", "text": "d", "prob": None}
+    fig = generation_step_figure(rows, tokens, 3, step, 1, 1, 0, scaling="row", hidden=[0], hide="first")
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.isnan(z[:, 0]).all()  # the hidden key blank
+    np.testing.assert_allclose(z[:, 1:], [[1, 0.5, 0.5], [1, 1, 0]])  # renormalised, then each row to its max
+    title = fig.layout.title.text
+    assert "per-row scaling" in title and "first token hidden (<s>@0)" in title
+    assert fig.data[0].colorbar.title.text == "weight / row max"
+    log = generation_step_figure(rows, tokens, 3, step, 1, 1, 0, scaling="log")
+    np.testing.assert_allclose(np.asarray(log.data[0].z)[0, :2], np.log10([0.8, 0.1]), rtol=1e-6)
+    assert "log10 scaling" in log.layout.title.text and "hidden" not in log.layout.title.text
+    plain = generation_step_figure(rows, tokens, 3, step, 1, 1, 0)
+    assert "scaling" not in plain.layout.title.text and plain.data[0].colorbar.title.text == "weight"
 
 
 def test_causal_thumbnails_grey_the_keys_a_head_never_sees():

@@ -67,3 +67,19 @@ def test_the_figure_states_the_choice():
     w = renormalise(_causal(6, 0.9), _causal(6, 0.9)[:, 0], [0])
     fig = head_detail_figure(w, list("abcdef"), f"L0H0<br><sub>{note}</sub>")
     assert note in fig.layout.title.text and np.isnan(np.asarray(fig.data[0].z)[:, 0]).all()
+
+
+def test_hidden_thumbnails_blank_the_hidden_keys_block_and_renormalise_each_row_block():
+    from attnscope.frontend.api_client import Thumbnails
+    from attnscope.frontend.pages.explore_views import hidden_thumbnails
+
+    means = np.full((1, 2, 2, 2), 0.25, np.float32)  # [layer, head, row block, key block]
+    key_means = np.array([[[[0.5, 0.0], [0.2, 0.1]], [[0.0, 0.0], [0.0, 0.0]]]], np.float32)  # keys 0 and 3
+    thumbs = Thumbnails(stride=2, keys=(0, 3), means=means, key_means=key_means)
+    assert hidden_thumbnails(thumbs, []) is means
+    first = hidden_thumbnails(thumbs, [0])
+    assert np.isnan(first[..., 0]).all()  # key 0's block of keys
+    np.testing.assert_allclose(first[0, 0, :, 1], [0.25 / 0.5, 0.25 / 0.8])
+    np.testing.assert_allclose(first[0, 1, :, 1], [0.25, 0.25])  # nothing on key 0: unchanged
+    both = hidden_thumbnails(thumbs, [0, 3])
+    assert np.isnan(both).all()  # both key blocks hidden
