@@ -60,3 +60,27 @@ def dash_page(open_dash):
     page = open_dash("/")
     page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)
     return page
+
+
+@pytest.fixture
+def finished_job(api_url):
+    """``finished_job(kind, params)``: the id of a job made through the API and waited for (as a state:
+    the loop's deadline only bounds a hang); it must end ``done``."""
+    import time
+
+    import httpx
+
+    def finish(kind: str, params: dict) -> str:
+        r = httpx.post(f"{api_url}/api/v1/jobs", json={"kind": kind, "params": params}, timeout=60)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        deadline = time.time() + 900
+        while time.time() < deadline:
+            job = httpx.get(f"{api_url}/api/v1/jobs/{job_id}", timeout=60).json()
+            if job["status"] not in ("queued", "running"):
+                assert job["status"] == "done", job
+                return job_id
+            time.sleep(0.3)
+        raise AssertionError(job)
+
+    return finish

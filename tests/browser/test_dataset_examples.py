@@ -6,7 +6,6 @@ links to Compare (``test_counterfactual_link.py`` follows that one). The Interve
 panel's table is checked in ``test_interventions_dataset.py``. Jobs are made through the API and
 waited for as states; every wait in the page is for a state."""
 
-import time
 from urllib.parse import parse_qs, urlparse
 
 import httpx
@@ -17,28 +16,14 @@ pytestmark = pytest.mark.browser
 ROWS = "#{p}-examples tbody tr"
 
 
-def _finished(api_url: str, kind: str, params: dict) -> str:
-    r = httpx.post(f"{api_url}/api/v1/jobs", json={"kind": kind, "params": params}, timeout=60)
-    assert r.status_code == 202, r.text
-    job_id = r.json()["id"]
-    deadline = time.time() + 900  # bounds a hang only; the loop waits for the state
-    while time.time() < deadline:
-        job = httpx.get(f"{api_url}/api/v1/jobs/{job_id}", timeout=60).json()
-        if job["status"] not in ("queued", "running"):
-            assert job["status"] == "done", job
-            return job_id
-        time.sleep(0.3)
-    raise AssertionError(job)
-
-
 def _example(api_url: str, dataset: str, key) -> dict:
     r = httpx.get(f"{api_url}/api/v1/datasets/{dataset}/examples/{key}", timeout=60)
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def test_a_census_example_opens_in_explore(open_dash, api_url):
-    job_id = _finished(api_url, "census", {"model": "minilm", "dataset": "sst2", "n": 12})
+def test_a_census_example_opens_in_explore(open_dash, api_url, finished_job):
+    job_id = finished_job("census", {"model": "minilm", "dataset": "sst2", "n": 12})
     ids = httpx.get(f"{api_url}/api/v1/jobs/{job_id}/result", timeout=60).json()["example_ids"]
     page = open_dash(f"/census?job={job_id}")
     rows = page.locator(ROWS.format(p="census"))
@@ -61,9 +46,9 @@ def test_a_census_example_opens_in_explore(open_dash, api_url):
     assert page.console_errors == []
 
 
-def test_a_faithfulness_example_opens_in_explore_and_a_cancelled_job_keeps_the_table(open_dash, api_url):
+def test_a_faithfulness_example_opens_in_explore_and_a_cancelled_job_keeps_the_table(open_dash, api_url, finished_job):
     params = {"model": "minilm-sst2", "dataset": "sst2", "n": 3, "start": 5, "explainers": ["random"]}
-    job_id = _finished(api_url, "faithfulness", params)
+    job_id = finished_job("faithfulness", params)
     page = open_dash(f"/faithfulness?job={job_id}")
     rows = page.locator(ROWS.format(p="faith"))
     page.wait_for_selector("#faith-examples-status:has-text('examples 1–3 of 3')", timeout=120_000)
