@@ -67,3 +67,18 @@ def test_the_figure_states_the_choice():
     w = renormalise(_causal(6, 0.9), _causal(6, 0.9)[:, 0], [0])
     fig = head_detail_figure(w, list("abcdef"), f"L0H0<br><sub>{note}</sub>")
     assert note in fig.layout.title.text and np.isnan(np.asarray(fig.data[0].z)[:, 0]).all()
+
+
+def test_a_full_map_hides_its_keys_exactly_and_the_title_says_so():
+    """``hide_map`` (Compare's and Interventions' full-resolution maps): the hidden columns blank, each
+    row over the rest summing to 1, the hidden mass read from the map itself; nothing hidden: unchanged."""
+    from attnscope.frontend.sink_hiding import hide_map, with_note
+
+    w = np.array([[0.5, 0.1, 0.2, 0.2], [0.3, 0.3, 0.1, 0.3], [0.0, 0.5, 0.5, 0.0]], dtype=np.float32)
+    out = hide_map(w, [0, 3])
+    assert np.isnan(out[:, [0, 3]]).all()
+    np.testing.assert_allclose(out[:, 1:3], [[1 / 3, 2 / 3], [0.75, 0.25], [0.5, 0.5]], atol=1e-6)
+    np.testing.assert_array_equal(hide_map(w, []), w)
+    np.testing.assert_array_equal(hide_map(w, [7]), w)  # a key outside the map: nothing to hide
+    note = hide_note("first", [0], ["<s>", "a", "b", "c"], pooled=False)
+    assert with_note("L0H0", note) == f"L0H0<br><sub>{note}</sub>" and with_note("L0H0", "") == "L0H0"
