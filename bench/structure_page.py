@@ -83,8 +83,8 @@ def time_structure(p, url: str, api: str, sizes) -> None:
                         seen[name] = time.perf_counter() - t
                     elif name not in seen and name in PROGRESS:
                         line = page.evaluate(LINE, PROGRESS[name])
-                        if line and "bands" in line:
-                            lines[name] = line
+                        if line:  # the pass's bands while it runs, then "done; drawing…" while the panel waits
+                            lines[name if "bands" in line else f"{name} after"] = line
                 idle = idle + 1 if seen and page.evaluate(SETTLED) else 0  # 5 s settled: the rest failed
                 page.wait_for_timeout(200)
             missing = {name: page.text_content(f"#{PANELS[name]}") for name in PANELS if name not in seen}
@@ -94,6 +94,8 @@ def time_structure(p, url: str, api: str, sizes) -> None:
             for name in PANELS:
                 shown = f"{seen[name]:7.1f} s" if name in seen else f"not drawn: {missing[name]!r}"
                 progress = lines.get(name, "no progress line seen" if name in PROGRESS else "(one slice, no pass)")
+                if f"{name} after" in lines:
+                    progress += f"; last: {lines[f'{name} after']}"
                 print(f"  {name:10s} {shown}   progress: {progress}")
             print("  callbacks over 2 s (from navigation: start -> end, outputs):")
             for start, stop, out in sorted(calls):

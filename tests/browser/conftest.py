@@ -5,6 +5,7 @@ import os
 import pytest
 
 CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
+
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -60,6 +61,21 @@ def dash_page(open_dash):
     page = open_dash("/")
     page.wait_for_selector("#api-status:has-text('API')", timeout=30_000)
     return page
+
+
+@pytest.fixture(autouse=True)
+def no_job_left_running(api_url):
+    """After each test, cancel the jobs it left queued or running: the API runs one job at a time, so a
+    job left behind (a test that failed before its Cancel, a large N) would hold up every later test's."""
+    yield
+    import httpx
+
+    try:
+        for state in ("queued", "running"):
+            for job in httpx.get(f"{api_url}/api/v1/jobs", params={"status": state}, timeout=30).json():
+                httpx.post(f"{api_url}/api/v1/jobs/{job['id']}/cancel", timeout=30)
+    except httpx.HTTPError:  # the API is gone (a test that stops it): nothing to cancel
+        pass
 
 
 @pytest.fixture
