@@ -68,12 +68,15 @@ class Evolution:
     layer_top1: np.ndarray  # [layer]
     slope: float  # d(layer_entropy)/d(layer), nats per layer (0 for one layer)
     intercept: float
-    head_mean: np.ndarray = field(repr=False)  # [layer, query, key] head-averaged maps
+    head_mean: np.ndarray | None = field(repr=False)  # [layer, query, key] head-averaged maps (None: not kept)
     layer_ids: tuple[int, ...] = ()
     head_ids: tuple[int, ...] = ()
+    similarity: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)  # (js, cos), when given
 
     @cached_property
     def _similarity(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.similarity is not None:  # computed without the head means (analysis.mean_walk)
+            return self.similarity
         return layer_similarity(self.head_mean)
 
     @property
@@ -88,6 +91,18 @@ class Evolution:
         return self._similarity[1]
 
 
+def pair_similarity(
+    a: np.ndarray, b: np.ndarray, h_a: np.ndarray, h_b: np.ndarray, mid: np.ndarray, scratch: np.ndarray | None
+) -> tuple[float, float]:
+    """``(js, dot)`` of two ``[query, key]`` head-mean maps whose row entropies ``h_a``/``h_b`` ``[query]``
+    are known: the Jensen-Shannon divergence (nats, mean over rows) and their dot product (float64 sum
+    of per-row float32 dots). ``mid`` (and ``scratch``, or None) are ``[query, key]`` float32 buffers."""
+    np.add(a, b, out=mid)
+    mid *= np.float32(0.5)
+    row_js = row_entropy(mid, scratch) - np.float32(0.5) * (h_a + h_b)
+    return float(np.clip(row_js, 0.0, np.log(2.0)).mean()), float(_rowdot(a, b).sum(dtype=np.float64))
+
+
 def layer_similarity(head_mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """JS and cosine of consecutive ``[layer, query, key]`` head-mean maps; ``[layer - 1]`` each.
     One layer at a time through two cache-sized buffers; each layer's row entropies serve both
@@ -99,23 +114,21 @@ def layer_similarity(head_mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scratch = np.empty_like(mid_buf)
     h = np.stack([row_entropy(head_mean[i], scratch) for i in range(n)])  # [layer, query]
     js = np.empty(n - 1, np.float32)
+    dots = np.empty(n - 1)
     for i in range(n - 1):
-        np.add(head_mean[i], head_mean[i + 1], out=mid_buf)
-        mid_buf *= np.float32(0.5)
-        row_js = row_entropy(mid_buf, scratch) - np.float32(0.5) * (h[i] + h[i + 1])
-        js[i] = np.clip(row_js, 0.0, np.log(2.0)).mean()
-    # per-row float32 dot products, summed in float64
-    sq = _rowdot(head_mean, head_mean).sum(-1, dtype=np.float64)
-    dots = _rowdot(head_mean[:-1], head_mean[1:]).sum(-1, dtype=np.float64)
+        js[i], dots[i] = pair_similarity(head_mean[i], head_mean[i + 1], h[i], h[i + 1], mid_buf, scratch)
+    sq = _rowdot(head_mean, head_mean).sum(-1, dtype=np.float64)  # per-row float32 dots, summed in float64
     den = np.sqrt(sq[:-1] * sq[1:])
     cos = np.divide(dots, den, out=np.zeros_like(dots), where=den > 0)
     return js, cos.astype(np.float32)
 
 
-def evolution_from(red: Reductions, maps: AttentionMaps) -> Evolution:
-    """``Evolution`` from a pass with the ``entropy`` and ``mean`` parts."""
-    if red.entropy is None or red.head_mean is None:
-        raise ValueError("evolution needs the 'entropy' and 'mean' parts")
+def evolution_from(red: Reductions, maps: AttentionMaps, similarity=None) -> Evolution:
+    """``Evolution`` from a pass with the ``entropy`` and ``mean`` parts; or with the ``entropy`` part and
+    ``similarity``, the ``(js_next, cosine_next)`` of the head means computed elsewhere
+    (``analysis.mean_walk.walk_head_means``, for runs whose head means are not kept)."""
+    if red.entropy is None or (red.head_mean is None and similarity is None):
+        raise ValueError("evolution needs the 'entropy' part, and the 'mean' part or the layers' similarity")
     ent = red.entropy
     norm = normalised_entropy(ent, maps.causal)
     eff = np.exp(ent, dtype=np.float32)
@@ -144,6 +157,7 @@ def evolution_from(red: Reductions, maps: AttentionMaps) -> Evolution:
         head_mean=red.head_mean,
         layer_ids=tuple(maps.layer_ids),
         head_ids=tuple(maps.head_ids),
+        similarity=similarity,
     )
 
 

@@ -82,6 +82,12 @@ def _importance(maps: AttentionMaps, values: np.ndarray, row: int | None, method
     return TokenImportance(values=values, grid=grid, row=row, method=method)
 
 
+def rollout_of_values(maps: AttentionMaps, values: np.ndarray, row: int | None) -> TokenImportance:
+    """Rollout importance already computed (``values [key]`` of ``row``, e.g. by
+    ``analysis.mean_walk.walk_head_means``) as a ``TokenImportance`` of ``maps`` (a grid for images)."""
+    return _importance(maps, values, row, "rollout")
+
+
 @dataclass(frozen=True)
 class Rollout:
     """``joint[layer, query, key]``: ``R^l`` after each layer (``joint[-1]`` is ``R^L``)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import NamedTuple
+from urllib.parse import quote
 
 import httpx
 import numpy as np
@@ -17,6 +18,7 @@ from attnscope.server.schemas import (
     AttributionPublic,
     CompositionPublic,
     ConvAttentionPublic,
+    DataSetExamplePublic,
     DataSetList,
     EvolutionPublic,
     ExplainerPublic,
@@ -284,6 +286,14 @@ class ApiClient(JobsApi):
     def datasets(self) -> DataSetList:
         """The registered data sets, which are in the API's data folder, and the command that fetches each."""
         return DataSetList.model_validate(self._request("GET", "/datasets").json())
+
+    def dataset_example(
+        self, dataset: str, key: str, split: str | None = None, allow_offensive: bool = False
+    ) -> DataSetExamplePublic:
+        """One text example by the id or index a job result names it by (its text, words and label)."""
+        params = {k: v for k, v in (("split", split), ("allow_offensive", allow_offensive or None)) if v}
+        r = self._request("GET", f"/datasets/{dataset}/examples/{quote(str(key), safe='')}", params=params)
+        return DataSetExamplePublic.model_validate(r.json())
 
     def samples(self, dataset: str = "mnist", offset: int = 0, limit: int = 50) -> SampleList:
         r = self._request("GET", f"/datasets/{dataset}/samples", params={"offset": offset, "limit": limit})

@@ -68,3 +68,18 @@ def hide_top_k(indices: np.ndarray, weights: np.ndarray, hidden_mass: np.ndarray
     out = np.divide(w, rest, out=np.zeros_like(w), where=rest > 1.0 - _FULL)
     out[np.isin(np.asarray(indices), hidden)] = 0.0
     return out.astype(np.float32)
+
+
+def hide_map(weights: np.ndarray, hidden: list[int]) -> np.ndarray:
+    """A full-resolution map ``[query, key]`` with the keys ``hidden`` blanked (NaN) and every row
+    renormalised over the rest (exact: each row's hidden mass is read from the map itself)."""
+    w = np.asarray(weights, dtype=np.float32)
+    keys = [h for h in hidden if 0 <= h < w.shape[-1]]
+    if not keys:
+        return w
+    return renormalise(w, w[:, keys].sum(axis=1, dtype=np.float64), keys)
+
+
+def with_note(title: str, note: str) -> str:
+    """A figure title with the hide note under it (``title`` alone when nothing is hidden)."""
+    return title + (f"<br><sub>{note}</sub>" if note else "")

@@ -85,7 +85,8 @@ def census_shard(
     """Running statistics of ``CENSUS_METRICS`` over ``examples`` (one shard of a census job of ``total``
     examples; None: these are all).
 
-    Returns a JSON-able ``{"n": examples, "stats": {metric: RunningStats.state()}, "examples": kept}``:
+    Returns a JSON-able ``{"n": examples, "stats": {metric: RunningStats.state()}, "examples": kept, "ids":
+    [example id]}`` (the ids always, so that any example can be opened on its own):
     per-head ``count``/``mean``/``m2`` arrays ``[layer, head]``; ``kept`` is ``{"id": [...], "values":
     {metric: [example][layer][head]}}`` when the job's values fit ``dataset_examples.PER_EXAMPLE_VALUES``,
     else None. ``merge_census`` folds shards in order.
@@ -104,7 +105,8 @@ def census_shard(
         if kept is not None:
             kept["id"].append(ex.id)
         n += 1
-    return {"n": n, "stats": {k: s.state() for k, s in stats.items()}, "examples": kept}
+    ids = [ex.id for ex in examples[:n]]
+    return {"n": n, "stats": {k: s.state() for k, s in stats.items()}, "examples": kept, "ids": ids}
 
 
 def merge_census(partials: list[dict], model: str, dataset: str, split: str | None = None, seed: int = 0) -> dict:
@@ -112,7 +114,8 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
 
     Per-head mean, std and 95 % t interval of every metric, JSON-able, with CSV ``rows`` (one per head:
     each metric's mean, std, interval and n) and ``per_example`` (every example's values, or None when a
-    shard kept none: see ``census_shard``).
+    shard kept none: see ``census_shard``) and ``example_ids`` (every example's id, in order; None when a
+    shard made before the ids were kept has none).
     """
     stats = {k: RunningStats() for k in CENSUS_METRICS}
     n = 0
@@ -148,6 +151,7 @@ def merge_census(partials: list[dict], model: str, dataset: str, split: str | No
         "interval": {"level": 0.95, "method": "t", "over": "examples"},
         "rows": rows,
         "per_example": join_examples([part.get("examples") for part in partials]),
+        "example_ids": None if any("ids" not in p for p in partials) else [i for p in partials for i in p["ids"]],
     }
 
 

@@ -16,7 +16,11 @@ and every request waiting on one of the run's passes raises ``PassCancelled`` (4
 after the cancel starts a fresh pass.
 
 ``head_mean [layer, query, key]`` (evolution, rollout) is kept only while it is at most
-``MEAN_BYTES``; beyond, those two routes make their own pass as before (``mean_for`` returns None).
+``MEAN_BYTES`` (SmolLM2: 2,048 tokens). Beyond, ``mean_for`` returns None and those two routes read
+``walk``: one walk over the head means that keeps two layers at a time (``analysis.mean_walk``: the
+layers' similarity and the rollout of the asked rows through every layer), registered here like a
+pass, so its panels show its progress and Cancel stops it too (it counts in ``status`` and
+``passes``).
 """
 
 from __future__ import annotations
@@ -25,18 +29,23 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from attnscope.analysis.mean_walk import MeanWalk, walk_head_means
 from attnscope.analysis.passes import PARTS, Reductions, reduce_maps
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS
 from attnscope.models.cancel import Cancelled, checker
 
 MEAN_BYTES = 1 << 29  # 512 MiB of head means kept per run at most (SmolLM2: 2,048 tokens)
-MAX_ENTRIES = 4  # (run, offsets) passes kept (LRU)
+MAX_ENTRIES = 4  # (run, offsets) passes kept (LRU); as many (run, rows) walks (a few MB each)
 
 
 def _parts(maps) -> frozenset[str]:
     n_layers, _, n, _ = maps.shape
     keep_mean = n_layers * n * n * 4 <= MEAN_BYTES
     return PARTS if keep_mean else PARTS - {"mean"}
+
+
+def _kind(key: tuple) -> str:
+    return "walk" if key[1:2] == ("walk",) else "pass"
 
 
 class PassCancelled(Cancelled):
@@ -57,7 +66,8 @@ class PassStatus:
 
 
 class StructurePasses:
-    """Reductions per ``(run id, k, radius, include_special)``, computed once (bounded LRU, thread-safe)."""
+    """Reductions per ``(run id, k, radius, include_special)`` and head-mean walks per ``(run id, "walk",
+    rows)``, each computed once (bounded LRU, thread-safe)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES):
         self.max_entries = max_entries
@@ -89,6 +99,33 @@ class StructurePasses:
         run's passes were cancelled since, unless the pass is already kept."""
         maps = run.capture.maps
         key = (run.id, int(k), int(radius), bool(include_special))
+
+        def compute(check, progress) -> Reductions:
+            parts = _parts(maps)
+            return reduce_maps(
+                maps, parts, k=k, radius=radius, include_special=include_special, check=check, progress=progress
+            )
+
+        return self._once(run, key, compute, ticket)
+
+    def walk(self, run, rows: tuple, ticket: int | None = None) -> MeanWalk:
+        """Evolution's layer similarity and rollout of ``rows`` (positions, or None: the mean over rows)
+        through every layer, from one walk over the head means that keeps two layers at a time
+        (``analysis.mean_walk``): what evolution and rollout read when ``mean_for`` is None. Made once per
+        (run, rows), with the pass's progress and cancel."""
+        maps = run.capture.maps
+        rows = tuple(rows)
+        return self._once(
+            run,
+            (run.id, "walk", rows),
+            lambda check, progress: walk_head_means(maps, rows, check=check, progress=progress),
+            ticket,
+        )
+
+    def _once(self, run, key: tuple, compute, ticket: int | None):
+        """``compute(check, progress)`` for ``key`` (``key[0]`` the run id) once: kept (LRU) while the run
+        holds the same maps; concurrent requests for the key wait for the one computation."""
+        maps = run.capture.maps
         with self._lock:
             hit = self._done.get(key)
             if hit is not None and hit[0] is maps:
@@ -106,7 +143,7 @@ class StructurePasses:
         with self._lock:
             self._waiting[run.id] = self._waiting.get(run.id, 0) + lock.locked()
             counted = lock.locked()
-        with lock:  # one pass per key; the others wait for it
+        with lock:  # one computation per key; the others wait for it
             with self._lock:
                 if counted:
                     self._waiting[run.id] -= 1
@@ -116,19 +153,11 @@ class StructurePasses:
                 counts = self._running[key] = [0, 0]
             progress = lambda done, total: counts.__setitem__(slice(None), [done, total])  # noqa: E731
             # stops at the next band of rows when this request is cancelled (client gone, deadline) or the
-            # run's passes are (cancel): a request waiting on the same key then makes the pass itself,
+            # run's passes are (cancel): a request waiting on the same key then makes it itself,
             # or after a cancel raises too
             try:
                 check()  # cancelled while this request waited for another's pass
-                red = reduce_maps(
-                    maps,
-                    _parts(maps),
-                    k=k,
-                    radius=radius,
-                    include_special=include_special,
-                    check=check,
-                    progress=progress,
-                )
+                value = compute(check, progress)
             except PassCancelled:
                 with self._lock:
                     self._cancelled.add(run.id)
@@ -139,12 +168,13 @@ class StructurePasses:
             with self._lock:
                 self.passes += 1
                 self._cancelled.discard(run.id)
-                self._done[key] = (maps, red)
+                self._done[key] = (maps, value)
                 self._done.move_to_end(key)
-                while len(self._done) > self.max_entries:
-                    old, _ = self._done.popitem(last=False)
+                same = [k for k in self._done if _kind(k) == _kind(key)]  # passes and walks each keep max_entries
+                for old in same[: max(0, len(same) - self.max_entries)]:
+                    del self._done[old]
                     self._locks.pop(old, None)
-            return red
+            return value
 
     def status(self, run_id: str) -> PassStatus:
         """The run's pass in flight (the least advanced, when several offsets are), else ``done`` when
@@ -171,7 +201,8 @@ class StructurePasses:
         return before
 
     def mean_for(self, run, ticket: int | None = None):
-        """``head_mean [layer, query, key]`` of the run from the default pass, or None beyond ``MEAN_BYTES``."""
+        """``head_mean [layer, query, key]`` of the run from the default pass, or None beyond ``MEAN_BYTES``
+        (then ``walk`` serves evolution and rollout)."""
         maps = run.capture.maps
         if _parts(maps) != PARTS:
             return None

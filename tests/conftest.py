@@ -67,9 +67,13 @@ class _ThreadedUvicorn:
 
     def __enter__(self):
         self.thread.start()
-        deadline = time.time() + 30
-        while not self.server.started and time.time() < deadline:
+        # started is a state: the lifespan preloads models first, which takes minutes on a loaded two-core
+        # machine (a 30 s wait failed every browser test's setup at load ~20); the bound only ends a hang
+        deadline = time.time() + 900
+        while not self.server.started and self.thread.is_alive() and time.time() < deadline:
             time.sleep(0.05)
+        if not self.server.started:
+            raise RuntimeError("the API server did not start (its thread ended or 900 s passed); see its log above")
         return self
 
     def __exit__(self, *exc):

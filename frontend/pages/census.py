@@ -7,6 +7,7 @@ import dash
 from dash import dash_table, dcc, html
 
 from attnscope.frontend.data_status import data_status
+from attnscope.frontend.example_table import examples_panel
 from attnscope.frontend.page_common import control, error_box, panel
 from attnscope.frontend.pages import census_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.census_callbacks import MAX_N, PARAMS
@@ -108,6 +109,7 @@ def layout(**query):
                     style_cell={"fontSize": 12, "padding": "3px"},
                 ),
             ),
+            examples_panel("census"),
             past_jobs_panel("census"),
         ]
     )

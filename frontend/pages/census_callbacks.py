@@ -7,6 +7,7 @@ from dash import Input, Output, State, callback, ctx, no_update
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.census_tables import census_table, probe_table
 from attnscope.frontend.data_status import register_data_status
+from attnscope.frontend.example_table import example_source, register_examples_table
 from attnscope.frontend.job_status import status_line
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
@@ -30,6 +31,7 @@ register_url_sync("census")
 
 register_past_jobs("census", ("census", "probe"), job_store="census-job", poll="census-poll")
 register_data_status("census", "census-dataset")
+register_examples_table("census")
 
 
 @callback(
@@ -184,24 +186,34 @@ def poll_job(_tick, job):
     Output("census-metric", "value"),
     Output("census-csv", "disabled"),
     Output("census-json", "disabled"),
+    Output("census-examples-source", "data"),
     Input("census-job", "data"),
     State("census-metric", "value"),
     prevent_initial_call=True,
 )
 def load_result(job, current):
-    """The result's metrics once the job is done (the chosen one kept when the new result has it); the
-    Download buttons work only then (disabled before). A new job keeps the last result on screen until it
-    has its own."""
+    """The result's metrics once the job is done (the chosen one kept when the new result has it), and
+    its examples for the examples table; the Download buttons work only then (disabled before). A new
+    job keeps the last result on screen until it has its own."""
     if not job:
-        return [], None, True, True
+        return [], None, True, True, None
     if not job.get("done"):
-        return no_update, no_update, True, True
+        return no_update, no_update, True, True, no_update
     try:
         result = client().job_result(job["id"])
     except ApiError:
-        return [], None, True, True
+        return [], None, True, True, None
     metrics = list(result.metrics) if result.kind == "census" else ["accuracy"]
-    return metrics, current if current in metrics else metrics[0], False, False
+    return metrics, current if current in metrics else metrics[0], False, False, result_examples(result)
+
+
+def result_examples(result) -> dict:
+    """The examples table's source of a census or probe result: its examples' ids, in order."""
+    if result.kind == "census":
+        ids = result.example_ids or (result.per_example.id if result.per_example else [])
+    else:
+        ids = result.per_example.id if result.per_example else []
+    return example_source(result.model, result.dataset, ids, getattr(result, "split", None))
 
 
 @callback(

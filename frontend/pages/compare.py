@@ -2,13 +2,13 @@
 The A − B grid (every head's difference map on one symmetric diverging scale), the per-head
 Jensen-Shannon grid, and the selected head's maps side by side.
 
-Address: ``/compare?model_a=M&text_a=T&model_b=M2&text_b=T2&a=RUN&b=RUN&head=L0H2`` (runs are made
+Address: ``/compare?model_a=M&text_a=T&model_b=M2&text_b=T2&a=RUN&b=RUN&head=L0H2&hide=first`` (runs are made
 again from model + text when the API forgot them)."""
 
 import dash
 from dash import dcc, html
 
-from attnscope.frontend.map_controls import scaling_control
+from attnscope.frontend.map_controls import hide_control, scaling_control
 from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import compare_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PARAMS
@@ -93,7 +93,13 @@ def layout(**query):
                 className="panel",
                 children=[
                     html.H2(id="compare-head-title", children="Head detail, A and B side by side"),
-                    scaling_control("compare-scaling", state["scaling"]),
+                    html.Div(
+                        className="inline",
+                        children=[
+                            scaling_control("compare-scaling", state["scaling"]),
+                            hide_control("compare-hide", state["hide"]),
+                        ],
+                    ),
                     html.Div(
                         className="row",
                         children=[

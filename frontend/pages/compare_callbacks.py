@@ -23,6 +23,7 @@ from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_record import RunRecord
 from attnscope.frontend.run_state import run_record
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_map, hide_note, with_note
 from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
@@ -38,6 +39,7 @@ PARAMS = {
     "head": Param(str, max_len=12),
     "scaling": Param(str, default="global", choices=SCALINGS),
     "align": Param(bool, default=False),
+    "hide": Param(str, default="none", choices=HIDES),
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 register_url_sync("compare")
@@ -263,9 +265,10 @@ def select_head(clicks, click):
     Output("compare-head-title", "children"),
     Input("compare-head", "data"),
     Input("compare-scaling", "value"),
+    Input("compare-hide", "value"),
     State("compare-pair", "data"),
 )
-def render_heads(selected, scaling, data):
+def render_heads(selected, scaling, hide, data):
     pair = ComparePair.from_store(data)
     if not pair or not selected:
         blank = empty_figure("Compare two runs, then click a head.")
@@ -282,15 +285,28 @@ def render_heads(selected, scaling, data):
     js = pair.js[layer][head]
     scaling = scaling if scaling in SCALINGS else "global"
     tokens_a, tokens_b = pair.tokens()
-    fig_a = head_detail_figure(wa, tokens_a, f"A · {label} · {a.model}", scaling=scaling)
-    fig_b = head_detail_figure(wb, tokens_b, f"B · {label} · {b.model}", scaling=scaling)
+    hide = hide if hide in HIDES else "none"  # the same keys blanked in A, B and A − B, rows renormalised
+    hid_a, hid_b = _hidden(a, pair.positions_a, hide), _hidden(b, pair.positions_b, hide)
+    wa, wb = hide_map(wa, hid_a), hide_map(wb, hid_b)
+    note_a = hide_note(hide, hid_a, tokens_a, pooled=False)
+    note_b = hide_note(hide, hid_b, tokens_b, pooled=False)
+    fig_a = head_detail_figure(wa, tokens_a, with_note(f"A · {label} · {a.model}", note_a), scaling=scaling)
+    fig_b = head_detail_figure(wb, tokens_b, with_note(f"B · {label} · {b.model}", note_b), scaling=scaling)
     share_colour_range(fig_a, fig_b)  # one colour scale: equal colours are equal weights in A and B
+    diff_title = with_note(f"A − B · {label}", note_a if hid_a == hid_b else f"A: {note_a}; B: {note_b}")
     return (
         fig_a,
         fig_b,
-        diff_map_figure(wa - wb, pair_labels(tokens_a, tokens_b), f"A − B · {label}"),
+        diff_map_figure(wa - wb, pair_labels(tokens_a, tokens_b), diff_title),
         f"{label}: A and B side by side, one colour scale (JS {js:.4f} bits)",
     )
+
+
+def _hidden(run: RunRecord, positions: list[int] | None, hide: str) -> list[int]:
+    """The keys ``hide`` blanks in ``run``'s map as shown: its positions, or (compared on aligned tokens)
+    the indices into ``positions`` of the hidden ones."""
+    hidden = hidden_positions(hide, run.n_tokens, run.special)
+    return hidden if positions is None else [i for i, p in enumerate(positions) if p in hidden]
 
 
 @callback(
@@ -298,9 +314,10 @@ def render_heads(selected, scaling, data):
     Input("compare-pair", "data"),
     Input("compare-head", "data"),
     Input("compare-scaling", "value"),
+    Input("compare-hide", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, scaling):
+def to_address(data, selected, scaling, hide):
     pair = ComparePair.from_store(data)
     if not pair:
         return no_update
@@ -314,6 +331,7 @@ def to_address(data, selected, scaling):
         "b": b.id,
         "head": f"L{selected['layer']}H{selected['head']}" if selected else None,
         "scaling": scaling,
+        "hide": hide,
         "align": pair.positions_a is not None,
     }
     return query_string(values, PARAMS)

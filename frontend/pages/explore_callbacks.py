@@ -74,10 +74,16 @@ def resolve(query, _retry, stored):
     it), else the session's current run (navigation and reload keep the run), else none yet."""
     query = query or {}
     run, message = resolve_record(
-        client(), query.get("run"), query.get("model"), query.get("text"), stored, thumbnails=True
+        client(),
+        query.get("run"),
+        query.get("model"),
+        query.get("text"),
+        stored,
+        thumbnails=True,
+        example=query.get("example"),
     )
     if run is None:
-        failed = bool(query.get("run") or (query.get("model") and query.get("text")))
+        failed = bool(query.get("run") or (query.get("model") and (query.get("text") or query.get("example"))))
         about = "" if failed or message == NO_RUN else message  # a stored run this dashboard cannot read
         return None, about, message if failed else "", no_update, no_update
     share = run.to_store() if is_new(run, stored) else no_update

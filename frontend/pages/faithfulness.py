@@ -8,6 +8,7 @@ import dash
 from dash import dash_table, dcc, html
 
 from attnscope.frontend.data_status import data_status
+from attnscope.frontend.example_table import examples_panel
 from attnscope.frontend.page_common import control, model_picker, panel
 from attnscope.frontend.pages import faithfulness_callbacks  # noqa: F401  (registers this page's callbacks)
 from attnscope.frontend.pages.faithfulness_callbacks import EXAMPLE, PARAMS, explainer_list
@@ -188,12 +189,14 @@ def layout(**query):
         children=[
             dcc.Store(id="faith-result"),
             dcc.Store(id="faith-job"),
+            dcc.Store(id="faith-shown-job"),  # the job whose result the data-set table shows
             dcc.Interval(id="faith-poll", interval=1000, disabled=True),
             *address_parts("faith", state, problems),
             html.Div(id="faith-notes", className="notice empty", role="status"),
             _controls(state),
             *_example_panels(),
             _dataset_panel(state),
+            examples_panel("faith"),
             past_jobs_panel("faith"),
         ]
     )

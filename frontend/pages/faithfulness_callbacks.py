@@ -6,6 +6,7 @@ from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.data_status import register_data_status
+from attnscope.frontend.example_table import example_source, register_examples_table
 from attnscope.frontend.faithfulness_figures import curves_figure, metric_table, parse_marked_text, token_colors
 from attnscope.frontend.job_status import n_shortfall
 from attnscope.frontend.page_common import client, describe_error, empty_figure
@@ -35,6 +36,7 @@ def explainer_list(value: str | None) -> list[str]:
 
 register_past_jobs("faith", ("faithfulness",), job_store="faith-job", poll="faith-poll")
 register_data_status("faith", "faith-dataset")
+register_examples_table("faith")
 
 
 @callback(
@@ -268,27 +270,47 @@ def to_address(result, model, convention, k, explainers, dataset, n, job, text):
     Output("faith-dataset-table", "data"),
     Output("faith-dataset-summary", "children"),
     Output("faith-export", "disabled"),
+    Output("faith-shown-job", "data"),
+    Output("faith-examples-source", "data"),
     Input("faith-poll", "n_intervals"),
     State("faith-job", "data"),
     prevent_initial_call=True,
 )
 def poll_job(_n, job):
+    """The job's progress; its table once done. A job that is running, failed or was cancelled leaves the
+    last result (its table, summary, examples and export) on screen until a new one arrives, as Census
+    does."""
+    keep = (no_update,) * 6  # the table (columns, rows), summary, export, shown job and examples
     if not job:
-        return no_update, no_update, True, no_update, no_update, no_update, no_update
+        return no_update, no_update, True, *keep
     try:
         job = client().job(job["id"])
     except ApiError as exc:
-        return "0", describe_error(exc, f"Job {job['id']}"), True, no_update, no_update, no_update, True
+        return "0", describe_error(exc, f"Job {job['id']}"), True, *keep
     status = f"{job.status}: {job.done}/{job.total}" + (f" ({job.error})" if job.error else "")
     status += f" · {n_shortfall(job)}" if n_shortfall(job) else ""  # N beyond the data set's size
     if job.status in ("queued", "running"):
-        return str(job.progress), status, False, no_update, no_update, no_update, True
+        return str(job.progress), status, False, *keep
     if job.status != "done":
-        return str(job.progress), status, True, [], [], "", True
+        return str(job.progress), status, True, *keep
     try:
         result = client().job_result(job.id)
     except ApiError as exc:
-        return "1", describe_error(exc, f"The result of job {job.id}"), True, [], [], "", True
+        return "1", describe_error(exc, f"The result of job {job.id}"), True, *keep
+    columns, data, summary = dataset_table(result)
+    pe = result.per_example
+    examples = example_source(
+        result.model,
+        result.dataset,
+        pe.index if pe else [],
+        job.params.get("split"),
+        allow_offensive=bool(job.params.get("allow_offensive")),
+    )
+    return "1", status, True, columns, data, summary, False, job.id, examples
+
+
+def dataset_table(result) -> tuple[list, list, str]:
+    """The explainer x metric table of a faithfulness result: its columns, rows and summary line."""
     dump = result.model_dump(include={"intervals", "vs_random", "interval"})
     columns, data = metric_table(
         [r.model_dump(exclude_unset=True) for r in result.rows],
@@ -313,20 +335,21 @@ def poll_job(_n, job):
             else ""
         )
     )
-    return "1", status, True, columns, data, summary, False
+    return columns, data, summary
 
 
 @callback(
     Output("faith-download", "data"),
     Input("faith-export", "n_clicks"),
-    State("faith-job", "data"),
+    State("faith-shown-job", "data"),
     prevent_initial_call=True,
 )
-def export_csv(_n, job):
-    if not job:
+def export_csv(_n, shown):
+    """The CSV of the result on screen (a later job that failed or was cancelled leaves it there)."""
+    if not shown:
         return no_update
     try:
-        csv_text = client().job_result_csv(job["id"])
+        csv_text = client().job_result_csv(shown)
     except ApiError:
         return no_update
-    return dcc.send_string(csv_text, f"attnscope-faithfulness-{job['id']}.csv")
+    return dcc.send_string(csv_text, f"attnscope-faithfulness-{shown}.csv")

@@ -3,13 +3,14 @@ a corrupted text, read any metric the model allows (``answer_logit_diff`` with t
 see the maps of a later layer before and after, the per-head effect grid, the layer x position
 patching plot, and the per-head effects over a data set with intervals and corrected p (a job).
 
-Address: ``/interventions?run=ID&kind=knockout&edges=5>1&klayers=1&corrupted=T&metric=M&vlayer=3...``
+Address: ``/interventions?run=ID&kind=knockout&edges=5>1&klayers=1&corrupted=T&metric=M&vlayer=3&hide=first...``
 (every control; ``sweep=true`` recomputes the patching plot)."""
 
 import dash
 from dash import dcc, html
 
 from attnscope.frontend.intervention_forms import KIND_LABELS, METRICS
+from attnscope.frontend.layout import hide_control
 from attnscope.frontend.page_common import error_box, panel
 from attnscope.frontend.pages import interventions_callbacks, interventions_patching  # noqa: F401  (callbacks)
 from attnscope.frontend.pages.interventions_callbacks import METHODS, PARAMS
@@ -78,6 +79,7 @@ def layout(**query):
         _row(
             _drop("interventions-view-layer", "show layer", [], s["vlayer"], placeholder="after the intervention"),
             _drop("interventions-view-head", "head", [], s["vhead"], placeholder="head"),
+            [hide_control("interventions-hide", s["hide"])],
         ),
         html.Div(id="interventions-map-note", className="hint", role="status"),
         _pair("interventions-clean-map", "interventions-altered-map"),

@@ -21,6 +21,7 @@ from attnscope.frontend.intervention_forms import (
 )
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
+from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_map, hide_note, with_note
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
 
 METHODS = ("zero", "mean", "uniform")
@@ -41,6 +42,7 @@ PARAMS = {
     "vlayer": Param(int, lo=0, hi=1023),
     "vhead": Param(int, lo=0, hi=1023),
     "sweep": Param(bool, default=False),
+    "hide": Param(str, default="none", choices=HIDES),
 }
 FORM = [
     State("interventions-kind", "value"),
@@ -210,11 +212,13 @@ def apply(
     Input("interventions-altered", "data"),
     Input("interventions-view-layer", "value"),
     Input("interventions-view-head", "value"),
+    Input("interventions-hide", "value"),
     State("interventions-run-data", "data"),
 )
-def maps(altered, layer, head, run):
+def maps(altered, layer, head, hide, run):
     """The shown head's map before and after the intervention (before only, to pick edges from,
-    while there is no result), and how much of it changed."""
+    while there is no result), and how much of it changed; ``hide``: the keys blanked in both (rows
+    renormalised over the rest, stated in the titles; the change is measured on the maps as they are)."""
     blank = empty_figure("Apply an intervention to see the maps after it.")
     if not run:
         return empty_figure(NO_RUN), blank, ""
@@ -226,7 +230,11 @@ def maps(altered, layer, head, run):
         after = client().attention(altered["altered_run_id"], layer, head, encoding="json") if fresh else None
     except ApiError as exc:
         return empty_figure(f"The maps could not be loaded: {exc.detail}"), blank, ""
-    left = head_detail_figure(before, run["tokens"], f"{label} · before (click cells: edges to knock out)")
+    hide = hide if hide in HIDES else "none"
+    hidden = hidden_positions(hide, len(run["tokens"]), run.get("special") or [])
+    note = hide_note(hide, hidden, run["tokens"], pooled=False)
+    title = with_note(f"{label} · before (click cells: edges to knock out)", note)
+    left = head_detail_figure(hide_map(before, hidden), run["tokens"], title)
     if after is None:
         return left, blank, ""
     touched = altered["layer"]
@@ -234,8 +242,10 @@ def maps(altered, layer, head, run):
     where = "the intervened layer" if layer == touched else f"{layer - touched} after the intervened layer {touched}"
     if layer < touched:
         where = f"before the intervened layer {touched}: it cannot change"
-    note = f"{label} ({where}): largest change of a weight {change:.4f}"
-    return left, head_detail_figure(after, run["tokens"], f"{label} · after the intervention"), note
+    right = head_detail_figure(
+        hide_map(after, hidden), run["tokens"], with_note(f"{label} · after the intervention", note)
+    )
+    return left, right, f"{label} ({where}): largest change of a weight {change:.4f}"
 
 
 @callback(
@@ -256,12 +266,13 @@ def maps(altered, layer, head, run):
     Input("interventions-view-layer", "value"),
     Input("interventions-view-head", "value"),
     Input("interventions-sweep-on", "data"),
+    Input("interventions-hide", "value"),
     prevent_initial_call=True,
 )
 def to_address(run, *values):
     """Every control of the page in its address (a pasted link reopens the same intervention, maps
     and patching plot)."""
     names = ("kind", "heads", "method", "edges", "klayers", "rlayer", "rpos", "corrupted", "direction", "metric")
-    names += ("ans_a", "ans_b", "vlayer", "vhead", "sweep")
+    names += ("ans_a", "ans_b", "vlayer", "vhead", "sweep", "hide")
     state = {k: (v if v != "" else None) for k, v in zip(names, values)}
     return query_string({**run_query(run), **state}, PARAMS)

@@ -10,12 +10,14 @@ from __future__ import annotations
 from dash import Input, Output, State, callback, dash_table, dcc, html, no_update
 
 from attnscope.frontend.api_client import ApiError
+from attnscope.frontend.example_table import example_source, examples_block, register_examples_table
 from attnscope.frontend.intervention_tables import effects_table, standouts_line
 from attnscope.frontend.page_common import client, describe_error, panel
 from attnscope.frontend.run_state import NO_RUN
 
 FINISHED = ("done", "failed", "cancelled", "interrupted")
 MAX_N = 1000  # HeadEffectsParams.n
+register_examples_table("interventions-ds")
 
 
 def dataset_panel() -> html.Section:
@@ -54,6 +56,7 @@ def dataset_panel() -> html.Section:
         ),
         dcc.Store(id="interventions-ds-job"),
         dcc.Interval(id="interventions-ds-poll", interval=1000, disabled=True),
+        *examples_block("interventions-ds"),
     )
 
 
@@ -109,17 +112,27 @@ def poll_job(_tick, job):
     Output("interventions-ds-table", "columns"),
     Output("interventions-ds-summary", "children"),
     Output("interventions-ds-error", "children", allow_duplicate=True),
+    Output("interventions-ds-examples-source", "data"),
     Input("interventions-ds-job", "data"),
     prevent_initial_call=True,
 )
 def show_result(job):
-    """The finished job's heads, largest mean |effect| first; a job still running keeps the last table."""
+    """The finished job's heads, largest mean |effect| first, and its examples (each with the rank
+    agreement of its |effect| grid with its heads' importance); a job still running keeps the last table."""
     if not job or not job.get("done"):
-        return no_update, no_update, no_update, no_update
+        return (no_update,) * 5
     try:
         result = client().job_result(job["id"]).model_dump(exclude_unset=True)
     except ApiError as exc:
-        return no_update, no_update, no_update, describe_error(exc, f"The result of job {job['id']} could not load")
+        failed = describe_error(exc, f"The result of job {job['id']} could not load")
+        return no_update, no_update, no_update, failed, no_update
     alpha = (result.get("standouts") or {}).get("alpha", 0.05)
     columns, data = effects_table(result["rows"], alpha)
-    return data, columns, standouts_line(result), ""
+    examples = example_source(
+        result["model"],
+        result["dataset"],
+        [e["id"] for e in result["examples"]],
+        values=[e.get("rank_rho") for e in result["examples"]],
+        value_name="rank rho (|effect| vs importance)",
+    )
+    return data, columns, standouts_line(result), "", examples

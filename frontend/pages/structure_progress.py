@@ -74,9 +74,13 @@ def arm(data, _k):
     Output("structure-pass-poll", "disabled", allow_duplicate=True),
     Input("structure-pass-poll", "n_intervals"),
     State("structure-maps-data", "data"),
+    *[State(f"{p}-progress", "className") for p in PANELS],
     prevent_initial_call=True,
 )
-def poll(_n, data):
+def poll(_n, data, *lines):
+    """The pass's status on every waiting panel; polling stops once it is done (or cancelled) and no
+    panel waits any more: a long run's evolution and rollout walk the head means after the shared pass
+    (``server/structure_pass.py``), and that walk's progress is shown too."""
     run = stored_run(data)
     if run is None:
         return *[no_update] * len(PANELS), "small-button hidden", True
@@ -86,7 +90,8 @@ def poll(_n, data):
         return *[f"progress unknown: {exc.detail}"] * len(PANELS), "small-button hidden", True
     text = describe(st.state, st.done, st.total, st.waiting)
     button = "small-button" if st.state == "running" else "small-button hidden"
-    return *[text] * len(PANELS), button, st.state in ("done", "cancelled")
+    waiting = any(line == SHOWN for line in lines)
+    return *[text] * len(PANELS), button, st.state == "cancelled" or (st.state == "done" and not waiting)
 
 
 @callback(

@@ -1,18 +1,20 @@
 """The data sets: which are in the data folder (and the command that fetches the rest); samples for vision
-runs (index, label) and one as PNG."""
+runs (index, label) and one as PNG; one text example by the id or index a job result gives it."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response, status
 
 from attnscope.models import data_registry
 from attnscope.models.inputs import encode_png
 from attnscope.models.zoo import samples
+from attnscope.pipelines.dataset_lookup import MAX_KEY_CHARS, UnknownExampleError, find_example
+from attnscope.pipelines.datasets import OffensiveContentError
 from attnscope.server.errors import error_responses
 from attnscope.server.request_executor import heavy
-from attnscope.server.schemas import DataSetList, DataSetPublic, DatasetSample, SampleList
+from attnscope.server.schemas import DataSetExamplePublic, DataSetList, DataSetPublic, DatasetSample, SampleList
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
@@ -70,3 +72,51 @@ def read_samples(
 def read_sample_image(dataset: str, index: int) -> Response:
     image, _ = samples.sample(dataset, index)
     return Response(encode_png(image), media_type="image/png")
+
+
+@router.get(
+    "/{dataset}/examples/{key}",
+    response_model=DataSetExamplePublic,
+    summary="One text example by the id or index a job result names it by: its text, words and label",
+    description="A census, probe or head-effects result names its examples by id (`sst2-dev-12`), a "
+    "faithfulness result by index in the split: `key` takes either (all digits: an index). Without `split`, "
+    "an index is in the default split and an id is looked up in every split. HateXplain needs "
+    "`allow_offensive=true`.",
+    responses=error_responses(
+        {
+            403: "HateXplain without allow_offensive=true",
+            404: "no example of that id or index in the split",
+            422: "an unknown data set or split",
+            503: "the data set is not in the data folder (the detail names the command that fetches it)",
+        }
+    ),
+)
+@heavy
+def read_example(
+    dataset: str,
+    key: Annotated[str, Path(min_length=1, max_length=MAX_KEY_CHARS, description="an example id, or an index")],
+    split: Annotated[str | None, Query(max_length=20, description="the split (default: see above)")] = None,
+    allow_offensive: Annotated[bool, Query(description="the explicit opt-in HateXplain needs")] = False,
+) -> DataSetExamplePublic:
+    try:
+        found = find_example(dataset, key, split, allow_offensive=allow_offensive)
+    except OffensiveContentError as exc:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, f"{exc} (here: the query allow_offensive=true)") from None
+    except UnknownExampleError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc.args[0])) from None
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    ex = found.example
+    return DataSetExamplePublic(
+        dataset=found.dataset,
+        split=found.split,
+        index=found.index,
+        total=found.total,
+        id=ex.id,
+        text=ex.text,
+        words=list(ex.words),
+        label=ex.label,
+        label_name=ex.labels[ex.label],
+        labels=list(ex.labels),
+        rationale=None if ex.rationale is None else list(ex.rationale),
+    )

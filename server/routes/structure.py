@@ -8,11 +8,17 @@ import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from attnscope.analysis.distance import distance_from
-from attnscope.analysis.evolution import Evolution, compare, evolution, evolution_from
+from attnscope.analysis.evolution import Evolution, compare, evolution_from
 from attnscope.analysis.heads import classify_heads
 from attnscope.analysis.implied_conv import convolution_from
 from attnscope.analysis.indices import check_index
-from attnscope.analysis.rollout import MAX_FLOW_TOKENS, attention_flow, rollout_importance
+from attnscope.analysis.rollout import (
+    MAX_FLOW_TOKENS,
+    attention_flow,
+    default_row,
+    rollout_importance,
+    rollout_of_values,
+)
 from attnscope.analysis.shift import DEFAULT_K, DEFAULT_RADIUS, DEFAULT_THRESHOLD, shift_scan_from
 from attnscope.pipelines.induction_probe import probe_note
 from attnscope.server.deps import RunDep, ServiceDep
@@ -156,8 +162,12 @@ def read_evolution(
 ) -> EvolutionPublic:
     if compare_to is None:
         maps = run.capture.maps
-        mean = service.structure.mean_for(run, ticket)  # None beyond MEAN_BYTES: a pass of its own
-        ev = evolution(maps) if mean is None else evolution_from(service.structure.get(run, ticket=ticket), maps)
+        red = service.structure.get(run, ticket=ticket)  # entropy, top-1 (and head means within MEAN_BYTES)
+        similarity = None
+        if red.head_mean is None:  # a long run: the layers' similarity from the walk over the head means
+            walk = service.structure.walk(run, _walk_rows(maps), ticket)
+            similarity = (walk.js_next, walk.cosine_next)
+        ev = evolution_from(red, maps, similarity)
         return EvolutionPublic(run_id=run.id, profile=_profile(run.model, ev))
     other = service.store.get(compare_to) or service.restore(compare_to)  # as GET /runs/{id} does
     if other is None:
@@ -230,9 +240,21 @@ def read_rollout(
     run: RunDep, service: ServiceDep, ticket: TicketDep, row: ROW = "cls", layer: LAYER = None
 ) -> ImportancePublic:
     maps = _through(run.capture.maps, layer)
+    r = _row(row, maps.n_tokens)
     mean = service.structure.mean_for(run, ticket)  # [layer, query, key] of the shared pass, or None (long runs)
-    mean = None if mean is None else mean[: maps.n_layers]
-    return _importance(run, rollout_importance(maps, _row(row, maps.n_tokens), head_mean=mean), "rollout", maps)
+    if mean is not None:
+        return _importance(run, rollout_importance(maps, r, head_mean=mean[: maps.n_layers]), "rollout", maps)
+    # a long run: the rollout through every layer from one walk over the head means (two layers kept)
+    target = default_row(maps) if r == -1 else r
+    rows = _walk_rows(maps) if target in _walk_rows(maps) else (target,)
+    walk = service.structure.walk(run, rows, ticket)
+    values = walk.rollout[target][maps.n_layers - 1]
+    return _importance(run, rollout_of_values(maps, values, target), "rollout", maps)
+
+
+def _walk_rows(maps) -> tuple:
+    """The rollout rows one walk computes by default: the output row and the mean over rows."""
+    return tuple(dict.fromkeys((default_row(maps), None)))
 
 
 @router.get(
@@ -250,8 +272,6 @@ def read_flow(run: RunDep, row: ROW = "cls", layer: LAYER = None) -> ImportanceP
             f"this run has {maps.n_tokens}. Use /rollout or a shorter text.",
         )
     r = _row(row, maps.n_tokens)
-    from attnscope.analysis.rollout import default_row
-
     target = default_row(maps) if r == -1 else r
     flow = attention_flow(maps, rows=None if target is None else [target])
     return _importance(run, flow.importance(target), "flow", maps, MAX_FLOW_TOKENS)

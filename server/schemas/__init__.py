@@ -57,7 +57,7 @@ from attnscope.server.schemas.core import (  # noqa: F401
     SampleRef,
     ThumbnailsPublic,
 )
-from attnscope.server.schemas.datasets import DataSetList, DataSetPublic  # noqa: F401
+from attnscope.server.schemas.datasets import DataSetExamplePublic, DataSetList, DataSetPublic  # noqa: F401
 from attnscope.server.schemas.faithfulness import (  # noqa: F401
     FAITHFULNESS_CONVENTIONS,
     ExplainerPublic,

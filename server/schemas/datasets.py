@@ -25,3 +25,20 @@ class DataSetList(BaseModel):
     items: list[DataSetPublic]
     total: int
     present: int = Field(..., description="how many of them are in the data folder")
+
+
+class DataSetExamplePublic(BaseModel):
+    """One example of a text data set (``GET /datasets/{dataset}/examples/{key}``): what a job result names
+    by its id or index, with its text to open it as a run."""
+
+    dataset: str = Field(..., description="sst2, movies or hatexplain")
+    split: str = Field(..., description="the split it was found in")
+    index: int = Field(..., description="its position in the split (what a faithfulness result names)")
+    total: int = Field(..., description="examples in the split")
+    id: str = Field(..., description="its id (what census, probe and head-effects results name)")
+    text: str = Field(..., description="the words joined by spaces (the text the jobs run)")
+    words: list[str] = Field(..., description="the data set's own word tokens")
+    label: int = Field(..., description="the gold label's index into labels")
+    label_name: str
+    labels: list[str]
+    rationale: list[int] | None = Field(None, description="0/1 per word: the human rationale, where one exists")

@@ -147,6 +147,11 @@ class CensusResultPublic(Strict):
         description="every example's values (long-format CSV: format=csv&table=examples); None when the job held "
         "more than 2,000,000 of them (examples x layers x heads x metrics)",
     )
+    example_ids: list[str] | None = Field(
+        None,
+        description="every example's id, in order (GET /datasets/{dataset}/examples/{id} has its text); None in "
+        "results made before the ids were kept",
+    )
 
 
 class ProbeRow(Strict):

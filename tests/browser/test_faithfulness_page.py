@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from settle import JOB_WAIT_MS
 
 pytestmark = pytest.mark.browser
 
@@ -57,7 +58,7 @@ def test_dataset_job_shows_progress_table_and_exports_csv(faith_page):
     page = faith_page
     page.fill("#faith-n", "2")
     page.click("#faith-job-start")
-    page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=120_000)
+    page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=JOB_WAIT_MS)
     page.wait_for_selector("#faith-dataset-table:has-text('random (baseline)')", timeout=30_000)
     assert "accuracy" in page.locator("#faith-dataset-summary").inner_text()
     headers = page.evaluate(
@@ -104,13 +105,13 @@ def test_hatexplain_needs_the_opt_in_and_its_classifier(faith_page):
     page.wait_for_selector("#faith-job-error:has-text('allow_offensive')", timeout=30_000)
     page.locator("#faith-allow-offensive input").check()
     page.click("#faith-job-start")  # still the SST-2 classifier: its labels do not fit
-    page.wait_for_selector("#faith-job-status:has-text('predicts')", timeout=60_000)
+    page.wait_for_selector("#faith-job-status:has-text('predicts')", timeout=JOB_WAIT_MS)
     page.click("#faith-model")
     page.get_by_placeholder("Search").fill("hatexplain")
     page.get_by_role("option", name="minilm-hatexplain", exact=False).first.click()
     page.wait_for_selector("#faith-model:has-text('minilm-hatexplain')")
     page.click("#faith-job-start")
-    page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=120_000)
+    page.wait_for_selector("#faith-job-status:has-text('done: 2/2')", timeout=JOB_WAIT_MS)
     page.wait_for_selector("#faith-dataset-table:has-text('random (baseline)')", timeout=30_000)
     assert "token F1" in page.locator("#faith-dataset-table").inner_text()
     assert not [e for e in page.console_errors if not re.search(r"status of 4\d\d", e)]
@@ -120,7 +121,7 @@ def test_a_link_explains_its_text_with_its_settings_and_the_table_fits(open_dash
     """The address holds the text and settings (a link explains on open); unknown explainers are a
     note; each explainer keeps its colour on the sufficiency panel; the metric table fits its panel."""
     page = open_dash("/faithfulness?text=a+[[gripping]]+film+.&explainers=attention,random,bogus&k=0.3")
-    page.wait_for_selector("#faith-table td", timeout=120_000)
+    page.wait_for_selector("#faith-table td", timeout=JOB_WAIT_MS)
     page.wait_for_selector("#faith-notes:has-text('Unknown explainer(s) bogus')", timeout=10_000)
     page.wait_for_function("location.search.includes('text=a+%5B%5Bgripping')", timeout=10_000)
     assert "explainers=attention%2Crandom" in page.url and "k=0.3" in page.url

@@ -35,4 +35,13 @@ def test_per_head_effects_over_a_data_set_with_intervals_and_corrected_p(open_da
     assert set(page.evaluate(CELLS, "standout")) <= {"yes (Holm)", "yes (BH)", "no"}
     summary = page.locator("#interventions-ds-summary").text_content()
     assert "minilm-sst2 on sst2, n = 4" in summary and "after Holm" in summary and "after Benjamini-Hochberg" in summary
+    # its four examples, each with its rank agreement and a link that runs it in Explore (issue 26 item 11)
+    page.wait_for_selector("#interventions-ds-examples-status:has-text('examples 1–4 of 4')", timeout=60_000)
+    rows = page.locator("#interventions-ds-examples tbody tr")
+    assert rows.count() == 4
+    assert all(rows.nth(i).locator("td").first.inner_text().startswith("sst2-dev-") for i in range(4))
+    rhos = [rows.nth(i).locator("td").nth(3).inner_text() for i in range(4)]
+    assert all(r == "" or -1 <= float(r) <= 1 for r in rhos), rhos
+    href = rows.first.get_by_role("link").get_attribute("href")
+    assert href.startswith("/?model=minilm-sst2&text=")
     assert page.console_errors == [], page.console_errors

@@ -17,6 +17,7 @@ PAGES = [
     "/faithfulness",
     "/measure",
     "/interventions",
+    "/circuits",
 ]  # /workspace draws no figure; tests/frontend/test_plot_config.py checks every page layout's graphs
 CLOUD = re.compile(r"share|cloud|chart studio|upload", re.IGNORECASE)
 

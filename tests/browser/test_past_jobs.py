@@ -10,6 +10,7 @@ import uuid
 
 import httpx
 import pytest
+from settle import JOB_WAIT_MS
 
 from attnscope.server.config import Settings
 from attnscope.server.db.engine import open_database
@@ -60,7 +61,7 @@ def test_census_page_lists_jobs_resumes_an_interrupted_one_and_downloads_it(open
     page.reload()  # the list comes from the database, not from the page's memory
     row = _row(page, job_id)
     row.get_by_role("button", name=f"resume job {job_id}").click()
-    page.wait_for_selector("#census-status:has-text('done')", timeout=120_000)
+    page.wait_for_selector("#census-status:has-text('done')", timeout=JOB_WAIT_MS)
     page.wait_for_selector("#census-figure .gtitle:has-text('Census: mean shift_score')", timeout=30_000)
     row = _row(page, job_id)
     page.wait_for_function(

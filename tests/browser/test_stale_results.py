@@ -31,6 +31,30 @@ def test_explore_marks_its_results_stale_when_the_text_changes(dash_page):
     assert page.console_errors == []
 
 
+def test_explore_marks_its_results_stale_when_the_model_changes(dash_page):
+    """Another model in the picker than the shown run's: the mark names the run's model, and goes when
+    the picker is back on it."""
+    page = dash_page
+    page.fill("#text-input", "The cat sat.")
+    page.click("#run-button")
+    page.wait_for_function(N_HEADS, timeout=60_000)
+    page.wait_for_function(TEXT_IN_ADDRESS.format("The cat sat."), timeout=30_000)
+    assert page.locator("#explore-stale").is_hidden()
+    for name, label in (
+        ("minilm-sst2", "minilm-sst2 · bert · classification"),
+        ("minilm", "minilm · bert · embedding"),
+    ):
+        page.click("#model-dropdown")
+        page.get_by_placeholder("Search").fill(name)
+        page.get_by_role("option", name=label).click()
+        if name == "minilm-sst2":
+            page.wait_for_selector("#explore-stale:has-text('Stale')", timeout=30_000)
+            note = page.locator("#explore-stale").inner_text()
+            assert "model minilm" in note and "the earlier text" not in note and "Press Run" in note
+    page.wait_for_selector("#explore-stale", state="hidden", timeout=30_000)  # back on the run's model
+    assert page.console_errors == []
+
+
 def test_measure_names_its_run_after_run_and_marks_it_stale_after_an_edit(open_dash):
     page = open_dash("/measure")
     page.wait_for_selector("#measure-run-about:has-text('No run yet')", timeout=60_000)  # a fresh tab

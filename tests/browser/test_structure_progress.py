@@ -22,25 +22,33 @@ SAYS = """([id, words]) => { const gd = document.querySelector('#' + id + ' .js-
     return !!gd && JSON.stringify(gd.layout.annotations || []).includes(words); }"""
 
 
-@pytest.fixture
-def gated_pass(monkeypatch):
-    """The first structure pass made in the API stops after its first band until ``go`` is set."""
-    real = structure_pass.reduce_maps
+def _gate(monkeypatch, name: str, **extra):
+    """The first call in the API of ``structure_pass.<name>`` (the shared pass, or the walk over the head
+    means) stops after its first band until ``go`` is set (``extra``: its further arguments, e.g. one
+    worker so that one band is done when it stops); returns ``(started, go)``."""
+    real = getattr(structure_pass, name)
     started, go, calls = threading.Event(), threading.Event(), []
 
-    def gated(maps, parts, progress=None, **kw):
+    def gated(maps, what, progress=None, **kw):
         calls.append(1)
         if len(calls) > 1:
-            return real(maps, parts, progress=progress, **kw)
+            return real(maps, what, progress=progress, **kw)
 
         def report(done, total):
             progress(done, total)
             started.set()
             go.wait(300)
 
-        return real(maps, parts, progress=report, workers=1, **kw)
+        return real(maps, what, progress=report, **kw, **extra)
 
-    monkeypatch.setattr(structure_pass, "reduce_maps", gated)
+    monkeypatch.setattr(structure_pass, name, gated)
+    return started, go
+
+
+@pytest.fixture
+def gated_pass(monkeypatch):
+    """The first structure pass made in the API stops after its first band until ``go`` is set."""
+    started, go = _gate(monkeypatch, "reduce_maps", workers=1)
     try:
         yield started, go
     finally:
@@ -74,4 +82,35 @@ def test_panels_show_the_pass_progress_and_cancel_stops_it(open_dash, gated_pass
     page.locator("#structure-hide").get_by_text("first token").click()
     page.wait_for_selector("#kernel-head-map .gtitle:has-text('first token hidden')", timeout=60_000)
     page.wait_for_function("location.search.includes('hide=first')", timeout=30_000)
+    assert page.console_errors == []
+
+
+def test_a_long_runs_evolution_and_rollout_show_the_walks_progress_and_cancel_stops_it(open_dash, monkeypatch):
+    """Past ``MEAN_BYTES`` (lowered here, so that a MiniLM run is "long") evolution and rollout read a walk
+    over the head means made after the shared pass: held after its first band, the evolution and
+    rollout panels show its bands (6 layers, one band each) and Cancel; after Cancel they say so, and
+    Retry draws them."""
+    monkeypatch.setattr(structure_pass, "MEAN_BYTES", 0)
+    started, go = _gate(monkeypatch, "walk_head_means")
+    try:
+        page = open_dash(f"/structure?model=minilm&text={quote_plus(TEXT + ' Walked.')}")
+        assert started.wait(120), "the page never walked the head means"
+        page.wait_for_selector("#shift-grid .gtitle:has-text('Shift heads')", timeout=120_000)  # the pass is done
+        for panel in ("evolution", "importance"):
+            page.wait_for_selector(f"#{panel}-progress:has-text('1 of 6 bands of rows')", timeout=60_000)
+            page.wait_for_function(VISIBLE, arg=f"#{panel}-progress", timeout=60_000)
+        page.wait_for_function(VISIBLE, arg="#structure-cancel", timeout=30_000)
+        page.click("#structure-cancel")
+        page.wait_for_selector("#structure-error:has-text('Cancelled')", timeout=30_000)
+    finally:
+        go.set()
+    page.wait_for_function(SAYS, arg=["evolution-figure", "cancelled"], timeout=60_000)
+    page.click("#structure-retry")
+    page.wait_for_selector("#evolution-figure .gtitle:has-text('Sharpening')", timeout=120_000)
+    page.wait_for_function(
+        "() => { const gd = document.querySelector('#importance-figure .js-plotly-plot');"
+        " return !!(gd && gd.data && gd.data.some(t => t.y)); }",
+        timeout=60_000,
+    )
+    page.wait_for_function(HIDDEN, arg="#structure-cancel", timeout=30_000)
     assert page.console_errors == []

@@ -64,3 +64,21 @@ def test_job_result_is_its_kinds_model(client, api_url):
     assert json.loads(result.model_dump_json(exclude_unset=True)) == raw
     csv_lines = client.job_result_csv(job.id).splitlines()
     assert csv_lines[0].startswith("head,layer,head_index,shift_score_mean") and len(csv_lines) == 73
+
+
+def test_a_data_set_example_by_id_or_index_and_the_run_an_example_address_makes(client):
+    """``dataset_example`` reads an example by index or id (an id with characters a path must escape
+    too); ``resolve_record`` with ``example=DATASET:KEY`` (the examples table's link for a long text)
+    runs that example's text; a malformed or unknown one is a sentence, not a crash."""
+    from attnscope.frontend.run_state import resolve_record
+
+    first = client.dataset_example("sst2", 0)
+    assert client.dataset_example("sst2", first.id) == first and first.index == 0
+    with pytest.raises(ApiError) as missing:
+        client.dataset_example("sst2", "sst2-dev-0/../1 x")
+    assert missing.value.status == 404
+    run, message = resolve_record(client, None, "minilm", None, None, example=f"sst2:{first.id}")
+    assert message == "" and run.text == first.text and run.model == "minilm"
+    for bad in ("sst2", "sst2:nope"):
+        run, message = resolve_record(client, None, "minilm", None, None, example=bad)
+        assert run is None and message.startswith(f"Could not read example {bad}:")

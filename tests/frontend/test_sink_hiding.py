@@ -83,3 +83,18 @@ def test_hidden_thumbnails_blank_the_hidden_keys_block_and_renormalise_each_row_
     np.testing.assert_allclose(first[0, 1, :, 1], [0.25, 0.25])  # nothing on key 0: unchanged
     both = hidden_thumbnails(thumbs, [0, 3])
     assert np.isnan(both).all()  # both key blocks hidden
+
+
+def test_a_full_map_hides_its_keys_exactly_and_the_title_says_so():
+    """``hide_map`` (Compare's and Interventions' full-resolution maps): the hidden columns blank, each
+    row over the rest summing to 1, the hidden mass read from the map itself; nothing hidden: unchanged."""
+    from attnscope.frontend.sink_hiding import hide_map, with_note
+
+    w = np.array([[0.5, 0.1, 0.2, 0.2], [0.3, 0.3, 0.1, 0.3], [0.0, 0.5, 0.5, 0.0]], dtype=np.float32)
+    out = hide_map(w, [0, 3])
+    assert np.isnan(out[:, [0, 3]]).all()
+    np.testing.assert_allclose(out[:, 1:3], [[1 / 3, 2 / 3], [0.75, 0.25], [0.5, 0.5]], atol=1e-6)
+    np.testing.assert_array_equal(hide_map(w, []), w)
+    np.testing.assert_array_equal(hide_map(w, [7]), w)  # a key outside the map: nothing to hide
+    note = hide_note("first", [0], ["<s>", "a", "b", "c"], pooled=False)
+    assert with_note("L0H0", note) == f"L0H0<br><sub>{note}</sub>" and with_note("L0H0", "") == "L0H0"

@@ -57,3 +57,30 @@ def test_query_string_leaves_defaults_out_and_round_trips():
 
 def test_a_text_longer_than_the_limit_is_not_written():
     assert query_string({"run": "x" * 20}, PARAMS) == ""
+
+
+def test_an_example_link_carries_its_text_or_when_too_long_its_name():
+    """The examples table's Explore link: the text when it fits an address, else ``example=DATASET:ID``
+    (Explore reads the text from the API); both parse back as Explore's run parameters."""
+    from urllib.parse import parse_qs, urlparse
+
+    from attnscope.frontend.example_table import explore_href
+    from attnscope.frontend.run_state import RUN_PARAMS
+    from attnscope.frontend.url_state import MAX_TEXT_IN_URL, parse_query
+    from attnscope.server.schemas import DataSetExamplePublic
+
+    def example(text):
+        return DataSetExamplePublic(
+            dataset="movies", split="rationales", index=0, total=8, id="movies-posR_000", text=text,
+            words=text.split(), label=1, label_name="positive", labels=["negative", "positive"],
+        )  # fmt: skip
+
+    short = explore_href("minilm", example("a fine film ."))
+    assert short.startswith("/?") and parse_qs(urlparse(short).query) == {
+        "model": ["minilm"],
+        "text": ["a fine film ."],
+    }
+    long = explore_href("minilm", example("word " * MAX_TEXT_IN_URL))
+    query = {k: v[0] for k, v in parse_qs(urlparse(long).query).items()}
+    assert query == {"model": "minilm", "example": "movies:movies-posR_000"}
+    assert parse_query(query, RUN_PARAMS) == ({"run": None, "model": "minilm", "text": None, **query}, [])

@@ -21,6 +21,7 @@ def test_census_job_aggregates_per_head(client, wait_job):
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert result["n"] == 6 and len(result["rows"]) == 72
     keys = ["kind", "model", "dataset", "split", "n", "seed", "metrics", "interval", "rows", "per_example"]
+    keys.append("example_ids")
     assert list(result) == keys
     assert CensusResultPublic.model_validate(result).rows[2].head == "L0H2"
     prev = np.asarray(result["metrics"]["previous"]["mean"])
@@ -42,6 +43,7 @@ def test_census_job_aggregates_per_head(client, wait_job):
     # every example's [layer][head] values are kept: their mean and sd are the per-head statistics
     pe = result["per_example"]
     assert len(pe["id"]) == 6 and len(set(pe["id"])) == 6
+    assert result["example_ids"] == pe["id"]  # the seeded sample's ids, in order (kept apart from the values)
     for metric in ("previous", "norm_entropy", "shift_score"):
         values = np.asarray(pe["values"][metric], dtype=float)
         assert values.shape == (6, 6, 12)
@@ -145,5 +147,8 @@ def test_a_census_over_the_per_example_budget_keeps_statistics_only(client, wait
     assert job["status"] == "done", job
     result = client.get(f"{API}/jobs/{job['id']}/result").json()
     assert result["per_example"] is None and result["rows"][0]["sink_n"] == 4
+    from attnscope.pipelines.dataset_runs import pick_examples
+
+    assert result["example_ids"] == [e.id for e in pick_examples("sst2", 4)]  # each can still be opened
     bad = client.get(f"{API}/jobs/{job['id']}/result", params={"format": "csv", "table": "examples"})
     assert bad.status_code == 422 and "per-example" in bad.json()["detail"]

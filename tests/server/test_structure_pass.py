@@ -70,15 +70,71 @@ def test_other_offsets_make_their_own_pass(client, made):
     assert service.structure.passes - before == 1
 
 
-def test_beyond_the_mean_budget_evolution_and_rollout_make_their_own(client, made, monkeypatch):
-    rid, service, run = made
+def test_beyond_the_mean_budget_evolution_and_rollout_read_one_walk_over_the_head_means(client, monkeypatch):
+    """Past ``MEAN_BYTES`` the head means are not kept: evolution and rollout (the output row, the mean
+    row, through any layer) read one walk over them (``analysis.mean_walk``) that the shared pass's
+    machinery counts, and equal the analyses that keep every head mean; another row is a walk of its own."""
+    rid = client.post(f"{API}/runs", json={"model": "minilm", "text": TEXT + " Long."}).json()["id"]
+    service = client.app.state.service
+    run = service.store.get(rid)
     monkeypatch.setattr(structure_pass, "MEAN_BYTES", 0)
     assert service.structure.mean_for(run) is None
+    before = service.structure.passes
     evo = _get(client, f"{rid}/evolution")
     roll = _get(client, f"{rid}/rollout")
+    mean_row = _get(client, f"{rid}/rollout", row="mean", layer=2)
+    assert service.structure.get(run).head_mean is None
+    assert service.structure.passes - before == 2  # the shared pass (entropy, ...) and one walk
     maps = run.capture.maps
-    np.testing.assert_allclose(evo["profile"]["head_entropy"], evolution(maps).head_entropy, atol=1e-5)
+    ev = evolution(maps)
+    np.testing.assert_allclose(evo["profile"]["head_entropy"], ev.head_entropy, atol=1e-5)
+    np.testing.assert_allclose(evo["profile"]["js_next"], ev.js_next, atol=1e-6)
+    np.testing.assert_allclose(evo["profile"]["cosine_next"], ev.cosine_next, atol=1e-6)
     np.testing.assert_allclose(roll["values"], rollout_importance(maps, -1).values, atol=1e-6)
+    three = maps.select(layers=range(3))
+    np.testing.assert_allclose(mean_row["values"], rollout_importance(three, None).values, atol=1e-6)
+    row5 = _get(client, f"{rid}/rollout", row="5")
+    assert service.structure.passes - before == 3 and row5["row"] == 5
+    np.testing.assert_allclose(row5["values"], rollout_importance(maps, 5).values, atol=1e-6)
+    _get(client, f"{rid}/evolution")
+    assert service.structure.passes - before == 3  # kept
+
+
+def test_the_walk_reports_progress_and_a_cancel_stops_it(client, monkeypatch):
+    """A long run's evolution request waits on the walk over the head means: the status route reports
+    the walk's bands while it runs, and a cancel stops it (409) like the shared pass."""
+    import threading
+
+    rid = client.post(f"{API}/runs", json={"model": "minilm", "text": TEXT + " Walked."}).json()["id"]
+    monkeypatch.setattr(structure_pass, "MEAN_BYTES", 0)
+    _get(client, f"{rid}/shift")  # the shared pass first: what is left running is the walk
+    real = structure_pass.walk_head_means
+    started, go = threading.Event(), threading.Event()
+
+    def gated(maps, rows, progress=None, **kw):
+        def report(done, total):
+            progress(done, total)
+            started.set()
+            assert go.wait(60), "the test never opened the gate"
+
+        return real(maps, rows, progress=report, **kw)
+
+    monkeypatch.setattr(structure_pass, "walk_head_means", gated)
+    answer = {}
+    thread = threading.Thread(target=lambda: answer.setdefault("evo", client.get(f"{API}/runs/{rid}/evolution")))
+    thread.start()
+    try:
+        assert started.wait(60)
+        status = _get(client, f"{rid}/structure-pass")
+        assert (status["state"], status["done"], status["total"]) == ("running", 1, 6)  # MiniLM: 6 layers
+        assert client.post(f"{API}/runs/{rid}/structure-pass/cancel").json()["state"] == "running"
+    finally:
+        go.set()
+        thread.join(60)
+    assert answer["evo"].status_code == 409 and "cancelled" in answer["evo"].json()["detail"]
+    assert _get(client, f"{rid}/structure-pass")["state"] == "cancelled"
+    monkeypatch.setattr(structure_pass, "walk_head_means", real)
+    assert _get(client, f"{rid}/evolution")["profile"]["js_next"]  # a request after the cancel walks again
 
 
 def test_a_cancelled_request_stops_the_pass_and_the_next_one_makes_it(made):
