@@ -13,7 +13,14 @@ TASK:
   (``lens_grid``, top 10 and the target's probability): what ``POST /runs/{id}/lens`` computes.
 - ``dla``: the recorded run plus the direct logit attribution of ``--target`` at ``--position``,
   per head (``attribute(..., split=False)``).
+- ``eraser`` (``IDS.json`` is the items file of ``ferret_eraser.py``: ids, special positions, target, scores per
+  explainer): AOPC comprehensiveness and sufficiency under ferret's convention with MiniLM SST-2
+  (``evaluate_many`` over groups of sentences, as the faithfulness data-set job runs it).
 - ``grid``: the zero-ablation grid of every head (``head_effects``: the mean next-token loss change).
+- ``patch-head`` / ``patch-resid`` (``--pair PAIR.json``): the corrupted run with one head's output
+  (``head_effects(..., "patch")``) or the residual stream after one block at one position
+  (``residual_patching``) taken from the clean run, metric ``answer_logit_diff`` at the last position
+  (``POST /runs/{id}/head-effects`` and ``.../residual-patching``).
 """
 
 from __future__ import annotations
@@ -31,17 +38,52 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, maps_file, measure, save  # noqa: E402
 
 
+def eraser(items_path: str, out: Path) -> dict:
+    """ERASER under ferret's convention for every item and explainer, as the faithfulness data-set job runs
+    it: ``evaluate_many`` over groups of ``EVAL_CHUNK`` sentences (every perturbation of a group in one
+    ``predict`` call). ``[item, explainer, (AOPC comprehensiveness, AOPC sufficiency)]`` saved."""
+    from attnscope.analysis.faithfulness import Scored, evaluate_many, get_convention
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.explainers import make_predict
+    from attnscope.pipelines.faithfulness_shards import EVAL_CHUNK
+
+    clf = load_model("minilm-sst2", "cpu")
+    predict = make_predict(clf)
+    conv = get_convention("ferret")
+    items = json.loads(Path(items_path).read_text())
+    scored = [Scored(np.asarray(it["ids"]), it["scores"], tuple(it["special"]), it["target"]) for it in items]
+
+    def run(batch):
+        rows = []
+        for first in range(0, len(batch), EVAL_CHUNK):
+            for res in evaluate_many(predict, batch[first : first + EVAL_CHUNK], k=0.2, convention=conv):
+                rows.append([[r.aopc_comprehensiveness, r.aopc_sufficiency] for r in res.values()])
+        return np.asarray(rows)
+
+    run(scored[:1])  # warm
+    aopc, report = measure(lambda: run(scored))
+    save(out, aopc=aopc)
+    report.update(items=len(items), chunk=EVAL_CHUNK)
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("task", choices=["maps", "lens", "dla", "grid"])
+    ap.add_argument("task", choices=["maps", "lens", "dla", "grid", "patch-head", "patch-resid", "eraser"])
     ap.add_argument("ids")
     ap.add_argument("out")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--target", type=int, default=None)
     ap.add_argument("--position", type=int, default=-1)
     ap.add_argument("--no-check", action="store_true", help="maps: skip writing the stack for the check")
+    ap.add_argument("--pair", default=None, help="patch-*: JSON with clean, corrupted, answers")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.task == "eraser":
+        report = eraser(a.ids, Path(a.out))
+        report.update(side="attnscope", task=a.task, threads=torch.get_num_threads())
+        emit(report)
+        return
     ids = json.loads(Path(a.ids).read_text())
     os.environ["ATTNSCOPE_MAX_CAUSAL_TOKENS"] = str(max(len(ids), 4096))
     from attnscope.models.loading import load_model
@@ -90,6 +132,23 @@ def main() -> None:
             att, report = measure(dla)
             save(out, heads=att.heads, mlp=att.mlp, embed=np.float64(att.embed), logit=np.float64(att.logit))
             report["residual_error"] = float(att.residual_error)
+    elif a.task.startswith("patch"):
+        from attnscope.pipelines.interventions import MetricSpec, head_effects
+        from attnscope.pipelines.interventions.sweep import residual_patching
+
+        pair = json.loads(Path(a.pair).read_text())
+        clean, corrupted = lm.encode_ids(pair["clean"]), lm.encode_ids(pair["corrupted"])
+        metric = MetricSpec("answer_logit_diff", answers=tuple(pair["answers"]))
+
+        def patch():  # noising the corrupted run with the clean one = TransformerLens's patching
+            if a.task == "patch-head":
+                return head_effects(lm, corrupted, "patch", metric, source=clean)
+            return residual_patching(lm, corrupted, clean, metric)
+
+        head_effects(lm, lm.encode_ids(ids[:16]), "zero", MetricSpec())  # warm the grid's path, as for grid
+        grid, report = measure(patch)
+        save(out, effect=grid["effect"])
+        ids = pair["clean"]
     else:
         from attnscope.pipelines.interventions import MetricSpec, head_effects
 
