@@ -16,6 +16,15 @@ TASK:
 - ``eraser`` (``IDS.json`` is the items file of ``ferret_eraser.py``: ids, special positions, target, scores per
   explainer): AOPC comprehensiveness and sufficiency under ferret's convention with MiniLM SST-2
   (``evaluate_many`` over groups of sentences, as the faithfulness data-set job runs it).
+- ``ig`` / ``ablation``: the explainers of the next token (the predicted one) on the ids, as
+  ``POST /runs/{id}/faithfulness`` runs them: ``integrated_gradients`` (32 steps, captum's Gauss-Legendre
+  rule, baseline: every non-special token's embedding replaced by the pad token's) and ``occlusion``
+  (captum ``FeatureAblation``, one token at a time replaced by the pad token, SmolLM2 having no mask
+  token); both attribute the probability ``p(next token)``.
+- ``eap`` (``--pair PAIR.json``): edge attribution patching over every edge (``circuits.attribution.eap``
+  as ``POST /circuits`` runs it,
+  noising, metric ``answer_logit_diff`` at the last position), scores ``[sender, receiver]`` with the
+  graph's names.
 - ``grid``: the zero-ablation grid of every head (``head_effects``: the mean next-token loss change).
 - ``patch-head`` / ``patch-resid`` (``--pair PAIR.json``): the corrupted run with one head's output
   (``head_effects(..., "patch")``) or the residual stream after one block at one position
@@ -29,6 +38,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +79,9 @@ def eraser(items_path: str, out: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("task", choices=["maps", "lens", "dla", "grid", "patch-head", "patch-resid", "eraser"])
+    ap.add_argument(
+        "task", choices=["maps", "lens", "dla", "grid", "patch-head", "patch-resid", "eraser", "ig", "ablation", "eap"]
+    )
     ap.add_argument("ids")
     ap.add_argument("out")
     ap.add_argument("--threads", type=int, default=1)
@@ -132,6 +144,37 @@ def main() -> None:
             att, report = measure(dla)
             save(out, heads=att.heads, mlp=att.mlp, embed=np.float64(att.embed), logit=np.float64(att.logit))
             report["residual_error"] = float(att.residual_error)
+    elif a.task == "eap":
+        from attnscope.pipelines.circuits.attribution import eap
+        from attnscope.pipelines.circuits.metric import CircuitMetric
+        from attnscope.pipelines.circuits.patching import prepare
+
+        pair = json.loads(Path(a.pair).read_text())
+        clean, corrupted = torch.tensor([pair["clean"]]), torch.tensor([pair["corrupted"]])
+        metric = CircuitMetric("answer_logit_diff", answers=(tuple(pair["answers"]),))
+
+        def scores(c, k):  # what POST /circuits computes for method "eap"
+            return eap(prepare(lm.model, lm.sites, c, k, metric))
+
+        scores(clean[:, -6:], corrupted[:, -6:])  # warm on the prompt's last 6 tokens
+        s_, report = measure(lambda: scores(clean, corrupted))
+        prep = prepare(lm.model, lm.sites, clean, corrupted, metric)
+        save(out, scores=s_)
+        (out / "names.json").write_text(
+            json.dumps({"senders": prep.graph.sender_names(), "receivers": prep.graph.receiver_names()})
+        )
+        ids = pair["clean"]
+    elif a.task in ("ig", "ablation"):
+        from attnscope.pipelines.explainers import example_from_ids, make_explainer
+
+        name = "integrated_gradients" if a.task == "ig" else "occlusion"
+        explainer = make_explainer(name, lm, **({"n_steps": 32} if a.task == "ig" else {}))
+        warm = example_from_ids(lm, ids[:16])
+        explainer.explain(replace(warm, target=explainer.target_of(warm)))
+        ex = example_from_ids(lm, ids)
+        ex = replace(ex, target=explainer.target_of(ex))  # the predicted next token (untimed, as for the peers)
+        scores, report = measure(lambda: explainer.explain(ex))
+        save(out, scores=scores, target=np.int64(ex.target))
     elif a.task.startswith("patch"):
         from attnscope.pipelines.interventions import MetricSpec, head_effects
         from attnscope.pipelines.interventions.sweep import residual_patching

@@ -28,7 +28,7 @@ Quantities (input: this repository's docs as prose, cut to the length):
   (the same length), metric ``logit(' Paris') - logit(' Rome')`` at the last position: the corrupted run
   with one head's output at every position (30 x 9) or the residual stream after one block at one position
   (30 x positions) taken from the clean run (TransformerLens: ``get_act_patch_attn_head_out_all_pos``,
-  ``generic_activation_patching`` of ``resid_post``; attnscope: ``head_effects(..., "patch")``,
+  ``generic_activation_patch`` of ``resid_post``; attnscope: ``head_effects(..., "patch")``,
   ``residual_patching``).
 
     .venv/bin/python bench/peers/tlens.py [--tasks maps,lens,dla] [--tokens 256,1024] [--long 4096]

@@ -25,7 +25,7 @@ TASK (each measured once by ``common.measure``, after a warm-up forward of 32 to
   corrupted run with one activation taken from the clean run's cache, metric ``logit[correct] -
   logit[wrong]`` at the last position minus the corrupted run's: per head, ``hook_z`` at every position
   (``get_act_patch_attn_head_out_all_pos``); per layer and position, the residual stream after the block
-  (``generic_activation_patching`` of ``resid_post`` with ``layer_pos_patch_setter``).
+  (``generic_activation_patch`` of ``resid_post`` with ``layer_pos_patch_setter``).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def main() -> None:
                     model, corrupted_ids, cache, lambda logits: diff(logits) - base
                 )
             _, cache = model.run_with_cache(clean_ids, names_filter=lambda name: name.endswith("hook_resid_post"))
-            return patching.generic_activation_patching(
+            return patching.generic_activation_patch(
                 model,
                 corrupted_ids,
                 cache,

@@ -27,7 +27,9 @@ VENV_ROOT = Path(os.environ.get("ATTNSCOPE_PEER_VENVS", ROOT / ".cache" / "peer-
 PEERS: dict[str, list[str]] = {
     "transformer-lens": ["transformer-lens==4.3.0"],
     "captum": ["captum==0.9.0", "transformers==5.24.0", "accelerate", "sentencepiece"],
-    "nnsight": ["nnsight==0.8.1", "nnterp==1.3.0", "transformers==5.24.0"],
+    "nnsight": ["nnsight==0.8.1", "transformers==5.24.0"],
+    # nnterp 1.3.0 imports nnsight.intervention.tracing.globals, which nnsight 0.8 no longer has.
+    "nnterp": ["nnterp==1.3.0", "nnsight==0.7.0", "transformers==5.24.0"],
     # ferret-xai 0.4.2 caps transformers, captum and numpy below their current majors.
     # (and pyarrow, through datasets: pyarrow 20 and later import only with numpy 2).
     "ferret": ["ferret-xai==0.4.2", "transformers<5", "captum<0.8", "numpy<2", "pyarrow<20"],
@@ -44,10 +46,12 @@ PEERS: dict[str, list[str]] = {
         "treescope>=0.1.0",
         "protobuf>=4.25.8",
     ],
-    # auto-circuit 1.0.1 builds on HookedTransformer, which TransformerLens 4 removed; its tracr,
-    # kaleido and word2word requirements serve tasks not measured here (installed without them).
+    # auto-circuit 1.0.1 builds on HookedTransformer, which TransformerLens 4 removed, and imports
+    # HookedTransformerKeyValueCache from the package's top level, which 3.x no longer exports: 2.18
+    # (transformers < 5). Its tracr, kaleido and word2word requirements serve tasks not measured here.
     "auto-circuit": [
-        "transformer-lens<4",
+        "transformer-lens==2.18.0",
+        "transformers<5",
         "einops>=0.6.1",
         "ordered-set>=4.1.0",
         "plotly>=5.18.0",
