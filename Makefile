@@ -139,9 +139,16 @@ bench-faithfulness: install
 	$(BIN)/python bench/faithfulness.py
 
 # Each peer in its own venv under .cache/peer-venvs (pinned beside $(TORCH_SPEC)), never in $(VENV), never in `make test`
-bench-peers: install  ## attnscope side by side with TransformerLens on SmolLM2 (docs/results/benchmarks.md#against-the-peers)
-	TORCH_SPEC="$(TORCH_SPEC)" $(BIN)/python bench/peers/venvs.py transformer-lens
-	$(BIN)/python bench/peers/tlens.py --out results/bench/peers-transformer-lens.txt
+# (one venv per peer, built once: a second run finds each stamp and skips the install). Long: hours on 2 cores.
+bench-peers: install  ## attnscope side by side with TransformerLens, nnsight, nnterp, Captum, inseq, ferret, auto-circuit (docs/results/benchmarks.md#against-the-peers)
+	TORCH_SPEC="$(TORCH_SPEC)" $(BIN)/python bench/peers/venvs.py
+	$(BIN)/python bench/peers/tlens.py --tasks maps,lens,dla --tokens 256,1024 --lens-tokens 256 --long 4096 --out results/bench/peers-transformer-lens.txt
+	$(BIN)/python bench/peers/tlens.py --tasks grid,patch-head --grid-tokens 32 --patch-prefix 10 --long 0 --out results/bench/peers-transformer-lens-patching.txt
+	$(BIN)/python bench/peers/tlens.py --tasks patch-resid --patch-prefix 0 --long 0 --out results/bench/peers-transformer-lens-patch-resid.txt
+	$(BIN)/python bench/peers/autocircuit_eap.py --out results/bench/peers-auto-circuit.txt
+	$(BIN)/python bench/peers/nnsight_peers.py --tokens 256,1024 --lens-tokens 256 --out results/bench/peers-nnsight.txt
+	$(BIN)/python bench/peers/next_token.py --tokens 48 --out results/bench/peers-next-token.txt
+	$(BIN)/python bench/peers/ferret_eraser.py --n 200 --out results/bench/peers-ferret.txt
 
 docker-test:
 	bash deploy/docker-test.sh

@@ -3,8 +3,8 @@
 Metrics take a callable, never a model: ``predict(batch) -> probs`` where ``batch`` is a list of
 1-D int arrays of token ids (lengths may differ) and ``probs`` is ``[batch, class]``. Perturbations
 happen on token ids (never on decoded text) and special positions (CLS/SEP) always stay. Every
-perturbation of one example, for every explainer, goes to ``predict`` in a single call (the model
-side batches it), and identical perturbed inputs are sent once.
+perturbation of one example (``evaluate``), or of several (``evaluate_many``), for every explainer, goes
+to ``predict`` in a single call (the model side batches it), and identical perturbed inputs are sent once.
 
 Conventions (DeYoung et al. 2020, ERASER, its code, and ferret; docs/methods/eraser.md):
 
@@ -106,41 +106,43 @@ def _aopc(curve: list[float | None], conv: Convention, empty: float) -> float:
     return float(sum(kept) / (len(kept) + (1 if conv.zero_bin else 0)))
 
 
-def evaluate(
-    predict: Predict,
-    ids: np.ndarray,
-    scores: Mapping[str, np.ndarray],
-    *,
-    special: Sequence[int],
-    k: float,
-    convention: Convention = ERASER,
-    target: int | None = None,
-    mask_id: int | None = None,
-) -> dict[str, FaithfulnessResult]:
-    """Comprehensiveness and sufficiency at ``k`` and AOPC over the convention's bins, for every
-    explainer in ``scores`` (name -> one score per token of ``ids``), with one ``predict`` call.
+@dataclass(frozen=True)
+class Scored:
+    """One example to evaluate: ``ids`` [token], ``scores`` (explainer -> one score per token), the special
+    positions and the explained class (``None``: the prediction; ERASER conventions always use it)."""
 
-    ``target``: the class explained. ERASER conventions always use the predicted class of the full
-    input; ferret uses ``target`` when given (else the predicted class).
-    """
-    ids = np.asarray(ids, dtype=np.int64)
-    cand = candidate_positions(len(ids), special)
-    inputs: list[np.ndarray] = [ids]
-    index: dict[bytes, int] = {ids.tobytes(): 0}
+    ids: np.ndarray
+    scores: Mapping[str, np.ndarray]
+    special: Sequence[int]
+    target: int | None = None
 
-    def slot(seq: np.ndarray) -> int:
+
+class _Inputs:
+    """The perturbed inputs of a whole evaluation, each distinct id sequence once."""
+
+    def __init__(self):
+        self.seqs: list[np.ndarray] = []
+        self.index: dict[bytes, int] = {}
+
+    def slot(self, seq: np.ndarray) -> int:
         key = seq.astype(np.int64).tobytes()  # same bytes <=> same sequence (fixed itemsize)
-        if key not in index:
-            index[key] = len(inputs)
-            inputs.append(seq)
-        return index[key]
+        if key not in self.index:
+            self.index[key] = len(self.seqs)
+            self.seqs.append(seq)
+        return self.index[key]
 
+
+def _plan(ex: Scored, k: float, convention: Convention, mask_id: int | None, inputs: _Inputs):
+    """``(full slot, {explainer: [(bin index or -1 for k, comp slot, suff slot, rationale)]})``."""
+    ids = np.asarray(ex.ids, dtype=np.int64)
+    cand = candidate_positions(len(ids), ex.special)
+    full = inputs.slot(ids)
     plans = {}
-    for name, s in scores.items():
+    for name, s in ex.scores.items():
         s = np.asarray(s, dtype=np.float64)
         if s.shape != ids.shape:
             raise ValueError(f"explainer {name!r} gave {s.shape[0] if s.ndim else 0} scores for {len(ids)} tokens")
-        entries = []  # (which, bin index or -1 for k, comp slot, suff slot)
+        entries = []
         previous = None
         for b, frac in [(-1, k), *enumerate(convention.bins)]:
             sel = select_rationales(s, frac, cand, convention)
@@ -150,19 +152,22 @@ def evaluate(
             ):
                 entries.append((b, None, None, r))
             else:
-                comp_ids, suff_ids = perturb(ids, s, sel, cand, special, convention, mask_id)
-                comp, suff = slot(comp_ids), slot(suff_ids)
-                entries.append((b, comp, suff, r))
+                comp_ids, suff_ids = perturb(ids, s, sel, cand, ex.special, convention, mask_id)
+                entries.append((b, inputs.slot(comp_ids), inputs.slot(suff_ids), r))
             if b >= 0 and r is not None:
                 previous = r
         plans[name] = entries
-    probs = np.asarray(predict(inputs), dtype=np.float64)
-    if probs.ndim != 2 or probs.shape[0] != len(inputs):
-        raise ValueError(f"predict returned shape {probs.shape} for {len(inputs)} inputs; expected [batch, class]")
-    t = int(probs[0].argmax())
+    return full, plans
+
+
+def _results(
+    probs: np.ndarray, full: int, plans: dict, target: int | None, k: float, convention: Convention
+) -> dict[str, FaithfulnessResult]:
+    p_x = probs[full]
+    t = int(p_x.argmax())
     if convention.target == "explained" and target is not None:
         t = int(target)
-    p_full = float(probs[0, t])
+    p_full = float(p_x[t])
     out = {}
     for name, entries in plans.items():
         comp_k = suff_k = None
@@ -177,8 +182,8 @@ def evaluate(
                 comp_k, suff_k = dc, ds
                 rationale = [] if r is None else [int(i) for i in r]
                 for which, slot_ in (("comprehensiveness", comp), ("sufficiency", suff)):
-                    variants[f"{which}_entropy"] = None if slot_ is None else entropy_drop(probs[0], probs[slot_])
-                    variants[f"{which}_kl"] = None if slot_ is None else kl_from_full(probs[0], probs[slot_])
+                    variants[f"{which}_entropy"] = None if slot_ is None else entropy_drop(p_x, probs[slot_])
+                    variants[f"{which}_kl"] = None if slot_ is None else kl_from_full(p_x, probs[slot_])
             else:
                 comp_curve.append(dc)
                 suff_curve.append(ds)
@@ -199,6 +204,49 @@ def evaluate(
             **variants,
         )
     return out
+
+
+def evaluate_many(
+    predict: Predict,
+    examples: Sequence[Scored],
+    *,
+    k: float,
+    convention: Convention = ERASER,
+    mask_id: int | None = None,
+) -> list[dict[str, FaithfulnessResult]]:
+    """``evaluate`` of several examples with **one** ``predict`` call: every perturbation of every example
+    and explainer, each distinct id sequence once. The model side then batches inputs of like length
+    across examples (less padding, fewer and fuller batches than one call per example: the numbers are
+    the same, bench/peers/ferret_eraser.py measures the time)."""
+    inputs = _Inputs()
+    planned = [_plan(ex, k, convention, mask_id, inputs) for ex in examples]
+    if not planned:
+        return []
+    probs = np.asarray(predict(inputs.seqs), dtype=np.float64)
+    if probs.ndim != 2 or probs.shape[0] != len(inputs.seqs):
+        raise ValueError(f"predict returned shape {probs.shape} for {len(inputs.seqs)} inputs; expected [batch, class]")
+    return [_results(probs, full, plans, ex.target, k, convention) for ex, (full, plans) in zip(examples, planned)]
+
+
+def evaluate(
+    predict: Predict,
+    ids: np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    *,
+    special: Sequence[int],
+    k: float,
+    convention: Convention = ERASER,
+    target: int | None = None,
+    mask_id: int | None = None,
+) -> dict[str, FaithfulnessResult]:
+    """Comprehensiveness and sufficiency at ``k`` and AOPC over the convention's bins, for every
+    explainer in ``scores`` (name -> one score per token of ``ids``), with one ``predict`` call.
+
+    ``target``: the class explained. ERASER conventions always use the predicted class of the full
+    input; ferret uses ``target`` when given (else the predicted class).
+    """
+    ex = Scored(np.asarray(ids, dtype=np.int64), scores, special, target)
+    return evaluate_many(predict, [ex], k=k, convention=convention, mask_id=mask_id)[0]
 
 
 def comprehensiveness(

@@ -1,27 +1,21 @@
 """ERASER evaluation cost: attnscope (all perturbations of an example, for all explainers, in one
-batched call, duplicates sent once) versus a one-perturbation-per-forward loop, and versus
-ferret-xai's evaluators when a Python with ferret is given (``--ferret-python``, a separate venv).
+batched call, duplicates sent once) versus a one-perturbation-per-forward loop. ferret-xai's evaluators
+are compared in ``bench/peers/ferret_eraser.py`` (their own venv).
 
 Same fixed scores (4 explainers: attention, rollout, saliency, random) on the first N SST-2 dev
 sentences, comprehensiveness + sufficiency at k and AOPC over the convention's bins. Prints time
 ratios and the largest difference between the numbers under matching conventions.
 
-    .venv/bin/python bench/faithfulness.py [--n 200] [--ferret-python /path/to/venv/bin/python]
+    .venv/bin/python bench/faithfulness.py [--n 200]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
 
 from attnscope.analysis.faithfulness import (  # noqa: E402
     candidate_positions,
@@ -63,40 +57,13 @@ def naive(predict, ids, scores, special, k, conv):
     return out
 
 
-def survives_round_trip(tokenizer, ids, scores, special, conv) -> bool:
-    """Whether every perturbed input of this convention decodes and re-tokenises to the same ids
-    (ferret perturbs decoded text; attnscope perturbs ids)."""
-    cand = candidate_positions(len(ids), special)
-    for frac in conv.bins:
-        r = select_rationale(scores, frac, cand, conv)
-        if r is None:
-            continue
-        for seq in (remove_tokens(ids, r), keep_tokens(ids, r, special)):
-            text = tokenizer.decode(seq[1:-1].tolist())
-            if tokenizer(text)["input_ids"] != seq.tolist():
-                return False
-    return True
-
-
 def as_numbers(res) -> list[float]:
     return [res.comprehensiveness, res.sufficiency, res.aopc_comprehensiveness, res.aopc_sufficiency]
-
-
-def run_ferret(python: str, checkpoint: Path, items: list[dict]) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "items.json"
-        data.write_text(json.dumps(items))
-        cmd = [python, str(ROOT / "bench" / "ferret_side.py"), str(checkpoint), str(data)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-2000:])
-        return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--ferret-python", default=None, help="python of a venv with ferret-xai installed")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -127,46 +94,6 @@ def main() -> int:
     print(
         f"[eraser] attnscope batched: {t_ours:.2f} s; one-perturbation-per-forward loop: {t_loop:.2f} s; "
         f"loop/attnscope = {t_loop / t_ours:.1f}x; max |diff| = {diff:.2e}"
-    )
-    if not a.ferret_python:
-        return 0
-    conv = get_convention("ferret")
-    t_ours = t_ferret = 0.0
-    same, changed = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        clf.model.save_pretrained(tmp)
-        clf.tokenizer.save_pretrained(tmp)
-        for c in range(0, len(examples), 20):
-            chunk = list(zip(rows, examples, scores))[c : c + 20]
-            start = time.perf_counter()
-            ours = [evaluate(predict, ex.input_ids, s, special=ex.special, k=K, convention=conv) for _, ex, s in chunk]
-            t_ours += time.perf_counter() - start
-            items = [
-                {
-                    "text": r.text,
-                    "ids": ex.input_ids.tolist(),
-                    "target": o[EXPLAINERS[0]].target,
-                    "scores": {e: s[e].tolist() for e in EXPLAINERS},
-                }
-                for (r, ex, s), o in zip(chunk, ours)
-            ]
-            fr = run_ferret(a.ferret_python, Path(tmp), items)
-            t_ferret += fr["seconds"]
-            for (_, ex, s), o, f in zip(chunk, ours, fr["results"]):
-                for e in EXPLAINERS:
-                    d = [abs(o[e].aopc_comprehensiveness - f[e][0]), abs(o[e].aopc_sufficiency - f[e][1])]
-                    ok = survives_round_trip(clf.tokenizer, ex.input_ids, s[e], ex.special, conv)
-                    (same if ok else changed).extend(d)
-    same_d, changed_d = np.array(same or [0.0]), np.array(changed or [0.0])
-    print(
-        f"[ferret] attnscope batched: {t_ours:.2f} s; ferret-xai {fr['version']} evaluators: {t_ferret:.2f} s; "
-        f"ferret/attnscope = {t_ferret / t_ours:.1f}x"
-    )
-    print(
-        f"[ferret] AOPC max |diff| where every perturbed input survives decode/re-tokenise: "
-        f"{same_d.max():.2e} ({len(same) // 2} explanations); where ferret's round trip changes "
-        f"the ids: {changed_d.max():.2e} ({len(changed) // 2} explanations, "
-        f"{(changed_d > 1e-3).mean():.0%} of their values differ by > 1e-3)"
     )
     return 0
 

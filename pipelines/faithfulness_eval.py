@@ -16,9 +16,10 @@ import numpy as np
 
 from attnscope.analysis.faithfulness import (
     ENTROPY_KL_METRICS,
+    Scored,
     aggregate,
     candidate_positions,
-    evaluate,
+    evaluate_many,
     get_convention,
     select_rationale,
 )
@@ -94,46 +95,74 @@ def explain_example(
     ``options`` maps an explainer name to its keyword options (e.g. ``{"attention": {"layer": 3}}``);
     ``count`` overrides the convention's counting rule (``attnscope.analysis.rationale_count``).
     """
+    return explain_examples(
+        loaded,
+        [ex],
+        [explainers],
+        k=k,
+        convention=convention,
+        removal=removal,
+        count=count,
+        metrics=metrics,
+        options=options,
+        predict=predict,
+    )[0]
+
+
+def explain_examples(
+    loaded: Backend,
+    examples: Sequence[Encoded],
+    explainers: Sequence[Sequence[str]],
+    *,
+    k: float = 0.2,
+    convention: str = "eraser",
+    removal: str | None = None,
+    count: str | None = None,
+    metrics: Sequence[str] = METRICS,
+    options: dict | None = None,
+    predict: Callable | None = None,
+) -> list[dict]:
+    """``explain_example`` of several examples (``explainers[i]``: the names run on ``examples[i]``), the
+    predictions in one ``predict`` call and every perturbation of every example in one more
+    (``evaluate_many``: inputs of like length batched across examples)."""
     require_classifier(loaded)
     metrics = check_metrics(metrics)
     conv = get_convention(convention, removal, count)
     predict = predict or make_predict(loaded)
     options = options or {}
-    probs = predict([ex.input_ids])[0]
-    target = int(probs.argmax()) if ex.target is None or conv.target == "predicted" else int(ex.target)
-    scored = replace(ex, target=target)
-    scores, seconds = {}, {}
-    for name in explainers:
-        start = time.perf_counter()
-        s = np.asarray(make_explainer(name, loaded, **options.get(name, {})).explain(scored), dtype=np.float64)
-        if s.shape != (len(ex),) or not np.all(np.isfinite(s)):
-            raise ValueError(
-                f"explainer {name!r} gave {s.shape} scores (finite: {np.isfinite(s).all()}) for {len(ex)} tokens"
-            )
-        scores[name], seconds[name] = s, time.perf_counter() - start
-    faith = {}
-    if any(m in FAITHFULNESS_METRICS for m in metrics):
-        faith = evaluate(
-            predict,
-            ex.input_ids,
-            scores,
-            special=ex.special,
-            k=k,
-            convention=conv,
-            target=target,
-            mask_id=text_tokenizer(loaded).mask_token_id,
+    all_probs = predict([ex.input_ids for ex in examples]) if examples else []
+    out, scored = [], []
+    for ex, names, probs in zip(examples, explainers, all_probs):
+        target = int(probs.argmax()) if ex.target is None or conv.target == "predicted" else int(ex.target)
+        with_target = replace(ex, target=target)
+        scores, seconds = {}, {}
+        for name in names:
+            start = time.perf_counter()
+            s = np.asarray(make_explainer(name, loaded, **options.get(name, {})).explain(with_target), dtype=np.float64)
+            if s.shape != (len(ex),) or not np.all(np.isfinite(s)):
+                raise ValueError(
+                    f"explainer {name!r} gave {s.shape} scores (finite: {np.isfinite(s).all()}) for {len(ex)} tokens"
+                )
+            scores[name], seconds[name] = s, time.perf_counter() - start
+        plaus = {}
+        if ex.human is not None and any(m in PLAUSIBILITY_METRICS for m in metrics):
+            plaus = {n: plausibility(s, ex.human, hard_mask(s, ex, k), ex.special) for n, s in scores.items()}
+        out.append(
+            {
+                "probs": probs.tolist(),
+                "target": target,
+                "scores": scores,
+                "seconds": seconds,
+                "faithfulness": {},
+                "plausibility": plaus,
+            }
         )
-    plaus = {}
-    if ex.human is not None and any(m in PLAUSIBILITY_METRICS for m in metrics):
-        plaus = {n: plausibility(s, ex.human, hard_mask(s, ex, k), ex.special) for n, s in scores.items()}
-    return {
-        "probs": probs.tolist(),
-        "target": target,
-        "scores": scores,
-        "seconds": seconds,
-        "faithfulness": faith,
-        "plausibility": plaus,
-    }
+        scored.append(Scored(ex.input_ids, scores, ex.special, target))
+    if any(m in FAITHFULNESS_METRICS for m in metrics):
+        mask_id = text_tokenizer(loaded).mask_token_id
+        for res, faith in zip(out, evaluate_many(predict, scored, k=k, convention=conv, mask_id=mask_id)):
+            res["faithfulness"] = faith
+    return out
 
 
 def _row(name: str, faith: list, plaus: list, seconds: list[float], metrics: Sequence[str]) -> dict:

@@ -18,10 +18,13 @@ from attnscope.analysis.plausibility import PRF, Plausibility
 from attnscope.models.loading import Backend
 from attnscope.pipelines.datasets import K_FRACTION, Example, load_dataset
 from attnscope.pipelines.explainers import example_from_words, make_predict, require_classifier
-from attnscope.pipelines.faithfulness_eval import METRICS, _row, check_metrics, explain_example, token_cap
+from attnscope.pipelines.faithfulness_eval import METRICS, _row, check_metrics, explain_examples, token_cap
 from attnscope.pipelines.faithfulness_uncertainty import uncertainty
 
 Progress = Callable[[int, int], None]
+# Examples explained and scored together: their perturbations go to the model in one call, batched by
+# length across examples (bench/peers/ferret_eraser.py); progress is reported after each group.
+EVAL_CHUNK = 16
 
 
 def _faith_from(d: dict) -> FaithfulnessResult:
@@ -75,12 +78,15 @@ def faithfulness_shard(
     predict = make_predict(loaded)
     began = time.time()
     records = []
-    for i, item in enumerate(examples):
-        ex = example_from_words(loaded, item.words, item.rationale, max_tokens=max_tokens)
-        runnable = [e for e in explainers if (cap := token_cap(e, options)) is None or len(ex) <= cap]
-        res = explain_example(
+    for first in range(0, len(examples), EVAL_CHUNK):
+        items = examples[first : first + EVAL_CHUNK]
+        encoded = [example_from_words(loaded, item.words, item.rationale, max_tokens=max_tokens) for item in items]
+        runnable = [
+            [e for e in explainers if (cap := token_cap(e, options)) is None or len(ex) <= cap] for ex in encoded
+        ]
+        results = explain_examples(
             loaded,
-            ex,
+            encoded,
             runnable,
             k=k,
             convention=convention,
@@ -90,21 +96,22 @@ def faithfulness_shard(
             options=options,
             predict=predict,
         )
-        records.append(
-            {
-                "correct": int(int(np.argmax(res["probs"])) == item.label),
-                "truncated": int(ex.truncated > 0),
-                "tokens_cut": int(ex.truncated),
-                "human_total": int(ex.meta.get("human_total") or 0),
-                "human_lost": int(ex.human_lost),
-                "skipped": [e for e in explainers if e not in runnable],
-                "faith": {n: r.as_dict() for n, r in res["faithfulness"].items()},
-                "plaus": {n: _plaus_to(p) for n, p in res["plausibility"].items()},
-                "seconds": {n: float(s) for n, s in res["seconds"].items()},
-            }
-        )
-        if progress:
-            progress(i + 1, len(examples))
+        for item, ex, names, res in zip(items, encoded, runnable, results):
+            records.append(
+                {
+                    "correct": int(int(np.argmax(res["probs"])) == item.label),
+                    "truncated": int(ex.truncated > 0),
+                    "tokens_cut": int(ex.truncated),
+                    "human_total": int(ex.meta.get("human_total") or 0),
+                    "human_lost": int(ex.human_lost),
+                    "skipped": [e for e in explainers if e not in names],
+                    "faith": {n: r.as_dict() for n, r in res["faithfulness"].items()},
+                    "plaus": {n: _plaus_to(p) for n, p in res["plausibility"].items()},
+                    "seconds": {n: float(s) for n, s in res["seconds"].items()},
+                }
+            )
+            if progress:  # each example of the group is done
+                progress(len(records), len(examples))
     return {"examples": records, "max_tokens": int(loaded.max_tokens), "wall_time_s": time.time() - began}
 
 

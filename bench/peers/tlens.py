@@ -23,9 +23,16 @@ Quantities (input: this repository's docs as prose, cut to the length):
 - ``grid`` at ``--grid-tokens`` (default 64; not in the default ``--tasks``): the zero-ablation grid of
   every head (30 x 9), effect = mean next-token loss change (TransformerLens: ``patching``, one
   forward per head).
+- ``patch-head`` / ``patch-resid`` (not in the default ``--tasks``): activation patching of a clean/corrupted
+  pair, ``--patch-prefix`` tokens of prose then " The capital of France is" / " The capital of Italy is"
+  (the same length), metric ``logit(' Paris') - logit(' Rome')`` at the last position: the corrupted run
+  with one head's output at every position (30 x 9) or the residual stream after one block at one position
+  (30 x positions) taken from the clean run (TransformerLens: ``get_act_patch_attn_head_out_all_pos``,
+  ``generic_activation_patch`` of ``resid_post``; attnscope: ``head_effects(..., "patch")``,
+  ``residual_patching``).
 
     .venv/bin/python bench/peers/tlens.py [--tasks maps,lens,dla] [--tokens 256,1024] [--long 4096]
-        [--long-run] [--lens-tokens 1024] [--grid-tokens 64] [--rounds 1] [--threads 1]
+        [--long-run] [--lens-tokens 1024] [--grid-tokens 64] [--patch-prefix 10] [--rounds 1] [--threads 1]
         [--out results/bench/peers-transformer-lens.txt]
 """
 
@@ -34,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -46,71 +52,22 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import venvs  # noqa: E402
+from driver import Tee, alternate, gb, report_pair, run_side  # noqa: E402
 
 PEER = "transformer-lens"
 
 
-class Tee:
-    """Print and keep every line for the results file."""
+def capital_pair(tokenizer, prefix: int) -> dict:
+    """Clean " The capital of France is" / corrupted "... Italy is" after ``prefix`` tokens of prose (one length)."""
+    from lazy import long_text
 
-    def __init__(self):
-        self.lines: list[str] = []
+    def enc(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-
-def gb(n: float) -> str:
-    return f"{n / 1e9:.3f} GB"
-
-
-def run_side(cmd: list[str], timeout: int) -> dict:
-    """One side's process; its last stdout line (JSON), or ``{"error": ...}`` with the tail of stderr."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    if p.returncode != 0:
-        tail = [line for line in p.stderr.strip().splitlines() if line.strip()][-3:]
-        return {"error": f"exit {p.returncode}: " + " | ".join(tail)}
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def alternate(rounds: int, ours: list[str], theirs: list[str], timeout: int) -> tuple[list[dict], list[dict]]:
-    a, b = [], []
-    for r in range(rounds):
-        if r % 2 == 0:
-            a.append(run_side(ours, timeout))
-            b.append(run_side(theirs, timeout))
-        else:
-            b.append(run_side(theirs, timeout))
-            a.append(run_side(ours, timeout))
-    return a, b
-
-
-def median(reports: list[dict], key: str) -> float:
-    return float(np.median([r[key] for r in reports]))
-
-
-def report_pair(say: Tee, what: str, ours: list[dict], theirs: list[dict], diff: str) -> None:
-    for side, reps in (("attnscope", ours), ("TransformerLens", theirs)):
-        bad = [r["error"] for r in reps if "error" in r]
-        if bad:
-            say(f"    {side}: FAILED: {bad[0]}")
-    ours = [r for r in ours if "error" not in r]
-    theirs = [r for r in theirs if "error" not in r]
-    if not ours or not theirs:
-        return
-    w_a, w_b = median(ours, "wall_s"), median(theirs, "wall_s")
-    c_a, c_b = median(ours, "cpu_s"), median(theirs, "cpu_s")
-    m_a, m_b = median(ours, "peak_added_bytes"), median(theirs, "peak_added_bytes")
-    say(f"  {what}")
-    say(f"    max |difference| {diff}")
-    say(f"    attnscope        wall {w_a:8.2f} s   cpu {c_a:8.2f} s   peak added {gb(m_a)}")
-    say(f"    TransformerLens  wall {w_b:8.2f} s   cpu {c_b:8.2f} s   peak added {gb(m_b)}")
-    say(f"    ratio attnscope/TL: wall {w_a / w_b:.3f}x   cpu {c_a / c_b:.3f}x   peak added memory {m_a / m_b:.3f}x")
+    head = long_text(tokenizer, prefix) if prefix else []
+    clean, corrupted = head + enc(" The capital of France is"), head + enc(" The capital of Italy is")
+    assert len(clean) == len(corrupted), (clean, corrupted)
+    return {"clean": clean, "corrupted": corrupted, "answers": [enc(" Paris")[0], enc(" Rome")[0]]}
 
 
 def max_diff_maps(a: Path, b: Path) -> tuple[float, str]:
@@ -134,6 +91,7 @@ def main() -> None:
     ap.add_argument("--long-run", action="store_true", help="also measure attnscope's run at --long")
     ap.add_argument("--lens-tokens", type=int, default=1024)
     ap.add_argument("--grid-tokens", type=int, default=64)
+    ap.add_argument("--patch-prefix", type=int, default=10, help="tokens of prose before the capital prompt")
     ap.add_argument("--rounds", type=int, default=1, help="alternating rounds per quantity (medians printed)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per side process")
@@ -262,6 +220,19 @@ def main() -> None:
                 x, y = np.load(oa / "effect.npy"), np.load(ob / "effect.npy")
                 diff = f"{np.abs(x - y).max():.2e} nats over {x.size} heads (largest |effect| {np.abs(x).max():.3f})"
             report_pair(say, f"zero-ablation grid of every head [30, 9], loss change, {n} tokens", ours, theirs, diff)
+        for task in [t for t in tasks if t.startswith("patch")]:
+            cap = capital_pair(tokenizer, a.patch_prefix)
+            pair_file = tmp / "pair.json"
+            pair_file.write_text(json.dumps(cap))
+            n = len(cap["clean"])
+            (ours, theirs), (oa, ob) = pair(task, n, ["--pair", str(pair_file)])
+            diff = "(no answer to compare)"
+            if (oa / "effect.npy").exists() and (ob / "effect.npy").exists():
+                x, y = np.load(oa / "effect.npy"), np.load(ob / "effect.npy")
+                big = np.abs(x).max()
+                diff = f"{np.abs(x - y).max():.2e} logit units over {x.size} cells (largest |effect| {big:.3f})"
+            what = "every head's output [30, 9]" if task == "patch-head" else f"the residual stream [30, {n}]"
+            report_pair(say, f"activation patching of {what}, capitals pair, {n} tokens", ours, theirs, diff)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text("\n".join(say.lines) + "\n")

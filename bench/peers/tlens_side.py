@@ -20,6 +20,12 @@ TASK (each measured once by ``common.measure``, after a warm-up forward of 32 to
 - ``grid``: the zero-ablation grid through ``transformer_lens.patching``: every head's ``hook_z``
   replaced by zeros at all positions (``get_act_patch_attn_head_out_all_pos`` with a "clean" cache
   of zeros), metric the mean next-token loss minus the clean loss.
+- ``patch-head`` / ``patch-resid`` (``--pair PAIR.json``: ``clean``, ``corrupted`` ids of one length and
+  ``answers`` ``[correct, wrong]``): activation patching as ``transformer_lens.patching`` defines it, the
+  corrupted run with one activation taken from the clean run's cache, metric ``logit[correct] -
+  logit[wrong]`` at the last position minus the corrupted run's: per head, ``hook_z`` at every position
+  (``get_act_patch_attn_head_out_all_pos``); per layer and position, the residual stream after the block
+  (``generic_activation_patch`` of ``resid_post`` with ``layer_pos_patch_setter``).
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("task", choices=["maps", "lens", "dla", "grid"])
+    ap.add_argument("task", choices=["maps", "lens", "dla", "grid", "patch-head", "patch-resid"])
     ap.add_argument("folder")
     ap.add_argument("ids")
     ap.add_argument("out")
@@ -62,6 +68,7 @@ def main() -> None:
     ap.add_argument("--target", type=int, default=None)
     ap.add_argument("--position", type=int, default=-1)
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--pair", default=None, help="patch-*: JSON with clean, corrupted, answers")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
@@ -133,6 +140,38 @@ def main() -> None:
             heads_raw=raw.reshape(-1).numpy().reshape(n_layers, n_heads),
         )
         report["labels"] = [labels[0], labels[-1]]
+    elif a.task.startswith("patch"):
+        from transformer_lens import patching
+
+        pair = json.loads(Path(a.pair).read_text())
+        clean_ids, corrupted_ids = torch.tensor([pair["clean"]]), torch.tensor([pair["corrupted"]])
+        right, wrong = pair["answers"]
+
+        def diff(logits: torch.Tensor) -> torch.Tensor:
+            return logits[0, -1, right].float() - logits[0, -1, wrong].float()
+
+        base = diff(model(corrupted_ids))
+
+        def patch():
+            if a.task == "patch-head":
+                _, cache = model.run_with_cache(clean_ids, names_filter=lambda name: name.endswith("hook_z"))
+                return patching.get_act_patch_attn_head_out_all_pos(
+                    model, corrupted_ids, cache, lambda logits: diff(logits) - base
+                )
+            _, cache = model.run_with_cache(clean_ids, names_filter=lambda name: name.endswith("hook_resid_post"))
+            return patching.generic_activation_patch(
+                model,
+                corrupted_ids,
+                cache,
+                lambda logits: diff(logits) - base,
+                patch_setter=patching.layer_pos_patch_setter,
+                activation_name="resid_post",
+                index_axis_names=("layer", "pos"),
+            )
+
+        effect, report = measure(patch)
+        save(out, effect=effect.float().numpy())
+        n = clean_ids.shape[1]
     else:
         from transformer_lens import patching
 

@@ -3,9 +3,10 @@ project's ``.venv``, never during ``make test``).
 
 ``ensure(name)`` runs ``python -m venv`` and one ``pip install`` of the peer's pinned requirements
 beside ``torch==2.13.0`` (the same pin as the Makefile's ``TORCH_SPEC``: pip resolves the CPU wheel the
-same way the project install does, from the configured find-links/index), then writes a stamp with the
-requirements; a second call with the same requirements returns at once. Only the standard library is
-used here: the peers' side scripts import this module from their own environments' Pythons.
+same way the project install does, from the configured find-links/index), then (``NO_DEPS``) the peer
+packages whose declared requirements cannot be installed as they stand, without their dependencies; then
+it writes a stamp with the requirements; a second call with the same requirements returns at once. Only
+the standard library is used here: the peers' side scripts import this module from their own environments' Pythons.
 
     python bench/peers/venvs.py [NAME ...]    # build them (``make bench-peers`` does this first)
 """
@@ -27,7 +28,39 @@ PEERS: dict[str, list[str]] = {
     "transformer-lens": ["transformer-lens==4.3.0"],
     "captum": ["captum==0.9.0", "transformers==5.24.0", "accelerate", "sentencepiece"],
     "nnsight": ["nnsight==0.8.1", "transformers==5.24.0"],
+    # nnterp 1.3.0 imports nnsight.intervention.tracing.globals, which nnsight 0.8 no longer has.
+    "nnterp": ["nnterp==1.3.0", "nnsight==0.7.0", "transformers==5.24.0"],
+    # ferret-xai 0.4.2 caps transformers, captum and numpy below their current majors.
+    # (and pyarrow, through datasets: pyarrow 20 and later import only with numpy 2).
+    "ferret": ["ferret-xai==0.4.2", "transformers<5", "captum<0.8", "numpy<2", "pyarrow<20"],
+    # inseq 0.7.1 lists eleven nvidia-*-cu11 wheels as Linux requirements (several GB, unused on a
+    # CPU): its own requirements are installed here and inseq itself without dependencies (NO_DEPS).
+    "inseq": [
+        "captum==0.9.0",
+        "transformers[sentencepiece,tokenizers]==5.24.0",
+        "jaxtyping>=0.2.25",
+        "typeguard<=2.13.3",
+        "rich>=10.13.0",
+        "matplotlib>=3.5.3",
+        "tqdm>=4.64.0",
+        "treescope>=0.1.0",
+        "protobuf>=4.25.8",
+    ],
+    # auto-circuit 1.0.1 builds on HookedTransformer, which TransformerLens 4 removed, and imports
+    # HookedTransformerKeyValueCache from the package's top level, which 3.x no longer exports: 2.18
+    # (transformers < 5). Its tracr, kaleido and word2word requirements serve tasks not measured here.
+    "auto-circuit": [
+        "transformer-lens==2.18.0",
+        "transformers<5",
+        "einops>=0.6.1",
+        "ordered-set>=4.1.0",
+        "plotly>=5.18.0",
+        "blobfile>=2.0.2",
+        "vscode-tqdm>=4.66.2",
+    ],
 }
+# Installed after PEERS[name], with ``--no-deps`` (their declared requirements are listed above instead).
+NO_DEPS: dict[str, list[str]] = {"inseq": ["inseq==0.7.1"], "auto-circuit": ["auto-circuit==1.0.1"]}
 STAMP = ".attnscope-peer.json"
 
 
@@ -38,10 +71,11 @@ def python_of(name: str) -> Path:
 def ensure(name: str, quiet: bool = False) -> Path:
     """The Python of peer ``name``'s environment, built (venv + one pinned pip install) if missing."""
     reqs = [*PEERS[name], TORCH_SPEC]
+    no_deps = NO_DEPS.get(name, [])
     folder = VENV_ROOT / name
     stamp = folder / STAMP
     try:
-        if json.loads(stamp.read_text()) == reqs and python_of(name).exists():
+        if json.loads(stamp.read_text()) == [*reqs, *no_deps] and python_of(name).exists():
             return python_of(name)
     except (OSError, ValueError):
         pass
@@ -50,9 +84,11 @@ def ensure(name: str, quiet: bool = False) -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     if not quiet:
         print(f"[peers] installing {' '.join(reqs)} into {folder}", flush=True)
-    pip = [str(python_of(name)), "-m", "pip", "install", "--disable-pip-version-check", "-q", *reqs]
-    subprocess.run(pip, check=True)
-    stamp.write_text(json.dumps(reqs) + "\n")
+    pip = [str(python_of(name)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, *reqs], check=True)
+    if no_deps:
+        subprocess.run([*pip, "--no-deps", *no_deps, TORCH_SPEC], check=True)
+    stamp.write_text(json.dumps([*reqs, *no_deps]) + "\n")
     return python_of(name)
 
 

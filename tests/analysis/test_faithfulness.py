@@ -9,10 +9,12 @@ from attnscope.analysis.faithfulness import (
     ERASER,
     ERASER_PAPER,
     FERRET,
+    Scored,
     aggregate,
     aopc,
     comprehensiveness,
     evaluate,
+    evaluate_many,
     get_convention,
     keep_tokens,
     remove_tokens,
@@ -243,3 +245,26 @@ def test_score_ordered_keeps_special_tokens_in_their_places():
     got = score_ordered(ids, np.array([5, 1, 4]), (0, 3, 6))
     # kept places 0, 1, 3, 4, 5, 6; the non-special ones (1, 4, 5) take ids[5], ids[1], ids[4] in that order
     assert got.tolist() == [CLS, 4, SEP, 1, 3, SEP]
+
+
+def test_evaluate_many_equals_one_call_per_example():
+    # three examples (one repeated, one with other ids and a target), two conventions: the same
+    # results as evaluate one by one, from a single predict call with each distinct sequence once
+    other = np.array([CLS, 6, 7, 5, SEP])
+    examples = [
+        Scored(IDS, {"e": SCORES, "flat": np.zeros(6)}, SPECIAL),
+        Scored(other, {"e": np.array([0.0, 0.2, 0.9, 0.4, 0.0])}, (0, 4), target=0),
+        Scored(IDS, {"e": SCORES}, SPECIAL),
+    ]
+    for conv in (ERASER, FERRET):
+        toy = Toy()
+        many = evaluate_many(toy, examples, k=0.5, convention=conv)
+        assert len(toy.calls) == 1
+        sent = [s.tobytes() for s in toy.calls[0]]
+        assert len(sent) == len(set(sent))
+        for ex, got in zip(examples, many):
+            one = evaluate(Toy(), ex.ids, ex.scores, special=ex.special, k=0.5, convention=conv, target=ex.target)
+            assert got.keys() == one.keys()
+            for name in one:
+                assert got[name].as_dict() == one[name].as_dict()
+    assert evaluate_many(Toy(), [], k=0.5) == []
