@@ -74,8 +74,10 @@ def timing() -> None:
 def text_pairs(backend, n_pairs: int, n_tokens: int):
     """``n_pairs`` clean/corrupted texts of exactly ``n_tokens`` tokens (even): seeded one-token names
     repeated once (clean), every fourth name of the repeat changed (corrupted), so the clean loss is
-    the lower one (the route refuses pairs the model fails)."""
-    from attnscope.pipelines.circuits.texts import TextPair
+    the lower one; a candidate the model fails (its clean loss not below the corrupted one's: the route
+    refuses it, e.g. one of the first 16 at 32 tokens) is drawn again."""
+    from attnscope.pipelines.circuits.graph import CircuitInputError
+    from attnscope.pipelines.circuits.texts import TextPair, prepare_pairs
 
     rng = np.random.default_rng(0)
     names = [n for n in IOI_NAMES if len(backend.encode_text(" " + n).token_ids) == 1]
@@ -84,8 +86,13 @@ def text_pairs(backend, n_pairs: int, n_tokens: int):
         words = list(rng.choice(names, n_tokens // 2))
         other = [rng.choice([m for m in names if m != w]) if i % 4 == 3 else w for i, w in enumerate(words)]
         clean, corrupted = " " + " ".join(words + words), " " + " ".join(words + other)
-        if len(backend.encode_text(clean).token_ids) == len(backend.encode_text(corrupted).token_ids) == n_tokens:
-            out.append(TextPair(clean, corrupted))
+        if not len(backend.encode_text(clean).token_ids) == len(backend.encode_text(corrupted).token_ids) == n_tokens:
+            continue
+        try:
+            prepare_pairs(backend, [TextPair(clean, corrupted)], "loss")
+        except CircuitInputError:
+            continue
+        out.append(TextPair(clean, corrupted))
     return out
 
 
