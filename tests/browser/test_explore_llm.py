@@ -141,7 +141,8 @@ def test_sink_heads_show_their_second_type_on_the_grid(open_dash, api_url, smoll
     from attnscope.frontend.api_client import ApiClient
     from attnscope.frontend.head_badges import head_badge
 
-    text = "one two three four five six. one two three four five six. one two three four five six."
+    # (on this text 6 of SmolLM2's sink heads show a second type; on a text of repeated number words, none)
+    text = "The cat sat on the mat. The dog lay on the rug. The cat sat on the mat."
     page = open_dash(f"/?model=smollm2&text={text.replace(' ', '+')}")
     page.wait_for_function("document.querySelectorAll('#model-grid .head-thumb').length === 270", timeout=300_000)
     page.wait_for_selector("#model-grid .head-thumb .badge", timeout=120_000)
