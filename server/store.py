@@ -61,6 +61,9 @@ class Run:
     image: np.ndarray | None = field(default=None, repr=False)  # vision: the prepared model input
     source: dict | None = None  # vision: where the image came from (sample or upload)
     options: dict | None = None  # causal LMs: {"generate": {...}, "chat": bool} (part of the id)
+    # what the maps are when they are not the model's own forward on the tokens (an intervention's altered maps,
+    # a run's value-weighted maps): routes that run the model again on the tokens refuse such a run
+    derived: str | None = None
 
 
 def object_nbytes(obj, seen: set[int] | None = None) -> int:

@@ -136,7 +136,8 @@ def create_intervention(run: RunDep, body: InterventionCreate, service: ServiceD
     maps = res["altered_maps"]
     target = res["target"]
     cap = Capture(maps, res["altered"], None, token_ids=target.token_ids, attention=backend.attention)
-    service.store.put(Run(id=altered_id, model=run.model, text=run.text, capture=cap, image=run.image))
+    derived = f"the maps of an intervention on run {run.id}"
+    service.store.put(Run(id=altered_id, model=run.model, text=run.text, capture=cap, image=run.image, derived=derived))
     m = res["metric"]
     return InterventionPublic(
         run_id=run.id,

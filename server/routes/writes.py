@@ -62,7 +62,15 @@ def _token_ids(run: Run) -> list[int]:
 
 
 def _recording(service, run: Run, backend):
-    """The run's recorded forward from the service's per-run cache (recorded on the first request)."""
+    """The run's recorded forward from the service's per-run cache (recorded on the first request).
+    A derived run (an intervention's altered maps, value-weighted maps) is refused: recording it would
+    run the clean model on its tokens and pair that forward with maps it did not make."""
+    if run.derived:
+        raise WritesInputError(
+            f"run {run.id} holds {run.derived}: the lens, attribution, graph and value-weighted routes run the "
+            "model again on the run's tokens, which would read the clean forward, not these maps; call them on "
+            "the original run"
+        )
 
     def make():
         inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
@@ -186,7 +194,13 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
 @router.post(
     "/{run_id}/value-weighted",
     response_model=ValueWeightedPublic,
-    responses=error_responses(404, {422: "the model has no anatomy entry (the detail names what is missing)"}),
+    responses=error_responses(
+        404,
+        {
+            422: "the model has no anatomy entry (the detail names what is missing), or the run is itself derived "
+            "(an intervention's altered maps, value-weighted maps): call it on the original run"
+        },
+    ),
     summary="The value-weighted maps of a run (Kobayashi et al. 2020: the norm of what each key adds, "
     "a_ij ||v_j W_O||, each row normalised to sum to 1), served as a run that every map route reads",
 )
@@ -202,7 +216,10 @@ def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPubl
         except ValueError as exc:
             raise _invalid(exc) from None
         cap = Capture(maps, run.capture.output, None, token_ids=run.capture.token_ids, attention=run.capture.attention)
-        stored = service.store.put(Run(id=vw_id, model=run.model, text=run.text, capture=cap, image=run.image))
+        derived = f"the value-weighted maps of run {run.id}"
+        stored = service.store.put(
+            Run(id=vw_id, model=run.model, text=run.text, capture=cap, image=run.image, derived=derived)
+        )
     return ValueWeightedPublic(run_id=run.id, value_weighted_run_id=vw_id, shape=list(stored.capture.maps.shape))
 
 

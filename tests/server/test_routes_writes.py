@@ -164,3 +164,23 @@ def test_head_effects_answer_each_heads_dla_beside_its_ablation_effect(client, p
     assert np.asarray(fx["dla"]) == pytest.approx(np.asarray(att["heads"]), abs=1e-5)
     rho = spearmanr(np.asarray(fx["dla"]).ravel(), np.asarray(fx["effect"]).ravel()).statistic
     assert fx["dla_against"] == "effect" and fx["dla_agreement"]["rho"] == pytest.approx(rho, abs=1e-9)
+
+
+def test_derived_runs_are_refused_by_the_routes_that_run_the_model_again(client, paris):
+    """An intervention's altered run and a value-weighted run hold maps the model's clean forward did
+    not make: the lens, attribution, graph and value-weighted routes (which record that forward from
+    the tokens) refuse them with a 422 naming the original run, instead of pairing the two silently."""
+    body = {"interventions": [{"kind": "ablate", "heads": [[20, 3]]}]}
+    r = client.post(f"{API}/runs/{paris['id']}/interventions", json=body)
+    assert r.status_code == 200, r.text
+    altered = r.json()["altered_run_id"]
+    vw = client.post(f"{API}/runs/{paris['id']}/value-weighted")
+    assert vw.status_code == 200, vw.text
+    weighted = vw.json()["value_weighted_run_id"]
+    for run_id, what in ((altered, "an intervention"), (weighted, "the value-weighted maps")):
+        for path, payload in (("lens", {"positions": "4:5"}), ("attribution", {}), ("value-weighted", None)):
+            r = client.post(f"{API}/runs/{run_id}/{path}", json=payload)
+            assert r.status_code == 422, (path, r.text)
+            assert what in r.text and f"run {paris['id']}" in r.text and "original run" in r.text
+        maps = client.get(f"{API}/runs/{run_id}/attention", params={"layer": 0})
+        assert maps.status_code == 200  # its maps stay readable
