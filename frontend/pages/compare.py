@@ -2,8 +2,9 @@
 The A − B grid (every head's difference map on one symmetric diverging scale), the per-head
 Jensen-Shannon grid, and the selected head's maps side by side.
 
-Address: ``/compare?model_a=M&text_a=T&model_b=M2&text_b=T2&a=RUN&b=RUN&head=L0H2&hide=first`` (runs are made
-again from model + text when the API forgot them)."""
+Address: ``/compare?model_a=M&text_a=T&model_b=M2&text_b=T2&a=RUN&b=RUN&head=L0H2&hide=first&map=value-weighted``
+(runs are made again from model + text when the API forgot them; ``map``: every map of the page drawn
+from A's and B's value-weighted maps)."""
 
 import dash
 from dash import dcc, html
@@ -15,6 +16,7 @@ from attnscope.frontend.pages.compare_callbacks import EXAMPLE_A, EXAMPLE_B, PAR
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.token_counter import token_counter
 from attnscope.frontend.url_state import address_parts, parse_query
+from attnscope.frontend.writes_layout import map_kind_control
 
 dash.register_page(__name__, path="/compare", name="Compare", order=1.5, title="attnscope · compare")
 
@@ -39,6 +41,7 @@ def layout(**query):
         children=[
             dcc.Store(id="compare-pair"),
             dcc.Store(id="compare-head"),
+            dcc.Store(id="compare-shown"),  # the pair whose maps are drawn (the chosen map kind)
             *address_parts("compare", state, problems),
             html.Div(
                 className="controls",
@@ -59,6 +62,8 @@ def layout(**query):
                             html.Div(id="compare-mismatch", className="notice", role="status"),
                         ],
                     ),
+                    # every map of the page (A − B grid, A, B, A − B): the weights or the value-weighted maps
+                    html.Div(className="control", children=[map_kind_control(state["map"], "compare-map-kind")]),
                     html.Button("Compare", id="compare-run", n_clicks=0, className="run-button"),
                     html.Div(id="compare-status", className="api-status"),
                     error_box("compare"),

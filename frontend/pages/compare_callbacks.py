@@ -6,7 +6,6 @@ import re
 
 import numpy as np
 from dash import ALL, Input, Output, State, callback, ctx, html, no_update
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.compare_figures import (
@@ -18,7 +17,9 @@ from attnscope.frontend.compare_figures import (
     restrict_map,
     share_colour_range,
 )
+from attnscope.frontend.compare_pair import ComparePair, shown_pair
 from attnscope.frontend.figures import head_detail_figure
+from attnscope.frontend.map_kind import notes
 from attnscope.frontend.page_common import client, describe_error, empty_figure
 from attnscope.frontend.plot_config import SCALINGS
 from attnscope.frontend.run_record import RunRecord
@@ -26,6 +27,7 @@ from attnscope.frontend.run_state import run_record
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_map, hide_note, with_note
 from attnscope.frontend.token_counter import register_token_counter
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
+from attnscope.frontend.writes_layout import MAP_KINDS
 
 EXAMPLE_A = "The cat sat on the mat because it was tired."
 EXAMPLE_B = "The dog sat on the mat because it was tired."
@@ -40,42 +42,12 @@ PARAMS = {
     "scaling": Param(str, default="global", choices=SCALINGS),
     "align": Param(bool, default=False),
     "hide": Param(str, default="none", choices=HIDES),
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the map kind of every map of the page
 }
 HEAD_LABEL = re.compile(r"^L(\d+)H(\d+)$")
 register_url_sync("compare")
 for _side in ("a", "b"):
     register_token_counter(f"compare-{_side}", f"compare-text-{_side}", f"compare-model-{_side}")
-
-
-class ComparePair(BaseModel):
-    """What ``compare-pair`` holds: the two runs and their per-head divergences ``[layer][head]``."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    a: RunRecord
-    b: RunRecord
-    js: list[list[float]]
-    tv: list[list[float]]
-    max_abs_diff: list[list[float]]
-    positions_a: list[int] | None = None  # compared on aligned tokens: A's positions, paired with B's
-    positions_b: list[int] | None = None
-
-    def tokens(self) -> tuple[list[str], list[str]]:
-        """A's and B's tokens at the compared positions (all of them, or the aligned ones)."""
-        if self.positions_a is None or self.positions_b is None:
-            return list(self.a.tokens), list(self.b.tokens)
-        return [self.a.tokens[i] for i in self.positions_a], [self.b.tokens[j] for j in self.positions_b]
-
-    @classmethod
-    def from_store(cls, data) -> ComparePair | None:
-        """The pair a store holds; ``None`` for an empty, stale or garbled one (the page then asks
-        for a new comparison)."""
-        if not isinstance(data, dict) or not data:
-            return None
-        try:
-            return cls.model_validate(data)
-        except ValidationError:
-            return None
 
 
 @callback(
@@ -185,14 +157,21 @@ def _thumb(layer: int, head: int, src: str, js: float, selected: bool) -> html.B
     Output("compare-scale", "children"),
     Output("compare-about", "children"),
     Output("compare-head", "data"),
+    Output("compare-shown", "data"),
     Input("compare-pair", "data"),
+    Input("compare-map-kind", "value"),
     State("compare-query", "data"),
+    State("compare-head", "data"),
 )
-def render_grids(data, query):
-    pair = ComparePair.from_store(data)
-    if not pair:
+def render_grids(data, kind, query, selected):
+    """The A − B and JS grids of the chosen map kind (``shown_pair``, kept in ``compare-shown`` for the
+    head detail); a new comparison selects the address's head (else the one that moved most), a new
+    kind keeps the selected head."""
+    original = ComparePair.from_store(data)
+    if not original:
         message = "Pick two models and two texts (same number of tokens), then press Compare."
-        return html.P(message, className="hint"), empty_figure(message), "", "", None
+        return html.P(message, className="hint"), empty_figure(message), "", "", None, None
+    pair = shown_pair(client(), original, kind)
     a, b = pair.a, pair.b
     n_layers, n_heads = a.n_layers, a.n_heads
     try:
@@ -202,12 +181,15 @@ def render_grids(data, query):
             for l in range(n_layers)
         ]  # [layer][head, query, key] (query, key: the aligned positions when aligned)
     except ApiError as exc:
-        return html.P(describe_error(exc, "The maps could not be loaded"), className="error"), no_update, "", "", None
+        error = html.P(describe_error(exc, "The maps could not be loaded"), className="error")
+        return error, no_update, "", "", None, None
     scale = float(max(np.abs(d).max() for d in diffs)) or 1e-12
     layer, head = 0, 0
     m = HEAD_LABEL.match((query or {}).get("head") or "")
     js = np.asarray(pair.js)
-    if m and int(m[1]) < n_layers and int(m[2]) < n_heads:
+    if ctx.triggered_id == "compare-map-kind" and selected:
+        layer, head = selected["layer"], selected["head"]
+    elif m and int(m[1]) < n_layers and int(m[2]) < n_heads:
         layer, head = int(m[1]), int(m[2])
     else:
         layer, head = (int(i) for i in np.unravel_index(js.argmax(), js.shape))  # the head that moved most
@@ -228,7 +210,7 @@ def render_grids(data, query):
         for l in range(n_layers)
     ]
     about = (
-        f"A: run {a.id} · {a.model} · “{a.text}”   B: run {b.id} · {b.model} · “{b.text}”. "
+        f"A: run {original.a.id} · {a.model} · “{a.text}”   B: run {original.b.id} · {b.model} · “{b.text}”. "
         f"Largest JS: L{js.argmax() // n_heads}H{js.argmax() % n_heads} ({js.max():.4f} bits)."
     )
     if pair.positions_a is not None:
@@ -236,8 +218,11 @@ def render_grids(data, query):
             f" Compared on {len(pair.positions_a)} aligned tokens (of A's {len(a.tokens)} and B's "
             f"{len(b.tokens)}), each row renormalised over them."
         )
+    if pair.note:
+        about += f" Maps: {pair.note}."
     scale_note = f"Colour scale: ±{scale:.3f} (white = equal, red = A attends more, blue = B attends more)."
-    return rows, js_grid_figure(pair.js), scale_note, about, {"layer": layer, "head": head}
+    shown = pair.model_dump(mode="json")
+    return rows, js_grid_figure(pair.js), scale_note, about, {"layer": layer, "head": head}, shown
 
 
 @callback(
@@ -266,9 +251,11 @@ def select_head(clicks, click):
     Input("compare-head", "data"),
     Input("compare-scaling", "value"),
     Input("compare-hide", "value"),
-    State("compare-pair", "data"),
+    Input("compare-shown", "data"),
 )
 def render_heads(selected, scaling, hide, data):
+    """The selected head's A, B and A − B maps of the shown kind (``compare-shown``), the hidden keys
+    blanked; the kind and the hidden keys stated under each title."""
     pair = ComparePair.from_store(data)
     if not pair or not selected:
         blank = empty_figure("Compare two runs, then click a head.")
@@ -290,10 +277,13 @@ def render_heads(selected, scaling, hide, data):
     wa, wb = hide_map(wa, hid_a), hide_map(wb, hid_b)
     note_a = hide_note(hide, hid_a, tokens_a, pooled=False)
     note_b = hide_note(hide, hid_b, tokens_b, pooled=False)
-    fig_a = head_detail_figure(wa, tokens_a, with_note(f"A · {label} · {a.model}", note_a), scaling=scaling)
-    fig_b = head_detail_figure(wb, tokens_b, with_note(f"B · {label} · {b.model}", note_b), scaling=scaling)
+    title_a = with_note(f"A · {label} · {a.model}", notes(pair.note, note_a))
+    title_b = with_note(f"B · {label} · {b.model}", notes(pair.note, note_b))
+    fig_a = head_detail_figure(wa, tokens_a, title_a, scaling=scaling)
+    fig_b = head_detail_figure(wb, tokens_b, title_b, scaling=scaling)
     share_colour_range(fig_a, fig_b)  # one colour scale: equal colours are equal weights in A and B
-    diff_title = with_note(f"A − B · {label}", note_a if hid_a == hid_b else f"A: {note_a}; B: {note_b}")
+    hidden_note = note_a if hid_a == hid_b else f"A: {note_a}; B: {note_b}"
+    diff_title = with_note(f"A − B · {label}", notes(pair.note, hidden_note))
     return (
         fig_a,
         fig_b,
@@ -315,9 +305,10 @@ def _hidden(run: RunRecord, positions: list[int] | None, hide: str) -> list[int]
     Input("compare-head", "data"),
     Input("compare-scaling", "value"),
     Input("compare-hide", "value"),
+    Input("compare-map-kind", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, selected, scaling, hide):
+def to_address(data, selected, scaling, hide, kind):
     pair = ComparePair.from_store(data)
     if not pair:
         return no_update
@@ -332,6 +323,7 @@ def to_address(data, selected, scaling, hide):
         "head": f"L{selected['layer']}H{selected['head']}" if selected else None,
         "scaling": scaling,
         "hide": hide,
+        "map": kind,
         "align": pair.positions_a is not None,
     }
     return query_string(values, PARAMS)

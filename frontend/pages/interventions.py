@@ -4,7 +4,8 @@ see the maps of a later layer before and after, the per-head effect grid, the la
 patching plot, and the per-head effects over a data set with intervals and corrected p (a job).
 
 Address: ``/interventions?run=ID&kind=knockout&edges=5>1&klayers=1&corrupted=T&metric=M&vlayer=3&hide=first...``
-(every control; ``sweep=true`` recomputes the patching plot)."""
+(every control; ``sweep=true`` recomputes the patching plot; ``map=value-weighted`` draws the map before
+from the run's value-weighted maps)."""
 
 import dash
 from dash import dcc, html
@@ -17,6 +18,7 @@ from attnscope.frontend.pages.interventions_callbacks import METHODS, PARAMS
 from attnscope.frontend.pages.interventions_dataset import dataset_panel
 from attnscope.frontend.plot_config import graph
 from attnscope.frontend.url_state import address_parts, parse_query
+from attnscope.frontend.writes_layout import map_kind_control
 
 dash.register_page(__name__, path="/interventions", name="Interventions", order=6, title="attnscope · interventions")
 
@@ -80,6 +82,7 @@ def layout(**query):
             _drop("interventions-view-layer", "show layer", [], s["vlayer"], placeholder="after the intervention"),
             _drop("interventions-view-head", "head", [], s["vhead"], placeholder="head"),
             [hide_control("interventions-hide", s["hide"])],
+            [map_kind_control(s["map"], "interventions-map-kind")],
         ),
         html.Div(id="interventions-map-note", className="hint", role="status"),
         _pair("interventions-clean-map", "interventions-altered-map"),

@@ -19,10 +19,12 @@ from attnscope.frontend.intervention_forms import (
     touched_layer,
     view_layer,
 )
+from attnscope.frontend.map_kind import ALTERED_NOTE, notes, shown_id
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_map, hide_note, with_note
 from attnscope.frontend.url_state import Param, query_string, register_url_sync
+from attnscope.frontend.writes_layout import MAP_KINDS
 
 METHODS = ("zero", "mean", "uniform")
 PARAMS = {
@@ -43,6 +45,7 @@ PARAMS = {
     "vhead": Param(int, lo=0, hi=1023),
     "sweep": Param(bool, default=False),
     "hide": Param(str, default="none", choices=HIDES),
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the map kind of the map before
 }
 FORM = [
     State("interventions-kind", "value"),
@@ -213,19 +216,24 @@ def apply(
     Input("interventions-view-layer", "value"),
     Input("interventions-view-head", "value"),
     Input("interventions-hide", "value"),
+    Input("interventions-map-kind", "value"),
     State("interventions-run-data", "data"),
 )
-def maps(altered, layer, head, hide, run):
+def maps(altered, layer, head, hide, kind, run):
     """The shown head's map before and after the intervention (before only, to pick edges from,
-    while there is no result), and how much of it changed; ``hide``: the keys blanked in both (rows
-    renormalised over the rest, stated in the titles; the change is measured on the maps as they are)."""
+    while there is no result), and how much of its weights changed; ``hide``: the keys blanked in both
+    (rows renormalised over the rest, stated in the titles; the change is measured on the weights as
+    they are); ``kind``: the map kind of the map before (the API gives no value-weighted maps of the
+    altered forward: the map after stays the weights, and says so)."""
     blank = empty_figure("Apply an intervention to see the maps after it.")
     if not run:
         return empty_figure(NO_RUN), blank, ""
     layer, head = int(layer or 0), int(head or 0)
     label = f"L{layer}H{head}"
     try:
-        before = client().attention(run["id"], layer, head, encoding="json")
+        shown, kind_note = shown_id(client(), run["id"], kind)
+        drawn = client().attention(shown, layer, head, encoding="json")
+        before = client().attention(run["id"], layer, head, encoding="json") if shown != run["id"] else drawn
         fresh = altered and altered.get("run_id") == run["id"]
         after = client().attention(altered["altered_run_id"], layer, head, encoding="json") if fresh else None
     except ApiError as exc:
@@ -233,19 +241,23 @@ def maps(altered, layer, head, hide, run):
     hide = hide if hide in HIDES else "none"
     hidden = hidden_positions(hide, len(run["tokens"]), run.get("special") or [])
     note = hide_note(hide, hidden, run["tokens"], pooled=False)
-    title = with_note(f"{label} · before (click cells: edges to knock out)", note)
-    left = head_detail_figure(hide_map(before, hidden), run["tokens"], title)
+    title = with_note(f"{label} · before (click cells: edges to knock out)", notes(kind_note, note))
+    left = head_detail_figure(hide_map(drawn, hidden), run["tokens"], title)
     if after is None:
-        return left, blank, ""
+        return left, blank, kind_note and f"Map before: {kind_note}."
     touched = altered["layer"]
     change = float(np.abs(after - before).max())
     where = "the intervened layer" if layer == touched else f"{layer - touched} after the intervened layer {touched}"
     if layer < touched:
         where = f"before the intervened layer {touched}: it cannot change"
+    after_note = ALTERED_NOTE if kind == "value-weighted" else ""
     right = head_detail_figure(
-        hide_map(after, hidden), run["tokens"], with_note(f"{label} · after the intervention", note)
+        hide_map(after, hidden), run["tokens"], with_note(f"{label} · after the intervention", notes(after_note, note))
     )
-    return left, right, f"{label} ({where}): largest change of a weight {change:.4f}"
+    line = f"{label} ({where}): largest change of a weight {change:.4f}"
+    if after_note:
+        line += f". Map before: {kind_note}; map after: {after_note}."
+    return left, right, line
 
 
 @callback(
@@ -267,12 +279,13 @@ def maps(altered, layer, head, hide, run):
     Input("interventions-view-head", "value"),
     Input("interventions-sweep-on", "data"),
     Input("interventions-hide", "value"),
+    Input("interventions-map-kind", "value"),
     prevent_initial_call=True,
 )
 def to_address(run, *values):
     """Every control of the page in its address (a pasted link reopens the same intervention, maps
     and patching plot)."""
     names = ("kind", "heads", "method", "edges", "klayers", "rlayer", "rpos", "corrupted", "direction", "metric")
-    names += ("ans_a", "ans_b", "vlayer", "vhead", "sweep", "hide")
+    names += ("ans_a", "ans_b", "vlayer", "vhead", "sweep", "hide", "map")
     state = {k: (v if v != "" else None) for k, v in zip(names, values)}
     return query_string({**run_query(run), **state}, PARAMS)
