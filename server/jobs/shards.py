@@ -4,7 +4,10 @@
 An executor's ``run(kind, params, pending, sink)`` computes every pending shard
 ``(index, start, stop)`` and hands each partial result to ``sink.shard_done`` (in any order: the
 manager merges by index); it reports examples done inside a shard with ``sink.progress`` and stops
-when ``sink.check()`` raises.
+when ``sink.check()`` raises. In process, a shard also runs under a cancel token read from the sink,
+so the model loops' ``check_cancelled`` (one forward batch apart, ``models/cancel.py``) stop a
+cancelled or interrupted job between batches, not only at the shard's next progress report (a group
+of examples scored in one call reports none for minutes on a loaded machine).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from attnscope.models.cancel import Cancelled, CancelToken, cancel_scope
 from attnscope.server.jobs.kinds import JobKind
 
 
@@ -39,6 +43,23 @@ def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+class SinkToken(CancelToken):
+    """A cancel token that asks the job's sink: set once ``sink.check()`` raises (cancel, shutdown)."""
+
+    def __init__(self, sink: ShardSink):
+        super().__init__()
+        self.sink = sink
+
+    @property
+    def cancelled(self) -> bool:
+        try:
+            self.sink.check()
+        except Exception as exc:  # JobCancelled or JobInterrupted
+            self.reason = self.reason or type(exc).__name__
+            return True
+        return False
+
+
 class InProcessExecutor:
     """Shards one after another in the job's thread, on the API's own loaded models."""
 
@@ -54,15 +75,22 @@ class InProcessExecutor:
     def run(self, kind: JobKind, params: BaseModel, pending: list[tuple[int, int, int]], sink: ShardSink) -> None:
         for index, start, stop in pending:
             sink.check()
-            if kind.sharded:
-
-                def progress(done: int, _total: int, index: int = index) -> None:
-                    sink.progress(index, done)
-
-                partial = kind.run_shard(params, self.service.models, start, stop, progress)
-            else:
-                partial = kind.runner(params, self.service, sink.whole_progress)
+            try:
+                with cancel_scope(SinkToken(sink)):
+                    partial = self._one(kind, params, index, start, stop, sink)
+            except Cancelled:
+                sink.check()  # raises the job's own reason (cancelled, interrupted)
+                raise
             sink.shard_done(index, start, stop, partial, self.worker)
+
+    def _one(self, kind: JobKind, params: BaseModel, index: int, start: int, stop: int, sink: ShardSink) -> dict:
+        if not kind.sharded:
+            return kind.runner(params, self.service, sink.whole_progress)
+
+        def progress(done: int, _total: int) -> None:
+            sink.progress(index, done)
+
+        return kind.run_shard(params, self.service.models, start, stop, progress)
 
     def close(self) -> None:
         pass
