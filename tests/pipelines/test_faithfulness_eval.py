@@ -66,4 +66,3 @@ def test_start_selects_a_window_and_rows_keep_iou_precision_recall(clf):
     assert movies["start"] == 3 and {"iou_precision", "iou_recall"} <= set(row)
     with pytest.raises(ValueError, match="no examples"):
         evaluate_dataset(clf, "sst2", ["random"], n=1, start=total)
-
