@@ -146,7 +146,8 @@ bench-peers: install  ## attnscope side by side with TransformerLens, nnsight, n
 	$(BIN)/python bench/peers/tlens.py --tasks grid,patch-head --grid-tokens 32 --patch-prefix 10 --long 0 --out results/bench/peers-transformer-lens-patching.txt
 	$(BIN)/python bench/peers/tlens.py --tasks patch-resid --patch-prefix 0 --long 0 --out results/bench/peers-transformer-lens-patch-resid.txt
 	$(BIN)/python bench/peers/autocircuit_eap.py --out results/bench/peers-auto-circuit.txt
-	$(BIN)/python bench/peers/nnsight_peers.py --tokens 256,1024 --lens-tokens 256 --out results/bench/peers-nnsight.txt
+	$(BIN)/python bench/peers/nnsight_peers.py --tokens 256 --lens-tokens 256 --out results/bench/peers-nnsight.txt
+	$(BIN)/python bench/peers/nnsight_peers.py --tasks maps --tokens 1024 --long 0 --out results/bench/peers-nnsight-1024.txt
 	$(BIN)/python bench/peers/next_token.py --tokens 48 --out results/bench/peers-next-token.txt
 	$(BIN)/python bench/peers/ferret_eraser.py --n 200 --out results/bench/peers-ferret.txt
 

@@ -87,6 +87,8 @@ def main() -> None:
         tmp = Path(tmp)
         pair_file = tmp / "pair.json"
         pair_file.write_text(json.dumps(cap))
+        ids_file = tmp / "ids.json"  # attnscope's side takes the clean ids as its ids and the pair by --pair
+        ids_file.write_text(json.dumps(cap["clean"]))
         probe = "; ".join(
             [
                 "import json, torch",
@@ -112,7 +114,7 @@ def main() -> None:
                 sys.executable,
                 str(HERE / "attnscope_side.py"),
                 "eap",
-                str(pair_file),
+                str(ids_file),
                 str(oa),
                 "--pair",
                 str(pair_file),

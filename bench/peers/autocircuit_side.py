@@ -28,14 +28,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, measure  # noqa: E402
 
 
+def tokenizer_of(folder: str):
+    """The folder's tokenizer for transformers 4: its ``tokenizer_config.json`` (written by transformers 5)
+    names the class ``TokenizersBackend``, which 4.x does not have; ``tokenizer.json`` and the special
+    tokens are the same (only ids go through the model here). ``add_bos_token=True`` keeps TransformerLens
+    from loading a second copy through ``AutoTokenizer`` (``get_tokenizer_with_bos``); ``default_prepend_bos``
+    is off, so no BOS is added to the ids."""
+    from transformers import PreTrainedTokenizerFast
+
+    conf = json.loads((Path(folder) / "tokenizer_config.json").read_text())
+    special = {k: conf[k] for k in ("bos_token", "eos_token", "pad_token", "unk_token") if k in conf}
+    return PreTrainedTokenizerFast(
+        tokenizer_file=str(Path(folder) / "tokenizer.json"), name_or_path=folder, add_bos_token=True, **special
+    )
+
+
 def hooked_smollm2(folder: str):
     from transformer_lens import HookedTransformer, HookedTransformerConfig
     from transformer_lens.pretrained.weight_conversions.llama import convert_llama_weights
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
     c = hf.config
-    rope = getattr(c, "rope_theta", None) or (getattr(c, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    # The folder's config.json (transformers 5) holds rope_theta in rope_parameters only; transformers 4 reads
+    # it as a top-level rope_theta it does not find and gives its default, 10,000 (SmolLM2's is 100,000).
+    rope = (getattr(c, "rope_parameters", None) or {}).get("rope_theta") or c.rope_theta
     d_head = c.hidden_size // c.num_attention_heads
     cfg = HookedTransformerConfig(
         d_model=c.hidden_size,
@@ -61,7 +78,7 @@ def hooked_smollm2(folder: str):
         dtype=torch.float32,
         device="cpu",
     )
-    model = HookedTransformer(cfg, AutoTokenizer.from_pretrained(folder))
+    model = HookedTransformer(cfg, tokenizer_of(folder))
     model.load_and_process_state_dict(
         convert_llama_weights(hf, cfg),
         fold_ln=False,

@@ -85,3 +85,4 @@ def report_pair(
     say(f"    {peer:<16} wall {w_b:8.2f} s   cpu {c_b:8.2f} s   peak added {gb(m_b)}")
     ratios = f"wall {w_a / w_b:.3f}x   cpu {c_a / c_b:.3f}x   peak added memory {m_a / m_b:.3f}x"
     say(f"    ratio attnscope/{short}: {ratios}")
+    say(f"    load average after this pair (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -49,9 +49,11 @@ PEERS: dict[str, list[str]] = {
     # auto-circuit 1.0.1 builds on HookedTransformer, which TransformerLens 4 removed, and imports
     # HookedTransformerKeyValueCache from the package's top level, which 3.x no longer exports: 2.18
     # (transformers < 5). Its tracr, kaleido and word2word requirements serve tasks not measured here.
+    # TransformerLens 2.18 keeps numpy below 2, so pyarrow (through datasets) below 20, as for ferret.
     "auto-circuit": [
         "transformer-lens==2.18.0",
         "transformers<5",
+        "pyarrow<20",
         "einops>=0.6.1",
         "ordered-set>=4.1.0",
         "plotly>=5.18.0",
