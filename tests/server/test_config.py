@@ -103,7 +103,8 @@ THREAD_SETTERS = {
     "server/main.py", "server/jobs/ray_shards.py", "pipelines/train.py", "pipelines/finetune.py",
     "experiments/__main__.py", "experiments/dla_ablation.py", "experiments/dla_induction.py",
     # command-line entry points (--threads), once at the start of their own process
-    "experiments/circuits_induction.py", "attnscope/cli/circuits.py", "attnscope/cli/dla.py",
+    "experiments/circuits_induction.py", "experiments/model_args.py", "attnscope/cli/circuits.py",
+    "attnscope/cli/dla.py",
 }  # fmt: skip
 
 
