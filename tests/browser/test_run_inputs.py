@@ -84,11 +84,11 @@ def test_the_head_detail_scaling_changes_its_colour_scale_and_lives_in_the_addre
     page.wait_for_function(f"({DETAIL} || {{}}).type === 'heatmap'", timeout=30_000)
     start = _detail(page)
     assert start["title"] == "weight" and start["zmin"] == 0 and 0 < start["zmax"] <= 1
-    page.get_by_label("log", exact=True).check()
+    page.locator("#head-scaling").get_by_label("log", exact=True).check()
     page.wait_for_function(f"{DETAIL}.colorbar.title.text === 'log10 weight'", timeout=30_000)
     log = _detail(page)
     assert (log["zmin"], log["zmax"]) == (-4, 0)
-    page.get_by_label("per row", exact=True).check()
+    page.locator("#head-scaling").get_by_label("per row", exact=True).check()
     page.wait_for_function(f"{DETAIL}.colorbar.title.text === 'weight / row max'", timeout=30_000)
     assert (_detail(page)["zmin"], _detail(page)["zmax"]) == (0, 1)
     page.wait_for_function("location.search.includes('scaling=row')", timeout=10_000)
@@ -105,7 +105,7 @@ def test_compare_head_details_take_the_scaling_too(open_dash):
     page.wait_for_function(
         f"(({detail_a} || {{}}).colorbar || {{title: {{}}}}).title.text === 'log10 weight'", timeout=90_000
     )
-    page.get_by_label("global (0..max)", exact=True).check()
+    page.locator("#compare-scaling").get_by_label("global (0..max)", exact=True).check()
     page.wait_for_function(f"{detail_a}.colorbar.title.text === 'weight'", timeout=30_000)
     diff = "((document.querySelector('#compare-detail-diff .js-plotly-plot') || {}).data || [])[0]"
     assert page.evaluate(f"{diff}.zmin") == -page.evaluate(f"{diff}.zmax")  # differences stay diverging
