@@ -85,7 +85,9 @@ def test_the_dla_job_on_sst2_conserves_and_its_example_is_the_routes(client, wai
     from attnscope.cli import main
     from attnscope.pipelines.dataset_runs import pick_examples
 
-    params = {"model": "minilm-sst2", "dataset": "sst2", "n": 4, "max_tokens": 32, "target": "label"}
+    # max_tokens above every picked sentence (the full SST-2 dev set gives one of 40 tokens): the route runs the
+    # whole text, so a job that cut it would read another logit
+    params = {"model": "minilm-sst2", "dataset": "sst2", "n": 4, "max_tokens": 128, "target": "label"}
     r = client.post(f"{API}/jobs", json={"kind": "dla", "params": params})
     assert r.status_code == 202, r.text
     job = wait_job(client, r.json()["id"])
@@ -106,7 +108,7 @@ def test_the_dla_job_on_sst2_conserves_and_its_example_is_the_routes(client, wai
     assert att["logit"] == pytest.approx(ex["logit"], abs=1e-5)
     assert np.asarray(att["heads"]) == pytest.approx(np.asarray(ex["heads"]), abs=1e-5)
     out = tmp_path / "dla.json"
-    argv = ["dla", "--model", "minilm-sst2", "--n", "4", "--max-tokens", "32", "--target", "label", "--out", str(out)]
+    argv = ["dla", "--model", "minilm-sst2", "--n", "4", "--max-tokens", "128", "--target", "label", "--out", str(out)]
     assert main(argv) == 0
     cli = json.loads(out.read_text())
     assert np.asarray(cli["heads"]["mean"]) == pytest.approx(mean, abs=1e-6)
