@@ -142,6 +142,7 @@ def writes_panel(state: dict | None = None) -> html.Section:
             ),
             html.Div(id="writes-graph-error", className="error", **{"aria-live": "polite"}),
             html.Div(className="row", children=[graph("writes-graph"), graph("writes-node-lens")]),
+            dcc.Store(id="writes-graph-of"),  # {"run": id} of the run whose graph is drawn, if any
         ],
     )
 

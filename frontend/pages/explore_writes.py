@@ -149,24 +149,29 @@ def threshold_value(value) -> float:
     Output("writes-graph", "figure"),
     Output("writes-graph-error", "children"),
     Output("writes-threshold-value", "children"),
+    Output("writes-graph-of", "data"),
     Input("writes-button", "n_clicks"),
     Input("writes-threshold", "value"),
     Input("explore-run-data", "data"),
     State("prediction-position", "value"),
+    State("writes-graph-of", "data"),
 )
-def contribution_graph(clicks, threshold, data, position):
+def contribution_graph(clicks, threshold, data, position, drawn):
     """The graph of the prediction after ``position`` at the threshold; drawn once the button was
-    pressed for this run, again on every move of the threshold."""
+    pressed for this run, again on every move of the threshold. The page's run data set again with
+    the same run (the address read once more) keeps the graph drawn; another run clears it."""
     run = stored_run(data)
     t = threshold_value(threshold)
     shown = f"{t:.2f}"
+    if ctx.triggered_id == "explore-run-data" and run and isinstance(drawn, dict) and drawn.get("run") == run.id:
+        return no_update, no_update, no_update, no_update
     if not run or not run.causal or not clicks or ctx.triggered_id == "explore-run-data":
-        return empty_figure(ASK), "", shown
+        return empty_figure(ASK), "", shown, None
     try:
         g = client().graph(run.id, position=prediction_position(run, position), threshold=t)
     except ApiError as exc:
-        return empty_figure(str(exc)), str(exc), shown
-    return graph_figure(g), "", shown
+        return empty_figure(str(exc)), str(exc), shown, None
+    return graph_figure(g), "", shown, {"run": run.id}
 
 
 @callback(

@@ -47,8 +47,11 @@ def test_graph_of_the_prediction_its_threshold_and_a_nodes_lens(page, open_dash,
     page.click("#writes-button")
     page.wait_for_selector("#writes-graph .gtitle:has-text('Contribution graph')", timeout=120_000)
     assert "threshold 0.04" in _plot(page, "writes-graph", "layout.title.text")
+    # the address takes the run id once its sync callback has run, which may come after the graph (a state)
+    page.wait_for_function("new URLSearchParams(location.search).get('run')", timeout=120_000)
     run_id = page.evaluate("() => new URLSearchParams(location.search).get('run')")
     api = _api_graph(api_url, run_id, 0.04)
+    assert "nodes" in api, api
     xs = _nodes(page, "x")
     assert len(xs) == len(api["nodes"]) > 3 and "Paris" in api["target"]
 

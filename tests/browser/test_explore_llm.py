@@ -150,6 +150,7 @@ def test_sink_heads_show_their_second_type_on_the_grid(open_dash, api_url, smoll
         "els => els.map(e => [+e.dataset.layer, +e.dataset.head, e.getAttribute('aria-label'),"
         " (e.querySelector('.badge') || {}).textContent || ''])"
     )
+    page.wait_for_function("location.search.includes('run=')", timeout=120_000)  # the address syncs after the grid
     run_id = parse_qs(urlparse(page.url).query)["run"][0]
     api = ApiClient(api_url, timeout=300.0)
     n_tokens = len(api.run(run_id).tokens)

@@ -37,6 +37,7 @@ def test_hover_click_and_keys_show_and_lock_a_tokens_weights(page, open_dash, ap
     page.wait_for_function("document.querySelectorAll('#model-grid .head-thumb').length === 72", timeout=60_000)
     page.locator("#token-text").scroll_into_view_if_needed()  # the tokens are drawn once near the screen
     page.wait_for_function(f"document.querySelectorAll('{TOKENS}').length === 9", timeout=60_000)
+    page.wait_for_function("location.search.includes('run=')", timeout=120_000)  # the address syncs after the grid
     run_id = page.evaluate("() => new URLSearchParams(location.search).get('run')")
     assert page.locator(TOKENS).nth(2).text_content() == "cat"
 
