@@ -45,8 +45,10 @@ def test_capital_items_keep_the_named_capitals_paired_by_prompt_length():
     made one token longer: its item finds no partner of its length and is left out."""
     wrong = {"Spain", "Peru"}
 
+    vocab: dict[str, int] = {}  # one id per word, in order of first sight (hash() is salted per process)
+
     def encode(text: str) -> list[int]:
-        return [hash(w) % 1000 for w in text.split()] + ([0] if "Cuba" in text else [])
+        return [vocab.setdefault(w, len(vocab) + 1) for w in text.split()] + ([0] if "Cuba" in text else [])
 
     def predict(ids: list[int]) -> int:
         for country, city in CAPITALS.items():
