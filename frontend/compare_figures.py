@@ -11,7 +11,7 @@ from plotly.colors import sample_colorscale
 
 from attnscope.frontend.figures import _png, downsample
 from attnscope.frontend.plot_config import DIVERGING, SEQUENTIAL, diverging_range
-from attnscope.frontend.token_labels import calm_tokens
+from attnscope.frontend.token_labels import token_ticks
 
 _DIV_LUT = np.array(
     [[int(float(c)) for c in rgb[4:-1].split(",")] for rgb in sample_colorscale(DIVERGING, np.linspace(0, 1, 256))],
@@ -68,7 +68,7 @@ def diff_map_figure(diff: np.ndarray, tokens: list[str], title: str) -> go.Figur
             hovertemplate="query %{y} · key %{x}<br>A − B %{z:+.4f}<extra></extra>",
         )
     )
-    axis = {"tickmode": "array", "tickvals": idx, "ticktext": calm_tokens(tokens), "showgrid": False}
+    axis = {**token_ticks(tokens), "showgrid": False}
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
         height=min(700, max(360, 16 * n + 140)),

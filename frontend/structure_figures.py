@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from attnscope.frontend.figures import COLORSCALE, HEAD_COLORS
 from attnscope.frontend.plot_config import SEQUENTIAL
-from attnscope.frontend.token_labels import calm_tokens
+from attnscope.frontend.token_labels import token_ticks
 from attnscope.server.schemas import EvolutionProfile
 
 
@@ -171,7 +171,7 @@ def importance_figure(tokens: list[str], series: dict[str, list[float]]) -> go.F
     fig.update_layout(
         barmode="group",
         title={"text": "What the output position draws on (rollout / flow)", "font": {"size": 13}},
-        xaxis={"tickmode": "array", "tickvals": idx, "ticktext": calm_tokens(tokens), "tickangle": -60},
+        xaxis={**token_ticks(tokens), "tickangle": -60},
         yaxis={"title": {"text": "importance"}},
         height=380,
         margin={"l": 50, "r": 20, "t": 50, "b": 90},
