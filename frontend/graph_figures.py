@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from attnscope.frontend.token_labels import MOST_TICKS
 from attnscope.server.schemas import GraphPublic
 
 EDGE_COLOURS = {"attention": "#d95f02", "residual": "#8c8c8c", "mlp": "#1b9e77"}
@@ -96,6 +97,8 @@ def graph_figure(g: GraphPublic) -> go.Figure:
     )
     positions = sorted({n.position for n in g.nodes})
     tokens = {n.position: n.token for n in g.nodes}
+    # at most MOST_TICKS labels: a 4,096-token graph holds hundreds of positions, and Plotly measures each
+    labelled = positions[:: max(1, -(-len(positions) // MOST_TICKS))]
     top = level("pre", max((n.layer for n in g.nodes), default=0))
     step = max(1, top // 2 // 10)  # about 10 layer labels
     fig.update_layout(
@@ -103,8 +106,8 @@ def graph_figure(g: GraphPublic) -> go.Figure:
         f"<br><sub>{len(g.nodes)} nodes, {len(g.edges)} edges; width: importance (Ferrando and Voita)</sub>",
         xaxis={
             "title": "position",
-            "tickvals": positions,
-            "ticktext": [f"{p}:{tokens[p]}" for p in positions],
+            "tickvals": labelled,
+            "ticktext": [f"{p}:{tokens[p]}" for p in labelled],
             "range": [min(positions, default=0) - 0.5, max(positions, default=0) + 0.5],
         },
         yaxis={

@@ -67,3 +67,15 @@ def test_every_edge_is_drawn_once_wider_when_heavier():
 @pytest.mark.parametrize("raw, value", [("0.2", 0.2), (0.333, 0.33), (None, 0.04), ("x", 0.04), (9, 0.5), (0, 0.01)])
 def test_the_threshold_control_is_read_safely(raw, value):
     assert threshold_value(raw) == value
+
+
+def test_a_graph_over_hundreds_of_positions_labels_at_most_most_ticks_of_them():
+    from attnscope.frontend.token_labels import MOST_TICKS
+
+    g = graph()
+    many = [GraphNode(kind="pre", layer=1, position=p, token=f"t{p}") for p in range(3, 603)]
+    wide = g.model_copy(update={"nodes": g.nodes + many})
+    axis = graph_figure(wide).layout.xaxis
+    assert 0 < len(axis.tickvals) <= MOST_TICKS and axis.tickvals[0] == 0
+    assert list(axis.ticktext) == [f"{p}:{'The' if p == 0 else '␣is' if p == 2 else f't{p}'}" for p in axis.tickvals]
+    assert len(graph_figure(wide).data[-1].x) == 604  # every node still drawn
