@@ -111,20 +111,20 @@ def pick_head(click, wanted: str | None, score) -> tuple[int, int, str]:
 
 @callback(
     Output("kernel-figure", "figure"),
-    Output("kernel-head-map", "figure"),
     Output("structure-head", "data"),
     Input("shift-grid", "clickData"),
     Input("shift-data", "data"),
-    Input("structure-hide", "value"),
     State("structure-run-data", "data"),
     State("structure-query", "data"),
-    State("structure-map-kind", "value"),
     running=running("kernel"),
 )
-def render_kernel(click, shift, hide, data, query, kind):
+def render_kernel(click, shift, data, query):
+    """The picked head's implied kernel, from the shift pass's data (no request); the head's own map
+    follows in its own callback (``render_head_map``): at 4,096 tokens its slice may wait for a heavy
+    worker while evolution and rollout hold both, and the kernel need not wait with it."""
     run = stored_run(data)
     if not run or not shift:
-        return empty_figure("Click a head in the shift grid."), empty_figure(""), no_update
+        return empty_figure("Click a head in the shift grid."), no_update
     layer, head, note = pick_head(click, (query or {}).get("head"), shift["shift_score"])
     label = f"L{layer}H{head}"
     kfig = kernel_figure(
@@ -132,11 +132,27 @@ def render_kernel(click, shift, hide, data, query, kind):
     )
     if note and "not a head" in note:
         kfig.add_annotation(text=note, showarrow=False, xref="paper", yref="paper", x=0, y=1.12, xanchor="left")
-    # pooled like Explore's detail (at most 256 cells a side, max-pooled): a full 1,524-token map as JSON
-    # was slow and Plotly's resampling of it drew a blank; ``hide`` takes the sink's column away (a
-    # decoder's map is otherwise one bright column on the first token), stated in the title
+    return kfig, label
+
+
+@callback(
+    Output("kernel-head-map", "figure"),
+    Input("structure-head", "data"),
+    Input("structure-hide", "value"),
+    State("structure-run-data", "data"),
+    State("structure-map-kind", "value"),
+)
+def render_head_map(label, hide, data, kind):
+    """The picked head's own map, pooled like Explore's detail (at most 256 cells a side, max-pooled): a
+    full 1,524-token map as JSON was slow and Plotly's resampling of it drew a blank; ``hide`` takes the
+    sink's column away (a decoder's map is otherwise one bright column on the first token), stated in
+    the title."""
+    run = stored_run(data)
+    m = HEAD_LABEL.match(label or "")
+    if not run or not m:
+        return empty_figure("")
     hide = hide if hide in HIDES else "none"
-    return kfig, detail_figure(client(), run, layer, head, {}, "global", hide, kind), label
+    return detail_figure(client(), run, int(m[1]), int(m[2]), {}, "global", hide, kind)
 
 
 @callback(Output("compare-model", "options"), Input("structure-run-data", "data"))
