@@ -21,9 +21,9 @@ pytestmark = [
     pytest.mark.skipif(not data.available(), reason="data folder not found; set ATTNSCOPE_DATA_DIR"),
 ]
 
-HEATMAPS = """() => Array.from(
-    document.querySelector('#query-pixel-view .js-plotly-plot').data.filter(t => t.type === 'heatmap'),
-    t => Array.from(t.z, r => Array.from(r, Number)))"""
+HEATMAPS = """() => document.querySelector('#query-pixel-view .js-plotly-plot').calcdata
+    .filter(cd => cd[0].trace.type === 'heatmap')
+    .map(cd => Array.from(cd[0].z, r => Array.from(r, v => Number.isFinite(v) ? v : null)))"""
 NOTE = VALUE_WEIGHTED_NOTE.split(" ‖")[0]
 LAYER, CELL = 1, (3, 2)
 
