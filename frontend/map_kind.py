@@ -1,7 +1,8 @@
-"""The map kind of the pages that read whole runs' maps (Compare, Interventions): attention weights
+"""The map kind of the pages that read whole runs' maps (Compare, Interventions, Vision): attention weights
 or value-weighted maps (Kobayashi et al. 2020: ``||a_ij W_O v_j||``, each row normalised to sum to 1),
 served by the API as a run with the same tokens and shape (``POST /runs/{id}/value-weighted``, made
-once). ``shown_id`` is the run whose maps a page draws and the note under its figure titles; a run the
+once; an intervention's altered run too, from the altered forward's own values). ``shown_id`` is the
+run whose maps a page draws and the note under its figure titles; a run the
 API has no value-weighted maps for keeps the weights and the note names the API's reason."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from attnscope.frontend.api_client import ApiClient, ApiError
 
 VALUE_WEIGHTED_NOTE = "value-weighted maps ‖a_ij W_O v_j‖, each row normalised"
-ALTERED_NOTE = "attention weights (the API gives no value-weighted maps after an intervention)"
 
 
 def kind_note(kind: str | None, refused: str | None = None) -> str:

@@ -115,11 +115,14 @@ def query_pixel_figure(
     layer: int,
     gaussians: list[dict] | None = None,
     columns: int = 3,
+    note: str = "",
 ) -> go.Figure:
     """Cordonnier's figure: for the query cell, every head's attention over the grid overlaid on the
     image, one panel per head. ``gaussians`` (per head ``{"center": [dr, dc], "cov": 2x2}``) adds each
-    head's learned centre (a cross) and 1- and 2-sigma ellipses around ``query + centre``."""
+    head's learned centre (a cross) and 1- and 2-sigma ellipses around ``query + centre``; ``note``
+    (the map kind when it is not the weights) goes under the title and names the hover's value."""
     n_heads = layer_weights.shape[0]
+    value = "value-weighted" if note else "weight"
     q = query_index(cell, grid, special)
     maps = attention_on_grid(layer_weights, q, grid, special)
     extra = special_mass(layer_weights, q, special)
@@ -144,7 +147,7 @@ def query_pixel_figure(
                 colorscale=ATTENTION_SCALE,
                 showscale=False,
                 name=f"H{h}",
-                hovertemplate=f"H{h} · row %{{y}} col %{{x}}<br>weight %{{z:.4f}}<extra></extra>",
+                hovertemplate=f"H{h} · row %{{y}} col %{{x}}<br>{value} %{{z:.4f}}<extra></extra>",
             ),
             row=r,
             col=c,
@@ -196,7 +199,10 @@ def query_pixel_figure(
     for i in range(1, n_heads + 1):
         fig.update_yaxes(scaleanchor=f"x{'' if i == 1 else i}", row=(i - 1) // columns + 1, col=(i - 1) % columns + 1)
     fig.update_layout(
-        title={"text": f"Query pixel (row {cell[0]}, col {cell[1]}) · layer {layer}"},
+        title={
+            "text": f"Query pixel (row {cell[0]}, col {cell[1]}) · layer {layer}"
+            + (f"<br><sub>{note}</sub>" if note else "")
+        },
         height=260 * n_rows + 60,
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
         showlegend=False,

@@ -64,6 +64,9 @@ class Run:
     # what the maps are when they are not the model's own forward on the tokens (an intervention's altered maps,
     # a run's value-weighted maps): routes that run the model again on the tokens refuse such a run
     derived: str | None = None
+    # per layer [head, key]: ||v_j W_O[h]|| of the forward that made a derived run's maps (an intervention's altered
+    # forward), so the value-weighted route serves its maps without running the clean model again
+    value_norms: list[np.ndarray] | None = field(default=None, repr=False)
 
 
 def object_nbytes(obj, seen: set[int] | None = None) -> int:
@@ -96,7 +99,7 @@ def run_nbytes(run: Run) -> int:
     cap = run.capture
     maps = getattr(cap, "maps", None)
     total = 0 if maps is None else int(maps.nbytes)
-    for arr in (cap.hidden_states, run.image, *cap.extras.values()):
+    for arr in (cap.hidden_states, run.image, *cap.extras.values(), *(run.value_norms or ())):
         if isinstance(arr, np.ndarray):
             total += int(arr.nbytes)
     seen: set[int] = set()

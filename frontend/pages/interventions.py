@@ -5,7 +5,7 @@ patching plot, and the per-head effects over a data set with intervals and corre
 
 Address: ``/interventions?run=ID&kind=knockout&edges=5>1&klayers=1&corrupted=T&metric=M&vlayer=3&hide=first...``
 (every control; ``sweep=true`` recomputes the patching plot; ``map=value-weighted`` draws the map before
-from the run's value-weighted maps)."""
+from the run's value-weighted maps and the map after from the altered run's)."""
 
 import dash
 from dash import dcc, html

@@ -19,7 +19,7 @@ from attnscope.frontend.intervention_forms import (
     touched_layer,
     view_layer,
 )
-from attnscope.frontend.map_kind import ALTERED_NOTE, notes, shown_id
+from attnscope.frontend.map_kind import notes, shown_id
 from attnscope.frontend.page_common import client, empty_figure
 from attnscope.frontend.run_state import NO_RUN, RUN_PARAMS, resolve_run, run_query
 from attnscope.frontend.sink_hiding import HIDES, hidden_positions, hide_map, hide_note, with_note
@@ -223,8 +223,9 @@ def maps(altered, layer, head, hide, kind, run):
     """The shown head's map before and after the intervention (before only, to pick edges from,
     while there is no result), and how much of its weights changed; ``hide``: the keys blanked in both
     (rows renormalised over the rest, stated in the titles; the change is measured on the weights as
-    they are); ``kind``: the map kind of the map before (the API gives no value-weighted maps of the
-    altered forward: the map after stays the weights, and says so)."""
+    they are); ``kind``: the map kind of both maps (after the intervention: the altered run's
+    value-weighted maps, the altered weights times the altered forward's own value norms); the change
+    line measures the weights."""
     blank = empty_figure("Apply an intervention to see the maps after it.")
     if not run:
         return empty_figure(NO_RUN), blank, ""
@@ -235,7 +236,16 @@ def maps(altered, layer, head, hide, kind, run):
         drawn = client().attention(shown, layer, head, encoding="json")
         before = client().attention(run["id"], layer, head, encoding="json") if shown != run["id"] else drawn
         fresh = altered and altered.get("run_id") == run["id"]
-        after = client().attention(altered["altered_run_id"], layer, head, encoding="json") if fresh else None
+        after = drawn_after = None
+        if fresh:
+            altered_id = altered["altered_run_id"]
+            shown_after, after_note = shown_id(client(), altered_id, kind)
+            drawn_after = client().attention(shown_after, layer, head, encoding="json")
+            after = (
+                client().attention(altered_id, layer, head, encoding="json")
+                if shown_after != altered_id
+                else drawn_after
+            )
     except ApiError as exc:
         return empty_figure(f"The maps could not be loaded: {exc.detail}"), blank, ""
     hide = hide if hide in HIDES else "none"
@@ -250,13 +260,16 @@ def maps(altered, layer, head, hide, kind, run):
     where = "the intervened layer" if layer == touched else f"{layer - touched} after the intervened layer {touched}"
     if layer < touched:
         where = f"before the intervened layer {touched}: it cannot change"
-    after_note = ALTERED_NOTE if kind == "value-weighted" else ""
     right = head_detail_figure(
-        hide_map(after, hidden), run["tokens"], with_note(f"{label} · after the intervention", notes(after_note, note))
+        hide_map(drawn_after, hidden),
+        run["tokens"],
+        with_note(f"{label} · after the intervention", notes(after_note, note)),
     )
     line = f"{label} ({where}): largest change of a weight {change:.4f}"
-    if after_note:
-        line += f". Map before: {kind_note}; map after: {after_note}."
+    if kind_note and kind_note == after_note:
+        line += f". Both maps: {kind_note}."
+    elif kind_note or after_note:
+        line += f". Map before: {kind_note or 'attention weights'}; map after: {after_note or 'attention weights'}."
     return left, right, line
 
 

@@ -8,6 +8,7 @@ from attnscope.frontend.pages import vision_callbacks  # noqa: F401  (registers 
 from attnscope.frontend.pages.vision_callbacks import PARAMS
 from attnscope.frontend.plot_config import bare_graph
 from attnscope.frontend.url_state import address_parts, parse_query
+from attnscope.frontend.writes_layout import map_kind_control
 
 dash.register_page(__name__, path="/vision", name="Vision", order=1, title="attnscope · vision")
 
@@ -38,6 +39,8 @@ def layout(**query) -> html.Div:
                             children=html.Div(["or drop / ", html.A("choose an image"), " (PNG or JPEG)"]),
                         ),
                     ),
+                    map_kind_control(state["map"], "vision-map-kind"),
+                    html.Div(id="vision-map-note", className="hint", role="status"),
                     html.Div(id="vision-error", className="error", role="alert"),
                     html.Div(id="vision-status", className="api-status"),
                 ],
@@ -63,7 +66,8 @@ def layout(**query) -> html.Div:
                         children=[
                             html.H2("Query-pixel view"),
                             html.P(
-                                "Each head's attention from the query pixel, over the image (brighter = more weight). "
+                                "Each head's attention from the query pixel, over the image (brighter = more weight; "
+                                "with Map value-weighted, more of what the key adds, ‖a_ij W_O v_j‖). "
                                 "Gaussian heads also show their learned centre (x) and 1σ/2σ spread.",
                                 className="hint",
                             ),

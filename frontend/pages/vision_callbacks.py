@@ -10,6 +10,7 @@ from dash import ALL, Input, Output, State, callback, ctx, html, no_update
 
 from attnscope.frontend.api_client import ApiError
 from attnscope.frontend.figures import thumbnail_src
+from attnscope.frontend.map_kind import shown_id
 from attnscope.frontend.page_common import client, describe_error
 from attnscope.frontend.page_common import empty_figure as _empty
 from attnscope.frontend.run_record import RunRecord, stored_run
@@ -21,6 +22,7 @@ from attnscope.frontend.vision_figures import (
     query_pixel_figure,
     rollout_overlay_figure,
 )
+from attnscope.frontend.writes_layout import MAP_KINDS
 
 PARAMS = {
     "model": Param(str, max_len=100),
@@ -29,6 +31,7 @@ PARAMS = {
     "layer": Param(int, lo=0, hi=1000),
     "row": Param(int, lo=0, hi=10_000),
     "col": Param(int, lo=0, hi=10_000),
+    "map": Param(str, default="attention", choices=MAP_KINDS),  # the map kind of the query-pixel and model views
 }
 register_url_sync("vision")
 
@@ -106,13 +109,14 @@ def reopen_run(query):
     Input("vision-run", "data"),
     Input("vision-layer", "value"),
     Input("vision-cell", "data"),
+    Input("vision-map-kind", "value"),
     State("vision-model", "value"),
     State("vision-sample", "value"),
     prevent_initial_call=True,
 )
-def to_address(data, layer, cell, model, sample):
+def to_address(data, layer, cell, kind, model, sample):
     run = stored_run(data)
-    values = {"model": run.model if run else model, "sample": sample, "run": run.id if run else None}
+    values = {"model": run.model if run else model, "sample": sample, "run": run.id if run else None, "map": kind}
     if run:
         values.update(layer=layer, row=(cell or {}).get("row"), col=(cell or {}).get("col"))
     return query_string(values, PARAMS)
@@ -216,8 +220,11 @@ def render_image(data, cell, layer, query):
     Input("vision-run", "data"),
     Input("vision-cell", "data"),
     Input("vision-layer", "value"),
+    Input("vision-map-kind", "value"),
 )
-def render_query_pixel_view(data, cell, layer):
+def render_query_pixel_view(data, cell, layer, kind):
+    """Every head's row of the query cell at ``layer``, of the map kind asked (the run's value-weighted
+    maps as the API serves them, or the weights with the API's reason when it has none)."""
     run = stored_run(data)
     if not run or not run.grid or layer is None:
         return _empty("The query-pixel view appears after a run.")
@@ -225,7 +232,8 @@ def render_query_pixel_view(data, cell, layer):
     cell = grid_cell(cell["col"], cell["row"], grid) if cell else (grid[0] // 2, grid[1] // 2)
     try:
         image = _decode_png(client().run_image(run.id))
-        weights = client().attention(run.id, layer)
+        shown, note = shown_id(client(), run.id, kind)
+        weights = client().attention(shown, layer)
         structure = client().structure(run.model)
     except ApiError as exc:
         return _empty(str(exc))
@@ -233,7 +241,7 @@ def render_query_pixel_view(data, cell, layer):
     if structure is not None and tuple(structure.grid) == grid:
         gaussians = [g.model_dump() for g in structure.layers[layer]]
     columns = 4 if weights.shape[0] > 9 else 3
-    return query_pixel_figure(image, weights, grid, run.special, cell, layer, gaussians, columns)
+    return query_pixel_figure(image, weights, grid, run.special, cell, layer, gaussians, columns, note)
 
 
 @callback(
@@ -253,16 +261,24 @@ def render_conv_vs_attention(data, channel):
     return False, conv_vs_attention_figure(pair.conv, pair.attention, pair.channel, pair.max_abs_diff)
 
 
-@callback(Output("vision-model-grid", "children"), Input("vision-run", "data"), prevent_initial_call=True)
-def render_model_view(data):
+@callback(
+    Output("vision-model-grid", "children"),
+    Output("vision-map-note", "children"),
+    Input("vision-run", "data"),
+    Input("vision-map-kind", "value"),
+    prevent_initial_call=True,
+)
+def render_model_view(data, kind):
+    """Every layer x head thumbnail of the map kind asked, and the line that says which kind is drawn."""
     run = stored_run(data)
     if not run:
-        return no_update
+        return no_update, no_update
     n_layers, n_heads = run.n_layers, run.n_heads
     try:
-        layers = [client().attention(run.id, layer, encoding="uint8") for layer in range(n_layers)]
+        shown, note = shown_id(client(), run.id, kind)
+        layers = [client().attention(shown, layer, encoding="uint8") for layer in range(n_layers)]
     except ApiError as exc:
-        return html.Div(str(exc), className="error")
+        return html.Div(str(exc), className="error"), ""
     header = html.Div(
         className="grid-row grid-header",
         children=[html.Span("", className="row-label")]
@@ -285,7 +301,7 @@ def render_model_view(data):
         )
         for l in range(n_layers)
     ]
-    return [header] + rows
+    return [header] + rows, f"Maps: {note}." if note else "Maps: attention weights."
 
 
 @callback(

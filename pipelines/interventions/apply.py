@@ -25,6 +25,7 @@ from attnscope.pipelines.interventions.edits import EditContext, HeadRecorder, b
 from attnscope.pipelines.interventions.metrics import MetricSpec, all_effects, effect, resolve, targets_of
 from attnscope.pipelines.interventions.runner import Outputs, Runner, Start, head_dim
 from attnscope.pipelines.interventions.spec import HeadAblation, HeadPatch, InterventionSet, validate
+from attnscope.pipelines.writes.recorded import value_norm_tables
 
 log = logging.getLogger(__name__)
 MEAN_REFERENCE = 16  # inputs of the default reference set of a mean ablation
@@ -93,10 +94,17 @@ class Prepared:
     source_residual: dict | None = None
     clean_residual: dict | None = None  # {layer: [1, token, dim]} after each block (``record=True``)
 
-    def forward(self, sets: list[InterventionSet], want_maps: bool = False, start: int | None = None) -> Outputs:
+    def forward(
+        self,
+        sets: list[InterventionSet],
+        want_maps: bool = False,
+        start: int | None = None,
+        record_pre: dict | None = None,
+    ) -> Outputs:
         """Row ``b`` applies ``sets[b]``. With ``start`` (every set edits layer ``start`` or later,
         no residual patches; needs ``record=True``), the clean prefix is reused: only blocks
-        ``start..L-1`` run, on ``len(sets)`` rows of the clean residual stream entering ``start``."""
+        ``start..L-1`` run, on ``len(sets)`` rows of the clean residual stream entering ``start``.
+        ``record_pre``: filled with the stream entering each block (``Runner.forward``)."""
         edits = build_edits(sets, self.ctx)
         if start is not None:
             hidden = None if start == 0 else self.clean_residual[start - 1]
@@ -123,6 +131,7 @@ class Prepared:
             positions=m.positions,
             targets=self.targets,
             answers=m.answers,
+            record_pre=record_pre,
         )
 
 
@@ -210,9 +219,13 @@ def intervene(
 ) -> dict:
     """One intervention set on one input: ``clean`` and ``altered`` predictions, ``effects`` (every
     metric the task allows; causal LMs the chosen one), ``metric``, and with ``want_maps`` the
-    altered maps ``[layer, head, query, key]`` (``altered_maps``) beside the clean ones."""
+    altered maps ``[layer, head, query, key]`` (``altered_maps``) beside the clean ones, and the
+    altered forward's value norms (``altered_value_norms``: per layer ``[head, key]``
+    ``||v'_j W_O[h]||``, the values recomputed from the stream that forward fed each block, so an
+    edit upstream shows in later layers' value-weighted maps; ``value_norm_tables``)."""
     prep = prepare(backend, inp, [iset], metric, source, direction, means, want_maps)
-    altered = prep.forward([iset], want_maps=want_maps)
+    pre: dict | None = {} if want_maps else None
+    altered = prep.forward([iset], want_maps=want_maps, record_pre=pre)
     out = {
         "metric": prep.metric,
         "effects": all_effects(prep.metric, prep.clean, altered),
@@ -223,6 +236,9 @@ def intervene(
     if want_maps:
         out["clean_maps"] = _maps(backend, prep.target, prep.clean.maps[0])
         out["altered_maps"] = _maps(backend, prep.target, altered.maps[0])
+        n = out["altered_maps"].shape[-1]
+        streams = [pre[layer][0, :n] for layer in range(backend.sites.n_layers)]
+        out["altered_value_norms"] = value_norm_tables(backend.sites, streams)
     return out
 
 

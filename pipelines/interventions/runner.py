@@ -121,19 +121,25 @@ class Runner:
         targets: Sequence[int] | None = None,
         answers: tuple[int, int] | None = None,
         start: Start | None = None,
+        record_pre: dict | None = None,
     ) -> Outputs:
         """Run ``inputs`` (one padded batch) with ``hooks`` (attention hooks), ``residual`` patches
         and an optional ``record_residual`` dict (filled with ``{layer: [batch, token, dim]}``, the
         stream leaving each block before any patch); causal LMs read ``positions`` (their next-token
         log-probabilities of ``targets`` and the logits of the two ``answers``). With ``start`` (a
         startable family, one input, no residual edits or maps), only the blocks from
-        ``start.layer`` on run, on ``start.rows`` rows."""
+        ``start.layer`` on run, on ``start.rows`` rows. ``record_pre`` (a dict) gets ``{layer: [batch,
+        token, dim]}``, the stream entering each block as this forward computed it (after every edit
+        upstream): what the blocks' values are computed from."""
         if start is not None and (not self.startable or len(inputs) != 1 or residual or want_maps):
             raise ValueError("start runs one input of a startable model, without residual edits or maps")
         site_hooks: list = []
         recorder = SiteRecorder({"resid_post"}) if record_residual is not None else None
         if recorder is not None:
             site_hooks.append(recorder)
+        pre = SiteRecorder({"resid_pre"}) if record_pre is not None else None
+        if pre is not None:
+            site_hooks.append(pre)
         if residual:
             site_hooks.append(ResidualEdits(residual))
         model = None
@@ -151,6 +157,8 @@ class Runner:
             )
         if recorder is not None:
             record_residual.update(recorder.values.get("resid_post", {}))
+        if pre is not None:
+            record_pre.update(pre.values.get("resid_pre", {}))
         return outputs_of(out, positions, targets, answers)
 
 

@@ -12,6 +12,7 @@ values are a linear function of what the session recorded, so they need no recor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,40 @@ def readout_parts(sites: Sites, feature: str) -> tuple[FinalNorm, Unembedding]:
         )
     n = sites.final_norm
     return FinalNorm(n.kind, n.weight, n.bias, n.eps), Unembedding(sites.unembed.W_U, sites.unembed.b_U)
+
+
+def block_values(sites: Sites, layer: int, resid_pre: torch.Tensor) -> torch.Tensor:
+    """``resid_pre [pos, d_model]`` (the stream entering block ``layer``) -> ``[kv_head, pos, d_head]``:
+    ``v_j = ln_attn(resid_pre_j) @ W_V + b_V`` (``resid_pre_j`` itself for a post-norm block)."""
+    blk = sites.block(layer)
+    h = blk.ln_attn.apply(resid_pre) if sites.norm_placement == "pre" else resid_pre
+    v = torch.einsum("pm,hmd->hpd", h.float(), blk.W_V.float())
+    return v if blk.b_V is None else v + blk.b_V.float()[:, None, :]
+
+
+def output_projection(sites: Sites, layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(W_O [head, d_head, d_model], b_O [d_model] | None)`` of block ``layer`` in float32, a layer
+    scale after the projection (``out_scale``) folded in."""
+    blk = sites.block(layer)
+    W_O, b_O = blk.W_O.float(), None if blk.b_O is None else blk.b_O.float()
+    if blk.out_scale is not None:
+        W_O = W_O * blk.out_scale.float()
+        b_O = None if b_O is None else b_O * blk.out_scale.float()
+    return W_O, b_O
+
+
+@torch.inference_mode()
+def value_norm_tables(sites: Sites, resid_pre: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """One float32 ``[head, key]`` table ``||v_j W_O[h]||`` per layer from the stream entering each
+    block of one forward (``resid_pre[layer] [pos, d_model]``): the values are recomputed through
+    each block's own norm and ``W_V``, so any forward (the clean one, an intervention's altered one)
+    gives its own tables from what a session recorded at ``resid_pre``."""
+    if len(resid_pre) != sites.n_layers:
+        raise ValueError(f"{len(resid_pre)} recorded streams for {sites.n_layers} blocks")
+    return [
+        value_norms(block_values(sites, layer, x.float()), output_projection(sites, layer)[0]).cpu().numpy()
+        for layer, x in enumerate(resid_pre)
+    ]
 
 
 @dataclass(frozen=True)
@@ -72,21 +107,12 @@ class RecordedWrites:
     def values(self, layer: int) -> torch.Tensor:
         """``[kv_head, pos, d_head]``: ``v_j = ln_attn(resid_pre_j) @ W_V + b_V`` of block ``layer``
         (``resid_pre_j`` itself for a post-norm block)."""
-        blk = self.sites.block(layer)
-        x = self.resid[layer]  # [pos, d_model]; a post-norm block reads the stream itself
-        h = blk.ln_attn.apply(x) if self.sites.norm_placement == "pre" else x
-        v = torch.einsum("pm,hmd->hpd", h.float(), blk.W_V.float())
-        return v if blk.b_V is None else v + blk.b_V.float()[:, None, :]
+        return block_values(self.sites, layer, self.resid[layer])
 
     def output_projection(self, layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(W_O [head, d_head, d_model], b_O [d_model] | None)`` of block ``layer`` in float32, a layer
         scale after the projection (``out_scale``) folded in."""
-        blk = self.sites.block(layer)
-        W_O, b_O = blk.W_O.float(), None if blk.b_O is None else blk.b_O.float()
-        if blk.out_scale is not None:
-            W_O = W_O * blk.out_scale.float()
-            b_O = None if b_O is None else b_O * blk.out_scale.float()
-        return W_O, b_O
+        return output_projection(self.sites, layer)
 
     def value_norms(self, layer: int) -> np.ndarray:
         """float32 ``[head, key]``: ``||v_j W_O[h]||`` of block ``layer`` (``value_maps``)."""
@@ -162,7 +188,13 @@ def value_weighted_maps(writes: RecordedWrites, maps=None) -> AttentionMaps:
     (rows sum to 1), so every analysis and view reads them as it reads the weights; computed block
     by block on request from ``maps`` (default the recording's own) and the norm tables."""
     maps = writes.maps if maps is None else maps
-    src = value_weighted_source(writes, maps, normalize=True)
+    return value_weighted_of_norms(maps, [writes.value_norms(layer) for layer in range(writes.sites.n_layers)])
+
+
+def value_weighted_of_norms(maps, norms: Sequence[np.ndarray]) -> AttentionMaps:
+    """The row-normalised value-weighted maps of ``maps`` (any ``[layer, head, query, key]`` maps
+    with ``block``) and the norm tables of the forward that made them (``value_norm_tables``)."""
+    src = ValueWeightedSource(maps, norms, normalize=True)
     return AttentionMaps.lazy(
         src, maps.tokens, grid=maps.grid, special=maps.special, model=maps.model, causal=maps.causal
     )

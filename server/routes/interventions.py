@@ -137,7 +137,18 @@ def create_intervention(run: RunDep, body: InterventionCreate, service: ServiceD
     target = res["target"]
     cap = Capture(maps, res["altered"], None, token_ids=target.token_ids, attention=backend.attention)
     derived = f"the maps of an intervention on run {run.id}"
-    service.store.put(Run(id=altered_id, model=run.model, text=run.text, capture=cap, image=run.image, derived=derived))
+    norms = res["altered_value_norms"]
+    service.store.put(
+        Run(
+            id=altered_id,
+            model=run.model,
+            text=run.text,
+            capture=cap,
+            image=run.image,
+            derived=derived,
+            value_norms=norms,
+        )
+    )
     m = res["metric"]
     return InterventionPublic(
         run_id=run.id,

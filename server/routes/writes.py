@@ -18,7 +18,7 @@ from attnscope.pipelines.writes.readouts import (
     lens_of_run,
     value_weighted_of_run,
 )
-from attnscope.pipelines.writes.recorded import record_writes
+from attnscope.pipelines.writes.recorded import record_writes, value_weighted_of_norms
 from attnscope.server.deps import RunDep, ServiceDep
 from attnscope.server.errors import ApiError, error_responses
 from attnscope.server.request_executor import heavy
@@ -64,7 +64,8 @@ def _token_ids(run: Run) -> list[int]:
 def _recording(service, run: Run, backend):
     """The run's recorded forward from the service's per-run cache (recorded on the first request).
     A derived run (an intervention's altered maps, value-weighted maps) is refused: recording it would
-    run the clean model on its tokens and pair that forward with maps it did not make."""
+    run the clean model on its tokens and pair that forward with maps it did not make. (An altered
+    run's value-weighted maps come from its own forward's value norms, ``Run.value_norms``.)"""
     if run.derived:
         raise WritesInputError(
             f"run {run.id} holds {run.derived}: the lens, attribution, graph and value-weighted routes run the "
@@ -198,11 +199,13 @@ def create_attribution(run: RunDep, body: AttributionCreate, service: ServiceDep
         404,
         {
             422: "the model has no anatomy entry (the detail names what is missing), or the run is itself derived "
-            "(an intervention's altered maps, value-weighted maps): call it on the original run"
+            "and its forward's value norms were not kept (value-weighted maps): call it on the original run; an "
+            "intervention's altered run is served from the altered forward's own values"
         },
     ),
     summary="The value-weighted maps of a run (Kobayashi et al. 2020: the norm of what each key adds, "
-    "a_ij ||v_j W_O||, each row normalised to sum to 1), served as a run that every map route reads",
+    "a_ij ||v_j W_O||, each row normalised to sum to 1), served as a run that every map route reads; for an "
+    "intervention's altered run, the altered weights times the altered forward's own value norms",
 )
 @heavy
 def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPublic:
@@ -210,9 +213,12 @@ def create_value_weighted(run: RunDep, service: ServiceDep) -> ValueWeightedPubl
     stored = service.store.get(vw_id)
     if stored is None:
         try:
-            backend = service.models.get(run.model)
-            inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
-            maps = value_weighted_of_run(backend, inp, run.capture.maps, _recording(service, run, backend))
+            if run.value_norms is not None:  # an altered run: the norms of the forward that made its maps
+                maps = value_weighted_of_norms(run.capture.maps, run.value_norms)
+            else:
+                backend = service.models.get(run.model)
+                inp = backend.encode_image(run.image) if run.image is not None else backend.encode_ids(_token_ids(run))
+                maps = value_weighted_of_run(backend, inp, run.capture.maps, _recording(service, run, backend))
         except ValueError as exc:
             raise _invalid(exc) from None
         cap = Capture(maps, run.capture.output, None, token_ids=run.capture.token_ids, attention=run.capture.attention)

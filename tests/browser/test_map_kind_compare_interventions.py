@@ -4,8 +4,9 @@ Interventions' maps (issue 23 item 3), in Chromium on MiniLM:
 - Compare: chosen, A, B and A − B are drawn from A's and B's value-weighted maps' runs as the API
   serves them (not the weights), the head stays, the titles say so, the address keeps ``map=`` and a
   pasted link reopens the same maps;
-- Interventions: the map before is the clean run's value-weighted map; the API gives no value-weighted
-  maps of the altered forward, so the map after stays the weights and says so (title and note line).
+- Interventions: the map before is the clean run's value-weighted map and the map after the altered
+  run's (the altered weights times the altered forward's own value norms), each equal to what the API
+  serves, both titles and the note line say so, and the "largest change" still measures the weights.
 
 Every wait is for a state of the page."""
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from attnscope.frontend.api_client import ApiClient
-from attnscope.frontend.map_kind import ALTERED_NOTE, VALUE_WEIGHTED_NOTE
+from attnscope.frontend.map_kind import VALUE_WEIGHTED_NOTE
 
 pytestmark = pytest.mark.browser
 
@@ -64,29 +65,35 @@ def test_compare_draws_a_b_and_the_difference_from_the_value_weighted_maps(open_
     assert page.console_errors == []
 
 
-def test_interventions_draws_the_map_before_value_weighted_and_keeps_the_weights_after(open_dash, api_url):
+def test_interventions_draws_the_maps_before_and_after_value_weighted(open_dash, api_url):
     text = "a gorgeous, witty, seductive movie."
     page = open_dash(f"/interventions?model=minilm-sst2&text={text.replace(' ', '+')}&heads=L2H0&vlayer=3")
     page.wait_for_selector("#interventions-altered-map .gtitle:has-text('L3H0 · after')", timeout=120_000)
     page.wait_for_function("location.search.includes('run=')", timeout=30_000)
     run_id = _param(page, "run")
+    api = ApiClient(api_url)
+    res = api.intervene(run_id, {"interventions": [{"kind": "ablate", "heads": [[2, 0]]}]})
+    weights_after = api.attention(res.altered_run_id, 3, 0, encoding="json")
+    np.testing.assert_allclose(_z(page, "interventions-altered-map"), weights_after, atol=1e-6)
+
     page.locator("#interventions-map-kind").get_by_label("value-weighted", exact=True).check()
     page.wait_for_selector(f"#interventions-clean-map .gtitle:has-text('{NOTE}')", timeout=120_000)
-    api = ApiClient(api_url)
+    page.wait_for_selector(f"#interventions-altered-map .gtitle:has-text('{NOTE}')", timeout=120_000)
     vw = api.attention(api.value_weighted(run_id), 3, 0, encoding="json")
     assert np.abs(vw - api.attention(run_id, 3, 0, encoding="json")).max() > 1e-3
     np.testing.assert_allclose(_z(page, "interventions-clean-map"), vw, atol=1e-6)
-    page.wait_for_selector("#interventions-altered-map .gtitle:has-text('no value-weighted maps')", timeout=60_000)
-    after = page.text_content("#interventions-altered-map .gtitle")
-    assert ALTERED_NOTE in after and "‖" not in after  # the weights, said so; not the value-weighted note
+    vw_after = api.attention(api.value_weighted(res.altered_run_id), 3, 0, encoding="json")
+    assert np.abs(vw_after - weights_after).max() > 1e-3 and np.abs(vw_after - vw).max() > 1e-4
+    np.testing.assert_allclose(_z(page, "interventions-altered-map"), vw_after, atol=1e-6)
     note = page.text_content("#interventions-map-note")
-    assert "largest change of a weight" in note and ALTERED_NOTE in note
+    assert "largest change of a weight" in note and "Both maps: value-weighted" in note
     page.wait_for_function("location.search.includes('map=value-weighted')", timeout=30_000)
 
     fresh = page.context.browser.new_page()
     fresh.goto(page.url)
-    fresh.wait_for_selector(f"#interventions-clean-map .gtitle:has-text('{NOTE}')", timeout=120_000)
+    fresh.wait_for_selector(f"#interventions-altered-map .gtitle:has-text('{NOTE}')", timeout=120_000)
     np.testing.assert_allclose(_z(fresh, "interventions-clean-map"), vw, atol=1e-6)
+    np.testing.assert_allclose(_z(fresh, "interventions-altered-map"), vw_after, atol=1e-6)
     fresh.close()
     api.close()
     assert page.console_errors == []

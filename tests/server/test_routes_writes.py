@@ -168,8 +168,11 @@ def test_head_effects_answer_each_heads_dla_beside_its_ablation_effect(client, p
 
 def test_derived_runs_are_refused_by_the_routes_that_run_the_model_again(client, paris):
     """An intervention's altered run and a value-weighted run hold maps the model's clean forward did
-    not make: the lens, attribution, graph and value-weighted routes (which record that forward from
-    the tokens) refuse them with a 422 naming the original run, instead of pairing the two silently."""
+    not make: the lens, attribution and graph routes (which record that forward from the tokens), and
+    the value-weighted route for a run whose forward's value norms were not kept, refuse them with a
+    422 naming the original run, instead of pairing the two silently. The altered run's value-weighted
+    maps are served from the altered forward's own value norms
+    (``tests/server/test_routes_value_weighted_after.py`` checks their numbers)."""
     body = {"interventions": [{"kind": "ablate", "heads": [[20, 3]]}]}
     r = client.post(f"{API}/runs/{paris['id']}/interventions", json=body)
     assert r.status_code == 200, r.text
@@ -177,10 +180,17 @@ def test_derived_runs_are_refused_by_the_routes_that_run_the_model_again(client,
     vw = client.post(f"{API}/runs/{paris['id']}/value-weighted")
     assert vw.status_code == 200, vw.text
     weighted = vw.json()["value_weighted_run_id"]
-    for run_id, what in ((altered, "an intervention"), (weighted, "the value-weighted maps")):
-        for path, payload in (("lens", {"positions": "4:5"}), ("attribution", {}), ("value-weighted", None)):
+    refusing = (("lens", {"positions": "4:5"}), ("attribution", {}), ("graph", {}))
+    for run_id, what, paths in (
+        (altered, "an intervention", refusing),
+        (weighted, "the value-weighted maps", (*refusing, ("value-weighted", None))),
+    ):
+        for path, payload in paths:
             r = client.post(f"{API}/runs/{run_id}/{path}", json=payload)
             assert r.status_code == 422, (path, r.text)
             assert what in r.text and f"run {paris['id']}" in r.text and "original run" in r.text
         maps = client.get(f"{API}/runs/{run_id}/attention", params={"layer": 0})
         assert maps.status_code == 200  # its maps stay readable
+    after = client.post(f"{API}/runs/{altered}/value-weighted")
+    assert after.status_code == 200, after.text
+    assert after.json()["value_weighted_run_id"] not in (weighted, altered)
