@@ -33,8 +33,9 @@ def _node_label(kind: str, layer: int) -> str:
 
 def graph_figure(g: GraphPublic) -> go.Figure:
     """The layered picture of ``g``: one line trace per edge kind and width step (``None`` between
-    segments), an invisible marker at each edge's middle carrying its hover (weight, and an attention
-    edge's three largest heads), and the nodes as markers with ``customdata [kind, layer, position]``."""
+    segments), an invisible marker at each attention edge's middle carrying its hover (weight and
+    three largest heads; none on the residual and MLP edges, whose middles lie beside the nodes),
+    and the nodes as markers with ``customdata [kind, layer, position]``."""
     xy = [(n.position, level(n.kind, n.layer)) for n in g.nodes]
     fig = go.Figure()
     shown: set[str] = set()
@@ -61,8 +62,12 @@ def graph_figure(g: GraphPublic) -> go.Figure:
                     )
                 )
                 shown.add(kind)
+    # hover markers at the middle of the attention edges only: a residual or MLP edge runs up its node's own
+    # column, so its middle lies half a level from a node (3 px for SmolLM2's 30 layers), where Plotly's closest
+    # hover prefers the invisible marker (distance 0 within its radius) to the node: a click on the node took it
+    across = [e for e in g.edges if e.kind == "attention"]
     hover = []
-    for e in g.edges:
+    for e in across:
         s, t = g.nodes[e.source], g.nodes[e.target]
         text = f"{e.kind} {_node_label(s.kind, s.layer)}[{s.position}] → {_node_label(t.kind, t.layer)}[{t.position}]"
         text += f": {e.weight:.3f}"
@@ -72,13 +77,13 @@ def graph_figure(g: GraphPublic) -> go.Figure:
         hover.append(text)
     fig.add_trace(
         go.Scatter(
-            x=[(xy[e.source][0] + xy[e.target][0]) / 2 for e in g.edges],
-            y=[(xy[e.source][1] + xy[e.target][1]) / 2 for e in g.edges],
+            x=[(xy[e.source][0] + xy[e.target][0]) / 2 for e in across],
+            y=[(xy[e.source][1] + xy[e.target][1]) / 2 for e in across],
             mode="markers",
             marker={"size": 6, "opacity": 0},
             text=hover,
             hovertemplate="%{text}<extra></extra>",
-            customdata=[["edge", 0, 0]] * len(g.edges),
+            customdata=[["edge", 0, 0]] * len(across),
             showlegend=False,
         )
     )

@@ -13,6 +13,7 @@ from attnscope.frontend.plot_config import NEGATIVE, POSITIVE, SEQUENTIAL
 from attnscope.server.schemas import AttributionPublic, LensPublic
 
 DLA_TOP = 20  # heads shown in the DLA bar
+SELECTED_OUTLINE = "#1d2330"  # the outline of the selected head's bar
 
 
 def head_shares(att: AttributionPublic) -> np.ndarray:
@@ -30,10 +31,11 @@ def top_heads(att: AttributionPublic, top: int = DLA_TOP) -> list[tuple[int, int
     return [(int(i // heads.shape[1]), int(i % heads.shape[1]), float(heads.flat[i])) for i in order]
 
 
-def dla_figure(att: AttributionPublic, top: int = DLA_TOP, selected: tuple[int, int] | None = None) -> go.Figure:
+def dla_figure(att: AttributionPublic, top: int = DLA_TOP) -> go.Figure:
     """Horizontal bars: the ``top`` heads' shares of the heads' direct write (largest |share| at the
-    top, ``head_shares``), each bar's part of ``logit(target)`` on hover; ``selected``: that head's
-    bar outlined. ``customdata`` holds ``[layer, head, part]`` (a click selects the head)."""
+    top, ``head_shares``), each bar's part of ``logit(target)`` on hover. ``customdata`` holds
+    ``[layer, head, part]`` (a click selects the head); the outlines (``marker.line.width``, 0 each)
+    and a third title line are left for the selected head (Explore draws them in the browser)."""
     rows = top_heads(att, top)[::-1]
     share = head_shares(att)
     labels = [f"L{layer}H{head}" for layer, head, _ in rows]
@@ -46,10 +48,7 @@ def dla_figure(att: AttributionPublic, top: int = DLA_TOP, selected: tuple[int, 
             y=labels,
             orientation="h",
             marker_color=[POSITIVE if p >= 0 else NEGATIVE for p in parts],
-            marker_line={
-                "width": [3 if (la, h) == selected else 0 for la, h, _ in rows],
-                "color": "#1d2330",
-            },
+            marker_line={"width": [0] * len(rows), "color": SELECTED_OUTLINE},
             customdata=[[la, h, p] for la, h, p in rows],
             hovertemplate="%{y}: %{x:.1f} % of the heads' direct write, part %{customdata[2]:+.3f}<extra></extra>",
         )
@@ -61,8 +60,8 @@ def dla_figure(att: AttributionPublic, top: int = DLA_TOP, selected: tuple[int, 
         f"<br><sub>the {len(rows)} largest of {n_heads} heads hold {held:.0f} % of Σ|part| · heads "
         f"{float(np.sum(att.heads)):+.2f}, MLPs {mlp:+.2f}, embedding {att.embed:+.2f}, bias {att.bias:+.2f}</sub>",
         xaxis_title="share of the heads' direct write (%)",
-        margin={"l": 70, "r": 20, "t": 80, "b": 40},
-        height=max(360, 22 * len(rows) + 140),
+        margin={"l": 70, "r": 20, "t": 100, "b": 40},
+        height=max(380, 22 * len(rows) + 160),
     )
     return fig
 

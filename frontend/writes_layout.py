@@ -119,7 +119,8 @@ def writes_panel(state: dict | None = None) -> html.Section:
             html.P(
                 "The routes the prediction was computed by (Ferrando and Voita 2024): from the predicted position at "
                 "the top, the attention, residual and MLP edges whose importance reaches the threshold; a line's "
-                "width is its importance. Click a node for the logit lens of its position.",
+                "width is its importance. Click a node for the logit lens of its position. The graph follows the "
+                "prediction position (the menu, or a click on a token).",
                 className="hint",
             ),
             html.Div(
@@ -142,7 +143,7 @@ def writes_panel(state: dict | None = None) -> html.Section:
             ),
             html.Div(id="writes-graph-error", className="error", **{"aria-live": "polite"}),
             html.Div(className="row", children=[graph("writes-graph"), graph("writes-node-lens")]),
-            dcc.Store(id="writes-graph-of"),  # {"run": id} of the run whose graph is drawn, if any
+            dcc.Store(id="writes-graph-of"),  # {"run": id, "position": p} of the graph drawn, if any
         ],
     )
 
@@ -158,7 +159,8 @@ def dla_panel() -> html.Section:
             html.P(
                 "Each head's share of what the heads write directly into the predicted token's logit after the "
                 "chosen position (final norm frozen): its part over the sum of every head's |part|. Click a bar, "
-                "or a head in the grid, for what each source token sent through it.",
+                "or a head in the grid, for what each source token sent through it; the head selected in the "
+                "grid is outlined on its bar and named in the title.",
                 className="hint",
             ),
             html.Button("Attribute the prediction", id="dla-button", n_clicks=0, className="small-button"),

@@ -1,14 +1,16 @@
 """The contribution graph's picture from a hand-made ``GraphPublic``: nodes at (position, level), every
 edge drawn once between its two nodes with a width that grows with its importance, an attention
-edge's hover naming its largest heads, a click mapped back to its node (and none for an edge), and
-the threshold control's value read safely."""
+edge's hover naming its largest heads, a click mapped back to its node (and none for an edge), the
+threshold control's value read safely, and when Explore keeps, clears or redraws the graph (``graph_step``:
+it follows the position menu once drawn, survives the run data set again with the same run)."""
 
 from __future__ import annotations
 
 import pytest
 
 from attnscope.frontend.graph_figures import clicked_node, edge_width, graph_figure, lens_layer, level
-from attnscope.frontend.pages.explore_writes import threshold_value
+from attnscope.frontend.pages.explore_writes import graph_step, threshold_value
+from attnscope.frontend.run_record import RunRecord
 from attnscope.server.schemas import GraphEdge, GraphNode, GraphPublic
 
 
@@ -60,8 +62,9 @@ def test_every_edge_is_drawn_once_wider_when_heavier():
     res = sorted(w for *_, w in segments["residual"])
     assert res == [edge_width(0.7), edge_width(0.88)] and segments["mlp"][0][2] == edge_width(0.3)
     assert sum(t.showlegend for t in lines) == 3  # one legend entry per kind
-    hover = list(fig.data[-2].text)
-    assert hover[2].startswith("attention x1[0] → m1[2]: 0.120") and "heads H1 0.100, H3 0.050, H0 0.010" in hover[2]
+    hover = list(fig.data[-2].text)  # the attention edges' only: a residual's middle would take a node's clicks
+    assert len(hover) == 1 and list(fig.data[-2].x) == [1.0] and list(fig.data[-2].y) == [2.5]
+    assert hover[0].startswith("attention x1[0] → m1[2]: 0.120") and "heads H1 0.100, H3 0.050, H0 0.010" in hover[0]
 
 
 @pytest.mark.parametrize("raw, value", [("0.2", 0.2), (0.333, 0.33), (None, 0.04), ("x", 0.04), (9, 0.5), (0, 0.01)])
@@ -79,3 +82,32 @@ def test_a_graph_over_hundreds_of_positions_labels_at_most_most_ticks_of_them():
     assert 0 < len(axis.tickvals) <= MOST_TICKS and axis.tickvals[0] == 0
     assert list(axis.ticktext) == [f"{p}:{'The' if p == 0 else '␣is' if p == 2 else f't{p}'}" for p in axis.tickvals]
     assert len(graph_figure(wide).data[-1].x) == 604  # every node still drawn
+
+
+def _run(run_id: str = "r", causal: bool = True) -> RunRecord:
+    return RunRecord(id=run_id, model="m", tokens=list("abcde"), shape=(2, 2, 5, 5), causal=causal)
+
+
+RUN_DATA, POSITION, BUTTON, THRESHOLD = "explore-run-data", "prediction-position", "writes-button", "writes-threshold"
+
+
+@pytest.mark.parametrize(
+    "triggers, run, clicks, position, drawn, step",
+    [
+        (set(), _run(), 0, 4, None, "clear"),  # the page's first call
+        ({BUTTON}, _run(), 1, 4, None, "draw"),
+        ({THRESHOLD}, _run(), 1, 4, {"run": "r", "position": 4}, "draw"),
+        ({THRESHOLD}, _run(), 0, 4, None, "clear"),  # the threshold before the button: nothing drawn
+        ({POSITION}, _run(), 1, 3, {"run": "r", "position": 4}, "draw"),  # the menu moved: the graph follows
+        ({POSITION}, _run(), 1, 4, {"run": "r", "position": 4}, "keep"),  # set to the drawn position
+        ({POSITION}, _run(), 0, 3, None, "keep"),  # no graph drawn: the menu draws none
+        ({POSITION}, _run("s"), 1, 3, {"run": "r", "position": 4}, "keep"),  # another run's: its run data clears it
+        ({RUN_DATA}, _run(), 1, 4, {"run": "r", "position": 4}, "keep"),  # the same run set again (the address)
+        ({RUN_DATA, POSITION}, _run(), 1, 2, {"run": "r", "position": 4}, "draw"),
+        ({RUN_DATA}, _run("s"), 1, 4, {"run": "r", "position": 4}, "clear"),  # another run
+        ({RUN_DATA}, None, 1, None, {"run": "r", "position": 4}, "clear"),
+        ({BUTTON}, _run(causal=False), 1, 4, None, "clear"),
+    ],
+)
+def test_the_graph_is_kept_cleared_or_drawn_again(triggers, run, clicks, position, drawn, step):
+    assert graph_step(triggers, run, clicks, position, drawn) == step

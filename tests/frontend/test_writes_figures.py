@@ -40,6 +40,7 @@ def test_the_dla_bar_holds_the_largest_heads_largest_on_top():
     assert list(bar.y) == ["L0H2", "L1H0", "L0H1"]
     assert list(bar.x) == pytest.approx([100 * 0.3 / total, 100 * 1.5 / total, -100 * 2.0 / total])
     assert [c[:2] for c in bar.customdata] == [[0, 2], [1, 0], [0, 1]] and bar.customdata[-1][2] == -2.0
+    assert list(bar.marker.line.width) == [0, 0, 0]  # the selected head's outline: drawn by Explore in the browser
     assert (
         bar.marker.color[-1] == NEGATIVE
         and bar.marker.color[0] == POSITIVE
