@@ -150,6 +150,7 @@ bench-peers: install  ## attnscope side by side with TransformerLens, nnsight, n
 	$(BIN)/python bench/peers/nnsight_peers.py --tasks maps --tokens 1024 --long 0 --out results/bench/peers-nnsight-1024.txt
 	$(BIN)/python bench/peers/next_token.py --tokens 48 --out results/bench/peers-next-token.txt
 	$(BIN)/python bench/peers/ferret_eraser.py --n 200 --out results/bench/peers-ferret.txt
+	$(BIN)/python bench/peers/eraser_profile.py --n 40 --out results/bench/peers-ferret-profile.txt
 
 docker-test:
 	bash deploy/docker-test.sh

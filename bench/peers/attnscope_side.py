@@ -9,8 +9,10 @@ TASK:
   plus every map ``[head, query, key]`` of every layer computed once (``AttentionMaps.block``) and
   dropped, as a user paging through all of them would; then, untimed, the stack written to
   ``OUT_DIR/maps.npy`` layer by layer for the check.
-- ``lens``: the recorded run (``record_writes``) plus the logit lens of one position at every layer
-  (``lens_grid``, top 10 and the target's probability): what ``POST /runs/{id}/lens`` computes.
+- ``lens``: the recorded run (``record_writes``: the transformer body with the blocks' writes and the
+  queries and keys recorded; no prediction, whose unembedding of every position a recording never reads)
+  plus the logit lens of one position at every layer (``lens_grid``, top 10 and the target's
+  probability): what ``POST /runs/{id}/lens`` computes.
 - ``dla``: the recorded run plus the direct logit attribution of ``--target`` at ``--position``,
   per head (``attribute(..., split=False)``).
 - ``eraser`` (``IDS.json`` is the items file of ``ferret_eraser.py``: ids, special positions, target, scores per

@@ -58,6 +58,31 @@ def survives_round_trip(tokenizer, ids, scores, special, conv) -> bool:
     return True
 
 
+def build_items(n: int):
+    """``(classifier, examples, items)``: MiniLM SST-2, the first ``n`` SST-2 dev sentences encoded, and one
+    item per sentence (text, ids, special positions, the predicted class, every explainer's scores)."""
+    from attnscope.models.loading import load_model
+    from attnscope.pipelines.datasets import load_sst2
+    from attnscope.pipelines.explainers import example_from_text, make_explainer, make_predict
+
+    clf = load_model("minilm-sst2", device="cpu")
+    predict = make_predict(clf)
+    rows = load_sst2("dev")[:n]
+    examples = [example_from_text(clf, r.text) for r in rows]
+    explainers = {e: make_explainer(e, clf) for e in EXPLAINERS}
+    items = [
+        {
+            "text": r.text,
+            "ids": ex.input_ids.tolist(),
+            "special": list(ex.special),
+            "target": int(predict([ex.input_ids])[0].argmax()),
+            "scores": {e: explainers[e].explain(ex).tolist() for e in EXPLAINERS},
+        }
+        for r, ex in zip(rows, examples)
+    ]
+    return clf, examples, items
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200)
@@ -72,27 +97,9 @@ def main() -> None:
     import torch
 
     from attnscope.analysis.faithfulness import get_convention
-    from attnscope.models.loading import load_model
-    from attnscope.pipelines.datasets import load_sst2
-    from attnscope.pipelines.explainers import example_from_text, make_explainer, make_predict
 
     torch.set_num_threads(a.threads)
-    clf = load_model("minilm-sst2", device="cpu")
-    predict = make_predict(clf)
-    rows = load_sst2("dev")[: a.n]
-    examples = [example_from_text(clf, r.text) for r in rows]
-    explainers = {e: make_explainer(e, clf) for e in EXPLAINERS}
-    items = []
-    for r, ex in zip(rows, examples):
-        items.append(
-            {
-                "text": r.text,
-                "ids": ex.input_ids.tolist(),
-                "special": list(ex.special),
-                "target": int(predict([ex.input_ids])[0].argmax()),
-                "scores": {e: explainers[e].explain(ex).tolist() for e in EXPLAINERS},
-            }
-        )
+    clf, examples, items = build_items(a.n)
     conv = get_convention("ferret")
     tok = clf.tokenizer
     survives = np.array(

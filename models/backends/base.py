@@ -190,6 +190,8 @@ class Backend(Protocol):
 
     def run(self, inp: ModelInput, hidden_states: bool = True) -> Capture: ...
 
+    def run_maps(self, inp: ModelInput) -> AttentionMaps: ...
+
     def run_batch(self, inputs: list[ModelInput], hidden_states: bool = True) -> list[Capture]: ...
 
     def attention_modules(self) -> list[torch.nn.Module]: ...
@@ -306,6 +308,13 @@ class BackendBase:
 
     def run(self, inp: ModelInput, hidden_states: bool = True) -> Capture:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def run_maps(self, inp: ModelInput) -> AttentionMaps:
+        """The maps ``[layer, head, query, key]`` of one forward pass over ``inp``, for callers that read
+        the run through a session (``attnscope.models.session``) and need no model output: by default
+        ``run``'s maps; a backend whose output costs work of its own (a causal LM's prediction at every
+        position) skips it."""
+        return self.run(inp, hidden_states=False).maps
 
     def attention_modules(self) -> list[torch.nn.Module]:  # pragma: no cover - interface
         raise NotImplementedError

@@ -194,9 +194,7 @@ class HFCausalLMBackend(HFBackend):
         ids = inp.ids_tensor(self.device)
         recompute = None
         if self.capture == "lazy":
-            with lazy_capture() as recorder:  # the body only: the head runs by chunks below
-                body = self.model.base_model(input_ids=ids, use_cache=False)
-            maps = self.lazy_maps(recorder.ordered(), 0, len(inp), self.make_input(inp.token_ids))
+            maps, body = self._lazy_body(inp)  # the body only: the head runs by chunks below
             if hidden_states:
                 token_ids = tuple(inp.token_ids)
                 recompute = lambda: self.hidden_states_of(token_ids)  # noqa: E731
@@ -210,6 +208,23 @@ class HFCausalLMBackend(HFBackend):
         hs = torch.stack(out.hidden_states, dim=1)[0].float().cpu().numpy() if hidden_states else None
         output = self._prediction(list(inp.token_ids), out.logits[0].float().cpu(), len(inp))
         return Capture(maps, output, hs, token_ids=inp.token_ids, attention=self.attention, recompute_hidden=recompute)
+
+    def _lazy_body(self, inp: ModelInput) -> tuple[AttentionMaps, object]:
+        """The transformer body over ``inp`` with queries and keys recorded (no head): the lazy maps
+        and the body's output (``last_hidden_state [1, token, dim]``, the final norm applied)."""
+        with lazy_capture() as recorder:
+            body = self.model.base_model(input_ids=inp.ids_tensor(self.device), use_cache=False)
+        return self.lazy_maps(recorder.ordered(), 0, len(inp), self.make_input(inp.token_ids)), body
+
+    @torch.inference_mode()
+    def run_maps(self, inp: ModelInput) -> AttentionMaps:
+        """The maps of one forward pass without the prediction: a lazy run is the body alone (the
+        unembedding of every position, its top-k and loss are most of a short run's head work and a
+        recording reads none of them); an eager run is ``run``'s."""
+        self.check_modality("text")
+        if self.capture != "lazy":
+            return super().run_maps(inp)
+        return self._lazy_body(inp)[0]
 
     def forward_batch(
         self,

@@ -136,7 +136,7 @@ def record_writes(backend, inp) -> RecordedWrites:
     sites = backend.sites
     rec = SiteRecorder(RECORDED_SITES)
     with session(rec):
-        cap = backend.run(inp, hidden_states=False)
+        maps = backend.run_maps(inp)  # the run's maps only: no prediction (its own unembedding of every position)
     pre = rec.stacked("resid_pre")[:, 0]  # [layer, pos, d]
     last = rec.values["resid_post"][sites.n_layers - 1][0]  # [pos, d]
     return RecordedWrites(
@@ -144,7 +144,7 @@ def record_writes(backend, inp) -> RecordedWrites:
         resid=torch.cat([pre, last[None]]).float(),
         head_z=rec.stacked("head_z")[:, 0].float(),
         mlp_out=rec.stacked("mlp_out")[:, 0].float(),
-        maps=cap.maps,
+        maps=maps,
         token_ids=() if inp.token_ids is None else tuple(inp.token_ids),
     )
 

@@ -106,3 +106,17 @@ def test_generation_is_a_typed_capability_of_causal_lms_only(roots, minilm):
     assert lm.generator.text_of(first) == lm.tokenizer.decode([first])
     with pytest.raises(NotAGeneratorError, match="causal LM"):
         capture_prompt(minilm, "The cat sat", generate=GenerateOptions(1))
+
+
+@pytest.mark.parametrize("capture", ["lazy", "eager"])
+def test_run_maps_are_the_runs_maps_without_its_prediction(roots, capture):
+    """``run_maps`` (what a recording reads: the body alone on a lazy model) gives every map ``run`` gives,
+    on both captures."""
+    lm = load_model("local:llama", device="cpu", capture=capture)
+    assert lm.capture == capture
+    inp = lm.encode_text("The cat sat on the mat because it was tired")
+    want = lm.run(inp, hidden_states=False).maps
+    got = lm.run_maps(inp)
+    assert got.shape == want.shape and got.causal and got.tokens == want.tokens
+    for layer in range(want.n_layers):
+        np.testing.assert_allclose(got.block(layer), want.block(layer), atol=1e-6)
