@@ -38,11 +38,15 @@ def layout(**query):
                             ),
                         ],
                     ),
-                    dcc.Checklist(
-                        id="workspace-pinned",
-                        options=[{"label": " pinned only", "value": "pinned"}],
-                        value=["pinned"] if state["pinned"] else [],
+                    html.Div(
                         className="control",
+                        # names the checklist for assistive technology (attnscope.js: nameControls)
+                        title="Show pinned runs only",
+                        children=dcc.Checklist(
+                            id="workspace-pinned",
+                            options=[{"label": " pinned only", "value": "pinned"}],
+                            value=["pinned"] if state["pinned"] else [],
+                        ),
                     ),
                     html.Button("Refresh", id="workspace-reload", n_clicks=0, className="small-button"),
                     error_box("workspace"),
