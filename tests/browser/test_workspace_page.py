@@ -7,6 +7,7 @@ import uuid
 import httpx
 import pytest
 from axe_harness import axe_violations, install_axe, split_dash_own
+from settle import settle, track
 
 pytestmark = pytest.mark.browser
 
@@ -32,6 +33,7 @@ def test_runs_are_named_pinned_compared_opened_and_deleted(page, open_dash, api_
 
     install_axe(page)
     page = open_dash(f"/workspace?q={word}")
+    track(page)  # the pages below are reached by in-app links: one document, its Dash requests counted
     page.wait_for_selector(_row(cat["id"]), timeout=60_000)
     page.wait_for_selector(_row(dog["id"]))
     page.wait_for_function(_first_row_is(dog["id"]))  # newest first
@@ -70,12 +72,14 @@ def test_runs_are_named_pinned_compared_opened_and_deleted(page, open_dash, api_
     about = page.locator("#compare-about").inner_text()
     assert cat["id"] in about and dog["id"] in about
 
+    settle(page)  # a callback still running when its page goes logs Dash's 'running component not found'
     page.go_back()
     page.wait_for_selector(_row(cat["id"]), timeout=60_000)
     page.click(f"{_row(cat['id'])} .ws-open")
     page.wait_for_function("document.querySelectorAll('#model-grid .head-thumb').length === 72", timeout=120_000)
     assert f"run={cat['id']}" in page.url
 
+    settle(page)  # a callback still running when its page goes logs Dash's 'running component not found'
     page.go_back()
     page.wait_for_selector(_row(dog["id"]), timeout=60_000)
     page.click(f"{_row(dog['id'])} .ws-delete")
