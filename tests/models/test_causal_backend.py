@@ -70,6 +70,27 @@ def test_next_token_classifier_on_a_right_padded_batch(roots):
     assert lm.classifier.config.num_labels == lm.model.config.vocab_size
 
 
+def test_the_next_token_classifier_unembeds_only_each_rows_last_position(roots):
+    # the explainers call it under a gradient at every integrated-gradients step: unembedding every
+    # position there was a quarter of the work; only the distinct last positions are kept
+    lm = load_model("local:qwen2", device="cpu")
+    seqs = [lm.encode_text(t).token_ids for t in ("The cat sat", "The capital of France is", "The dog")]
+    n = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), n, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)], mask[i, : len(s)] = torch.tensor(s), 1
+    seen = []
+    hook = lm.model.lm_head.register_forward_hook(lambda mod, args, out: seen.append(tuple(args[0].shape)))
+    try:
+        with torch.no_grad():
+            lm.classifier(input_ids=ids, attention_mask=mask)
+    finally:
+        hook.remove()
+    distinct = len({len(s) for s in seqs})
+    assert seen == [(len(seqs), distinct, lm.model.config.hidden_size)]
+
+
 def test_the_run_limit_follows_the_setting_and_names_the_context(roots, monkeypatch):
     monkeypatch.setenv("ATTNSCOPE_MAX_CAUSAL_TOKENS", "16")
     assert get_spec("local:llama").max_tokens == 16
