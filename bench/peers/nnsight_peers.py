@@ -81,7 +81,7 @@ def main() -> None:
         tmp = Path(tmp)
         if "maps" in tasks:
             say("every attention map [30 layers, 9 heads, n, n] (nnsight: one trace saving every layer's")
-            say("self_attn.output[1] of the eager forward; attnscope: lazy run + each layer's maps computed once)")
+            say("self_attn.output[1] of the eager forward; attnscope: lazy run + each head's map computed once)")
             for n in [int(x) for x in a.tokens.split(",") if x]:
                 ids = tmp / f"ids-{n}.json"
                 ids.write_text(json.dumps(long_text(tokenizer, n)))

@@ -15,7 +15,7 @@ difference is printed beside the times, memories and ratios (attnscope / Transfo
 
 Quantities (input: this repository's docs as prose, cut to the length):
 - ``maps`` at ``--tokens`` (default 256,1024): every attention map. TransformerLens ``run_with_cache``
-  of every ``hook_pattern`` (the cache holds them); attnscope's lazy run plus each layer's maps
+  of every ``hook_pattern`` (the cache holds them); attnscope's lazy run plus each head's map
   computed once. At ``--long`` (default 4096) TransformerLens is not run: the bytes its patterns
   would take are computed from their shapes (with ``--long-run``, beside attnscope's measured run).
 - ``lens`` at ``--lens-tokens`` (default 1024): the logit lens of the last position at every layer.
@@ -145,7 +145,7 @@ def main() -> None:
             say(
                 "every attention map [30 layers, 9 heads, n, n] (TransformerLens: run_with_cache of every hook_pattern;"
             )
-            say("attnscope: lazy run + each layer's maps computed once)")
+            say("attnscope: lazy run + each head's map computed once)")
             for n in [int(x) for x in a.tokens.split(",") if x]:
                 (ours, theirs), (oa, ob) = pair("maps", n)
                 ok = (oa / "maps.npy").exists() and (ob / "maps.npy").exists()
