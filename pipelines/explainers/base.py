@@ -17,6 +17,7 @@ import torch
 
 from attnscope.analysis.plausibility import word_mask_to_tokens
 from attnscope.models.cancel import check_cancelled
+from attnscope.models.cls_readout import cls_readout
 from attnscope.models.loading import Backend
 from attnscope.models.registry import text_classifiers
 
@@ -151,12 +152,14 @@ def char_spans_to_tokens(loaded: Backend, text: str, spans: Sequence[tuple[int, 
 def make_predict(loaded: Backend, max_batch_tokens: int | None = None, max_batch: int = 64):
     """``predict(list of id arrays) -> probs [batch, class]``: length-sorted, padded batches under a
     token budget (default 8192 tokens on a GPU, 512 on a CPU, where small batches are faster:
-    bench/faithfulness.py), no gradients."""
+    bench/faithfulness.py), no gradients. A [CLS]-pooled classifier's last block runs for [CLS] alone
+    (``attnscope.models.cls_readout``: the same logits, about a sixth less work on MiniLM)."""
     require_classifier(loaded)
     if max_batch_tokens is None:
         max_batch_tokens = 8192 if loaded.device.type == "cuda" else 512
     pad = text_tokenizer(loaded).pad_token_id or 0
     model = classifier_module(loaded)
+    readout = cls_readout(loaded)  # a [CLS] classifier's last block at [CLS] alone (None: the whole model)
 
     @torch.inference_mode()
     def predict(batch: list[np.ndarray]) -> np.ndarray:
@@ -180,7 +183,8 @@ def make_predict(loaded: Backend, max_batch_tokens: int | None = None, max_batch
                 seq = torch.as_tensor(np.asarray(batch[i]), dtype=torch.long)
                 ids[row, : len(seq)] = seq
                 mask[row, : len(seq)] = 1
-            logits = model(input_ids=ids.to(loaded.device), attention_mask=mask.to(loaded.device)).logits
+            ids, mask = ids.to(loaded.device), mask.to(loaded.device)
+            logits = readout(ids, mask) if readout is not None else model(input_ids=ids, attention_mask=mask).logits
             out[chunk] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
             start = end
         return out
