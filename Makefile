@@ -147,8 +147,13 @@ bench-peers: install  ## attnscope side by side with TransformerLens, nnsight, n
 	$(BIN)/python bench/peers/tlens.py --tasks patch-resid --patch-prefix 0 --long 0 --out results/bench/peers-transformer-lens-patch-resid.txt
 	$(BIN)/python bench/peers/autocircuit_eap.py --out results/bench/peers-auto-circuit.txt
 	$(BIN)/python bench/peers/nnsight_peers.py --tokens 256 --lens-tokens 256 --out results/bench/peers-nnsight.txt
-	$(BIN)/python bench/peers/nnsight_peers.py --tasks maps --tokens 1024 --long 0 --out results/bench/peers-nnsight-1024.txt
-	$(BIN)/python bench/peers/next_token.py --tokens 48 --out results/bench/peers-next-token.txt
+	$(BIN)/python bench/peers/nnsight_peers.py --tasks maps --tokens 1024 --long 0 --rounds 2 --out results/bench/peers-nnsight-1024.txt
+	$(BIN)/python bench/peers/nnsight_peers.py --tasks lens --lens-tokens 256 --long 0 --rounds 3 --out results/bench/peers-nnterp-lens.txt
+	$(BIN)/python bench/peers/tlens.py --tasks maps --tokens 1024,2048 --long 4096 --long-run --rounds 2 --out results/bench/peers-transformer-lens-maps.txt
+	$(BIN)/python bench/peers/tlens.py --tasks lens,dla --lens-tokens 256 --long 0 --rounds 3 --out results/bench/peers-transformer-lens-lens.txt
+	$(BIN)/python bench/peers/maps_profile.py --tokens 1024 --out results/bench/peers-maps-profile.txt
+	$(BIN)/python bench/peers/inseq_maps.py --tokens 256,1024 --rounds 2 --out results/bench/peers-inseq-maps.txt
+	$(BIN)/python bench/peers/next_token.py --tasks ig,ablation --rounds 2 --out results/bench/peers-next-token.txt
 	$(BIN)/python bench/peers/ferret_eraser.py --n 200 --out results/bench/peers-ferret.txt
 	$(BIN)/python bench/peers/eraser_profile.py --n 40 --out results/bench/peers-ferret-profile.txt
 
