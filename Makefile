@@ -145,6 +145,7 @@ bench-peers: install  ## attnscope side by side with TransformerLens, nnsight, n
 	$(BIN)/python bench/peers/tlens.py --tasks maps,lens,dla --tokens 256,1024 --lens-tokens 256 --long 4096 --out results/bench/peers-transformer-lens.txt
 	$(BIN)/python bench/peers/tlens.py --tasks grid,patch-head --grid-tokens 32 --patch-prefix 10 --long 0 --out results/bench/peers-transformer-lens-patching.txt
 	$(BIN)/python bench/peers/tlens.py --tasks patch-resid --patch-prefix 0 --long 0 --out results/bench/peers-transformer-lens-patch-resid.txt
+	$(BIN)/python bench/peers/tlens.py --tasks grid --grid-tokens 32 --long 0 --out results/bench/peers-transformer-lens-grid.txt
 	$(BIN)/python bench/peers/autocircuit_eap.py --out results/bench/peers-auto-circuit.txt
 	$(BIN)/python bench/peers/nnsight_peers.py --tokens 256 --lens-tokens 256 --out results/bench/peers-nnsight.txt
 	$(BIN)/python bench/peers/nnsight_peers.py --tasks maps --tokens 1024 --long 0 --rounds 2 --out results/bench/peers-nnsight-1024.txt
