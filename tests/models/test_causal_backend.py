@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from attnscope.models.backends.generation import GenerateOptions, decode
+from attnscope.models.backends.hf_causal import NextTokenClassifier
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
 from attnscope.models.loading import load_model
 from attnscope.models.registry import get_spec
+from attnscope.models.shell import module_shell
 
 
 @pytest.fixture
@@ -54,14 +56,20 @@ def test_sampling_is_reproducible_per_seed_and_greedy_is_argmax(roots):
     np.testing.assert_allclose(g.hidden, torch.stack(out.hidden_states, 1)[0].numpy(), atol=1e-4)
 
 
-def test_next_token_classifier_on_a_right_padded_batch(roots):
-    lm = load_model("local:qwen2", device="cpu")
-    seqs = [lm.encode_text(t).token_ids for t in ("The cat", "The capital of France is", "a")]
+def _right_padded(lm, texts) -> tuple[list[list[int]], torch.Tensor, torch.Tensor]:
+    """``(token ids per text, ids [batch, longest], attention_mask [batch, longest])``, padded on the right."""
+    seqs = [lm.encode_text(t).token_ids for t in texts]
     n = max(map(len, seqs))
     ids = torch.zeros(len(seqs), n, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for i, s in enumerate(seqs):
         ids[i, : len(s)], mask[i, : len(s)] = torch.tensor(s), 1
+    return seqs, ids, mask
+
+
+def test_next_token_classifier_on_a_right_padded_batch(roots):
+    lm = load_model("local:qwen2", device="cpu")
+    seqs, ids, mask = _right_padded(lm, ("The cat", "The capital of France is", "a"))
     with torch.no_grad():
         batched = lm.classifier(input_ids=ids, attention_mask=mask).logits
         for i, s in enumerate(seqs):
@@ -74,19 +82,12 @@ def test_the_next_token_classifier_unembeds_only_each_rows_last_position(roots):
     # the explainers call it under a gradient at every integrated-gradients step: unembedding every
     # position there was a quarter of the work; only the distinct last positions are kept
     lm = load_model("local:qwen2", device="cpu")
-    seqs = [lm.encode_text(t).token_ids for t in ("The cat sat", "The capital of France is", "The dog")]
-    n = max(map(len, seqs))
-    ids = torch.zeros(len(seqs), n, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)], mask[i, : len(s)] = torch.tensor(s), 1
+    seqs, ids, mask = _right_padded(lm, ("The cat sat", "The capital of France is", "The dog"))
+    shell = module_shell(lm.model)  # the hook goes on a shell: the cached model stays unhooked
     seen = []
-    hook = lm.model.lm_head.register_forward_hook(lambda mod, args, out: seen.append(tuple(args[0].shape)))
-    try:
-        with torch.no_grad():
-            lm.classifier(input_ids=ids, attention_mask=mask)
-    finally:
-        hook.remove()
+    shell.lm_head.register_forward_hook(lambda mod, args, out: seen.append(tuple(args[0].shape)))
+    with torch.no_grad():
+        NextTokenClassifier(shell)(input_ids=ids, attention_mask=mask)
     distinct = len({len(s) for s in seqs})
     assert seen == [(len(seqs), distinct, lm.model.config.hidden_size)]
 
