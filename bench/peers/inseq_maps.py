@@ -21,28 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import venvs  # noqa: E402
 from driver import Tee, alternate, gb, report_pair  # noqa: E402
 from next_token import round_trip_ids  # noqa: E402
-
-
-def max_diff_rows(a: Path, b: Path) -> str:
-    """The largest difference over every row but the last of every map (inseq has no last row)."""
-    x, y = np.load(a, mmap_mode="r"), np.load(b, mmap_mode="r")
-    if x.shape != y.shape:
-        return f"shapes differ: attnscope {x.shape} vs inseq {y.shape} (its re-tokenised text)"
-    worst, where = 0.0, (0, 0)
-    for layer in range(x.shape[0]):
-        d = np.abs(np.asarray(x[layer, :, :-1]) - np.asarray(y[layer, :, :-1]))
-        if d.max() > worst:
-            worst, where = float(d.max()), (layer, int(np.unravel_index(d.argmax(), d.shape)[0]))
-    rows = x.shape[0] * x.shape[1] * (x.shape[2] - 1) * x.shape[3]
-    return f"{worst:.2e} (layer {where[0]} head {where[1]}; {rows:,} weights: every row but the last)"
+from tlens import max_diff_maps  # noqa: E402
 
 
 def main() -> None:
@@ -87,7 +72,9 @@ def main() -> None:
                 a.timeout,
             )
             ok = (oa / "maps.npy").exists() and (ob / "maps.npy").exists()
-            diff = max_diff_rows(oa / "maps.npy", ob / "maps.npy") if ok else "(no answer to compare)"
+            diff = "(no answer to compare)"
+            if ok:  # inseq has no last row
+                diff = max_diff_maps(oa / "maps.npy", ob / "maps.npy", slice(None, -1), ": every row but the last")[1]
             report_pair(say, f"{len(ids)} tokens", ra, rb, diff, peer="inseq", short="inseq")
             held = 30 * 9 * len(ids) * (len(ids) - 1) * 4
             say(f"    inseq's returned rows alone: {gb(held)} float32 ([text, step, 30, 9])")

@@ -70,17 +70,20 @@ def capital_pair(tokenizer, prefix: int) -> dict:
     return {"clean": clean, "corrupted": corrupted, "answers": [enc(" Paris")[0], enc(" Rome")[0]]}
 
 
-def max_diff_maps(a: Path, b: Path) -> tuple[float, str]:
+def max_diff_maps(a: Path, b: Path, rows: slice = slice(None), what: str = "") -> tuple[float, str]:
+    """The largest difference between two ``[layer, head, query, key]`` stacks over the query ``rows``
+    (all by default), read a layer at a time; ``what`` names the compared rows in the text."""
     x = np.load(a, mmap_mode="r")
     y = np.load(b, mmap_mode="r")
     if x.shape != y.shape:
         return float("nan"), f"shapes differ: {x.shape} vs {y.shape}"
-    worst, where = 0.0, (0, 0)
+    worst, where, count = 0.0, (0, 0), 0
     for layer in range(x.shape[0]):
-        d = np.abs(np.asarray(x[layer]) - np.asarray(y[layer]))
+        d = np.abs(np.asarray(x[layer, :, rows]) - np.asarray(y[layer, :, rows]))
+        count += d.size
         if d.max() > worst:
             worst, where = float(d.max()), (layer, int(np.unravel_index(d.argmax(), d.shape)[0]))
-    return worst, f"{worst:.2e} (layer {where[0]} head {where[1]}; {x.size:,} weights)"
+    return worst, f"{worst:.2e} (layer {where[0]} head {where[1]}; {count:,} weights{what})"
 
 
 def main() -> None:
