@@ -3,12 +3,14 @@
 from stored queries and keys). Nothing here imports torch: analyses see numpy blocks only.
 
 ``SelectedSource`` is a source restricted to some layers and heads (what ``AttentionMaps.select``
-returns for lazy maps, without computing anything).
+returns for lazy maps, without computing anything). A source may also offer ``hold(layer)``, a context
+within which reading that layer again is cheap (``holding`` calls it where it exists).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -51,3 +53,13 @@ class SelectedSource:
 
     def block(self, layer: int, heads: Sequence[int], rows: slice, cols: slice) -> np.ndarray:
         return self.source.block(self.layers[layer], [self.heads[h] for h in heads], rows, cols)
+
+    def hold(self, layer: int) -> AbstractContextManager:
+        return holding(self.source, self.layers[layer])
+
+
+def holding(source: MapSource, layer: int) -> AbstractContextManager:
+    """``source.hold(layer)`` where the source has one (it keeps what it computes a layer's blocks from
+    while a caller reads that layer in several requests), else a context that does nothing."""
+    hold = getattr(source, "hold", None)
+    return nullcontext() if hold is None else hold(layer)

@@ -12,12 +12,13 @@ and never build the whole stack; reading ``weights`` of lazy maps does (the call
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from attnscope.analysis.indices import check_index
-from attnscope.analysis.map_source import MapSource, SelectedSource
+from attnscope.analysis.map_source import MapSource, SelectedSource, holding
 
 ROW_SUM_ATOL = 2e-3  # float16 round trips and softmax in reduced precision stay inside this
 
@@ -214,6 +215,13 @@ class AttentionMaps:
             out = (w if heads is None else w[hs])[:, rows, cols]
         out.flags.writeable = False
         return out
+
+    def reading_layer(self, layer: int) -> AbstractContextManager:
+        """``with maps.reading_layer(i):`` around several ``block`` calls on layer ``i`` (bands of rows):
+        lazy maps whose source rebuilds a layer's inputs keep them for the duration, whichever thread
+        reads; for other maps it does nothing."""
+        layer = self._check_index("layer", layer, self.n_layers)
+        return holding(self.source, layer) if self.is_lazy else nullcontext()
 
     def iter_layers(self) -> Iterator[np.ndarray]:
         """Each layer's ``[head, query, key]`` in turn (at most one layer alive per step for lazy maps)."""

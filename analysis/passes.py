@@ -163,16 +163,17 @@ def reduce_maps(
 
     def layer_task(li: int) -> None:
         buf = np.empty((n_head, block, n), np.float32)
-        for b0 in range(0, n, band_rows):  # eager: one band, the layer itself (a view)
-            if check is not None:
-                check()
-            b1 = min(n, b0 + band_rows)
-            band = w[li] if not lazy else np.ascontiguousarray(maps.block(li, rows=slice(b0, b1)))
-            band_task(li, band, b0, b1, buf)
-            if progress is not None:
-                with count_lock:
-                    bands_done[0] += 1
-                    progress(bands_done[0], total_bands)
+        with maps.reading_layer(li):  # a source that rebuilds a layer's inputs does it once, not per band
+            for b0 in range(0, n, band_rows):  # eager: one band, the layer itself (a view)
+                if check is not None:
+                    check()
+                b1 = min(n, b0 + band_rows)
+                band = w[li] if not lazy else np.ascontiguousarray(maps.block(li, rows=slice(b0, b1)))
+                band_task(li, band, b0, b1, buf)
+                if progress is not None:
+                    with count_lock:
+                        bands_done[0] += 1
+                        progress(bands_done[0], total_bands)
 
     def band_task(li: int, band: np.ndarray, b0: int, b1: int, buf: np.ndarray) -> None:
         """Rows ``b0:b1`` of layer ``li``: ``band [head, b1 - b0, key]``."""

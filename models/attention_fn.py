@@ -53,7 +53,7 @@ import contextvars
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import torch
@@ -79,16 +79,17 @@ class LayerRecord:
     """What one attention call used, enough to recompute its probabilities.
 
     ``query [batch, head, query, dim]`` and ``key [batch, kv_head, key, dim]`` post-RoPE, in the
-    model's dtype and device. ``mask``: ``[batch, 1 | head, query, key]`` bool (True: attend) or float
-    (added), or ``None`` (then ``is_causal`` says whether later keys are hidden). ``scale``: multiplies
+    model's dtype and device (None in a recorder that keeps the stream instead: ``QKRecorder``).
+    ``mask``: ``[batch, 1 | head, query, key]`` bool (True: attend) or float (added), or ``None``
+    (then ``is_causal`` says whether later keys are hidden). ``scale``: multiplies
     ``q k^T``. ``softcap``: ``c tanh(s / c)`` before the mask. ``sinks``: ``[head]`` learned sink logits
     (a column in the softmax that is then dropped). ``sliding_window``: as the layer declared it (the
     mask already holds the window).
     """
 
     layer: int
-    query: torch.Tensor
-    key: torch.Tensor
+    query: torch.Tensor | None
+    key: torch.Tensor | None
     mask: torch.Tensor | None
     is_causal: bool
     scale: float
@@ -99,13 +100,16 @@ class LayerRecord:
 
 @dataclass
 class QKRecorder:
-    """Collects one ``LayerRecord`` per attention layer of one forward pass (one request)."""
+    """Collects one ``LayerRecord`` per attention layer of one forward pass (one request).
+    ``keep_qk=False`` keeps everything but the queries and keys (a run that records the stream
+    entering each block instead and rebuilds them: ``attnscope.models.stream_qk``)."""
 
     layers: dict[int, LayerRecord] = field(default_factory=dict)
     calls: int = 0
+    keep_qk: bool = True
 
     def record(self, rec: LayerRecord) -> None:
-        self.layers[rec.layer] = rec
+        self.layers[rec.layer] = rec if self.keep_qk else replace(rec, query=None, key=None)
         self.calls += 1
 
     def ordered(self) -> list[LayerRecord]:

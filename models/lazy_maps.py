@@ -1,8 +1,9 @@
 """Lazy attention maps from recorded queries and keys (see ``docs/methods/lazy-maps.md``).
 
 ``QKMapSource`` keeps, per layer, one example's post-RoPE queries ``[head, token, dim]`` and keys
-``[kv_head, token, dim]`` (the model's dtype and device, as ``attnscope_qk`` recorded them) with the
-mask inputs, and computes any block ``[head, row, col]`` of
+``[kv_head, token, dim]`` (the model's dtype and device, as ``attnscope_qk`` recorded them), or the
+stream they are projected from (``attnscope.models.stream_qk.StreamQK``: a causal LM's run, the heads
+a request reads projected again), with the mask inputs, and computes any block ``[head, row, col]`` of
 
     p = softmax_keys(mask(softcap(q k^T * scale)))        (with learned sinks: one more logit per head)
 
@@ -17,8 +18,11 @@ full layer), and its logits stay in cache while they are scaled, masked and soft
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,18 +37,50 @@ CHUNK_ROWS = 128  # rows per chunk at most: a causal chunk computes keys up to i
 class QKLayer:
     """One example's recorded attention inputs of one layer.
 
-    ``query [head, token, dim]``, ``key [kv_head, token, dim]``; ``mask``: ``[1 | head, token,
-    token]`` bool (True: attend) or float (added), or None with ``is_causal`` for the plain causal
-    mask; ``sinks [head]`` or None.
+    ``query [head, token, dim]``, ``key [kv_head, token, dim]``, or both None and ``stream`` (a
+    ``StreamQK``) that rebuilds them on request; ``mask``: ``[1 | head, token, token]`` bool (True:
+    attend) or float (added), or None with ``is_causal`` for the plain causal mask; ``sinks [head]``
+    or None.
     """
 
-    query: torch.Tensor
-    key: torch.Tensor
+    query: torch.Tensor | None
+    key: torch.Tensor | None
     mask: torch.Tensor | None
     is_causal: bool
     scale: float
     softcap: float | None = None
     sinks: torch.Tensor | None = None
+    stream: Any = None
+
+    def __post_init__(self) -> None:
+        if (self.stream is None) == (self.query is None or self.key is None):
+            raise ValueError("a QK layer holds its queries and keys, or the stream they are projected from")
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.query.shape[0]) if self.stream is None else self.stream.n_heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        return int(self.key.shape[0]) if self.stream is None else self.stream.n_kv_heads
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.query.shape[1]) if self.stream is None else self.stream.n_tokens
+
+    @property
+    def device(self) -> torch.device:
+        return self.query.device if self.stream is None else self.stream.stream.device
+
+    def stored(self) -> list[torch.Tensor | None]:
+        """The tensors this layer holds (what its bytes are)."""
+        held = [self.query, self.key] if self.stream is None else [self.stream.stream]
+        return [*held, self.mask, self.sinks]
+
+    def queries_keys(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(query [head, token, dim], key [kv_head, token, dim])``: as held, or rebuilt from the
+        stream (a new pair each call; ``QKMapSource`` keeps the last layer's)."""
+        return (self.query, self.key) if self.stream is None else self.stream.rebuild()
 
 
 def _own(t: torch.Tensor) -> torch.Tensor:
@@ -73,25 +109,44 @@ class QKMapSource:
         if not layers:
             raise ValueError("a QK map source needs at least one layer")
         self.layers = list(layers)
+        self._rebuilt: tuple[int, torch.Tensor, torch.Tensor] | None = None  # the last layer rebuilt from a stream
+        self._held: dict[int, list] = {}  # layer -> [readers, query, key] while ``hold`` readers read it
+        self._held_lock = threading.Lock()
         first = self.layers[0]
-        self.n_heads = int(first.query.shape[0])
-        self.n_tokens = int(first.query.shape[1])
+        self.n_heads, self.n_tokens = first.n_heads, first.n_tokens
         for i, lay in enumerate(self.layers):
-            if lay.query.shape[:2] != (self.n_heads, self.n_tokens) or lay.key.shape[1] != self.n_tokens:
+            if lay.stream is None and (
+                lay.query.shape[:2] != (self.n_heads, self.n_tokens) or lay.key.shape[1] != self.n_tokens
+            ):
                 raise ValueError(f"layer {i}: query {tuple(lay.query.shape)} / key {tuple(lay.key.shape)} disagree")
-            if self.n_heads % lay.key.shape[0]:
-                raise ValueError(f"layer {i}: {self.n_heads} query heads cannot share {lay.key.shape[0]} key heads")
+            if (lay.n_heads, lay.n_tokens) != (self.n_heads, self.n_tokens):
+                raise ValueError(
+                    f"layer {i}: {lay.n_heads} heads x {lay.n_tokens} tokens, layer 0 has "
+                    f"{self.n_heads} x {self.n_tokens}"
+                )
+            if self.n_heads % lay.n_kv_heads:
+                raise ValueError(f"layer {i}: {self.n_heads} query heads cannot share {lay.n_kv_heads} key heads")
 
     @classmethod
-    def from_records(cls, records: Sequence[LayerRecord], index: int = 0, length: int | None = None) -> QKMapSource:
+    def from_records(
+        cls,
+        records: Sequence[LayerRecord],
+        index: int = 0,
+        length: int | None = None,
+        streams: Mapping[int, Any] | None = None,
+    ) -> QKMapSource:
         """Example ``index`` of a recorded batch, cut to its first ``length`` positions (right
         padding removed). Tensors are copied out of the batch (at most once; not at all when the
         recorded tensor is this example alone), so the source holds only this example; a mask
-        shared by several layers stays shared."""
+        shared by several layers stays shared. ``streams``: ``{layer: StreamQK}`` of this example
+        (``attnscope.models.stream_qk.streams_of``) for records without queries and keys."""
         masks: dict[int, torch.Tensor | None] = {}
         layers = []
         for rec in records:
-            n = rec.query.shape[2] if length is None else int(length)
+            stream = None if rec.query is not None else (streams or {}).get(rec.layer)
+            if rec.query is None and stream is None:
+                raise ValueError(f"layer {rec.layer}: no queries and keys recorded, and no stream to rebuild them")
+            n = (rec.query.shape[2] if stream is None else stream.n_tokens) if length is None else int(length)
             mask = None
             if rec.mask is not None:
                 key = id(rec.mask)
@@ -101,13 +156,14 @@ class QKMapSource:
                 mask = masks[key]
             layers.append(
                 QKLayer(
-                    query=_own(rec.query[index, :, :n]),
-                    key=_own(rec.key[index, :, :n]),
+                    query=None if stream is not None else _own(rec.query[index, :, :n]),
+                    key=None if stream is not None else _own(rec.key[index, :, :n]),
                     mask=mask,
                     is_causal=rec.is_causal,
                     scale=rec.scale,
                     softcap=rec.softcap,
                     sinks=None if rec.sinks is None else rec.sinks.clone(),
+                    stream=stream,
                 )
             )
         return cls(layers)
@@ -121,12 +177,56 @@ class QKMapSource:
     def nbytes(self) -> int:
         tensors: list[torch.Tensor | None] = []
         for lay in self.layers:
-            tensors += [lay.query, lay.key, lay.mask, lay.sinks]
-        return _tensor_bytes(tensors)
+            tensors += lay.stored()
+        rebuilt = self._rebuilt
+        return _tensor_bytes([*tensors, *(rebuilt[1:] if rebuilt is not None else ())])
+
+    def queries_keys(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``layer``'s ``(query [head, token, dim], key [kv_head, token, dim])``. A layer held as a
+        stream is rebuilt once for a run of requests at that layer: the last rebuilt layer is kept
+        (one layer's queries and keys; a request at another layer replaces it). Threads may rebuild
+        the same layer twice; each reads a whole pair (one tuple, assigned at once)."""
+        lay = self.layers[layer]
+        if lay.stream is None:
+            return lay.query, lay.key
+        held = self._held.get(layer)
+        if held is not None:
+            return held[1], held[2]
+        rebuilt = self._rebuilt
+        if rebuilt is not None and rebuilt[0] == layer:
+            return rebuilt[1], rebuilt[2]
+        q, k = lay.queries_keys()
+        self._rebuilt = (layer, q, k)
+        return q, k
 
     @property
     def device(self) -> torch.device:
-        return self.layers[0].query.device
+        return self.layers[0].device
+
+    @contextmanager
+    def hold(self, layer: int) -> Iterator[None]:
+        """Within the block, ``layer``'s queries and keys stay rebuilt for every thread (a pass whose
+        threads each read their own layer in bands of rows would otherwise rebuild it at each band);
+        dropped when its last holder leaves. Nothing to hold for a layer that keeps them."""
+        if self.layers[layer].stream is None:
+            yield
+            return
+        with self._held_lock:
+            entry = self._held.get(layer)
+            if entry is not None:
+                entry[0] += 1
+        if entry is None:
+            q, k = self.queries_keys(layer)  # outside the lock: other layers' holders go on
+            with self._held_lock:
+                entry = self._held.setdefault(layer, [0, q, k])
+                entry[0] += 1
+        try:
+            yield
+        finally:
+            with self._held_lock:
+                entry[0] -= 1
+                if entry[0] == 0:
+                    del self._held[layer]
 
     def block(self, layer: int, heads: Sequence[int], rows: slice, cols: slice) -> np.ndarray:
         """float32 ``[len(heads), rows, cols]`` of ``layer`` (numpy, on the host)."""
@@ -139,7 +239,7 @@ class QKMapSource:
         c0, c1, _ = cols.indices(self.n_tokens)
         r1, c1 = max(r0, r1), max(c0, c1)
         n, heads = self.n_tokens, list(heads)
-        device = self.layers[layer].query.device
+        device = self.layers[layer].device
         if r1 == r0 or c1 == c0:
             return torch.zeros(len(heads), r1 - r0, c1 - c0, dtype=torch.float32, device=device)
         out = None
@@ -173,7 +273,7 @@ class QKMapSource:
         (r0, r1), (c0, c1) = rows, cols
         heads, keys = list(heads), [int(k) for k in keys]
         n_r, n_c = -(-(r1 - r0) // stride), -(-(c1 - c0) // stride)
-        device = self.layers[layer].query.device
+        device = self.layers[layer].device
         sums = torch.zeros(len(heads), n_r, n_c * stride, dtype=torch.float32, device=device)
         key_sums = torch.zeros(len(heads), n_r, len(keys), dtype=torch.float32, device=device)
         key_idx = torch.as_tensor(keys, dtype=torch.long, device=device)
@@ -211,7 +311,7 @@ class QKMapSource:
         R, k]`` absolute key positions int64, ``weights [len(heads), R, k]`` float32)."""
         (r0, r1), (c0, c1) = rows, cols
         heads = list(heads)
-        device = self.layers[layer].query.device
+        device = self.layers[layer].device
         idx_out = torch.empty(len(heads), r1 - r0, k, dtype=torch.long, device=device)
         w_out = torch.empty(len(heads), r1 - r0, k, dtype=torch.float32, device=device)
         for a, b, k_end, probs in self._row_chunks(layer, heads, r0, r1):
@@ -236,15 +336,16 @@ class QKMapSource:
         own buffer, reused by nothing: a caller copies what it keeps before the next chunk."""
         lay = self.layers[layer]
         n = self.n_tokens
-        group = self.n_heads // lay.key.shape[0]
-        device = lay.query.device
+        group = self.n_heads // lay.n_kv_heads
+        device = lay.device
+        query, key = self.queries_keys(layer)
         if heads == list(range(self.n_heads)):  # every head: no gather
-            q_all = lay.query
-            k_all = lay.key if group == 1 else lay.key.repeat_interleave(group, dim=0)
+            q_all = query
+            k_all = key if group == 1 else key.repeat_interleave(group, dim=0)
         else:
             head_idx = torch.as_tensor(heads, dtype=torch.long, device=device)
-            q_all = lay.query.index_select(0, head_idx)  # [h, T, D]
-            k_all = lay.key.index_select(0, torch.div(head_idx, group, rounding_mode="floor"))  # [h, T, D]
+            q_all = query.index_select(0, head_idx)  # [h, T, D]
+            k_all = key.index_select(0, torch.div(head_idx, group, rounding_mode="floor"))  # [h, T, D]
         k_t = k_all.float().transpose(1, 2)  # [h, D, T]
         sinks = None if lay.sinks is None else lay.sinks.float()[heads][:, None, None]  # [h, 1, 1]
         step = max(1, min(CHUNK_ROWS, CHUNK_ELEMENTS // max(1, len(heads) * n)))

@@ -11,6 +11,9 @@ server) lets pipelines and experiments read models but never the server.
 
     ATTNSCOPE_DEVICE             auto | cpu | cuda[:N] (auto: CUDA when present)
     ATTNSCOPE_CAPTURE            lazy | eager: how Hugging Face models capture attention, default lazy
+    ATTNSCOPE_LAZY_RECORD        stream | qk: what a lazy causal-LM run keeps per layer, the stream entering
+                                 the block (default; the keys' bytes go, each layer's queries and keys are
+                                 rebuilt on request) or its queries and keys (``attnscope.models.stream_qk``)
     ATTNSCOPE_MODEL_DIRS         roots for local Hugging Face checkpoints (os.pathsep-separated)
     ATTNSCOPE_MAX_CAUSAL_TOKENS  longest causal-LM run (prompt + generated tokens), default 4096 (512 eager)
     ATTNSCOPE_CACHE_DIR          converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticUseDefault
@@ -56,6 +59,7 @@ class ModelSettings(BaseSettings):
 
     device: str = "auto"
     capture: str = "lazy"  # checked by attnscope.models.loading.capture_setting (its message names the variable)
+    lazy_record: Literal["stream", "qk"] = "stream"
     model_dirs: Annotated[list[str], NoDecode] = Field(default_factory=list)
     max_causal_tokens: int | None = Field(None, ge=1)  # None: the capture's default (registry.causal_token_cap)
     cache_dir: Path = Field(default_factory=_default_cache_dir)
@@ -74,6 +78,7 @@ class ModelSettings(BaseSettings):
     @field_validator(
         "device",
         "capture",
+        "lazy_record",
         "max_causal_tokens",
         "cache_dir",
         "train_threads",

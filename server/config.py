@@ -32,6 +32,8 @@ class Settings(ModelSettings):
 
     ATTNSCOPE_DEVICE          auto | cpu | cuda[:N]   (auto: CUDA when present)
     ATTNSCOPE_CAPTURE         lazy | eager: how Hugging Face models capture attention, default lazy
+    ATTNSCOPE_LAZY_RECORD     stream | qk: a lazy causal-LM run keeps the stream entering each block (default)
+                              or its queries and keys
     ATTNSCOPE_MAX_CAUSAL_TOKENS longest causal-LM run (prompt + generated tokens), default 4096 (512 eager)
     ATTNSCOPE_CACHE_DIR       converted checkpoints (SmolLM2 from GGUF, DINOv2), default ~/.cache/attnscope
     ATTNSCOPE_TRAIN_THREADS   torch threads of zoo training and the experiments (default 2 and 1)

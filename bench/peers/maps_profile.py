@@ -3,13 +3,15 @@ memory, and so how low its ratio to TransformerLens can go at equal float32 numb
 
 Prints, for SmolLM2 at ``--tokens`` (this repository's docs, as ``tlens.py`` feeds both sides):
 
-- time: the lazy run (the transformer body with the queries and keys recorded, then the prediction)
+- time: the lazy run (the transformer body with the stream entering each block recorded, or its queries
+  and keys under ``ATTNSCOPE_LAZY_RECORD=qk``, then the prediction)
   and every head's map computed once from the recording, each timed alone (CPU s, ``common.measure``);
   then the whole of it under ``torch.profiler``: the share of the operators that both tools run alike
   (``aten::mm``/``aten::addmm``: the model's linear layers, the same multiply-adds in the same float32
   on either side) against attention (SDPA in the forward, and the maps' own matmuls and softmax);
-- memory: the bytes the recording holds (``QKMapSource.nbytes``: float32 queries ``[layer, head, token,
-  dim]`` and keys ``[layer, kv_head, token, dim]``), the peak the plain body adds with nothing recorded
+- memory: the bytes the recording holds (``QKMapSource.nbytes`` before any map: the float32 stream
+  ``[layer, token, d_model]``, or queries ``[layer, head, token, dim]`` and keys ``[layer, kv_head, token,
+  dim]``), the peak the plain body adds with nothing recorded
   (its own transient), and the peak of the run plus every map, each in a fresh measurement.
 
 A peer that computes every map runs the same linear layers, so attnscope's CPU time over the peer's is at
@@ -74,8 +76,9 @@ def main() -> None:
     _, plain = measure(body)
     recorded, run_rep = measure(lambda: lm.run(inp, hidden_states=False))
     maps = recorded.maps
+    held = maps.source.nbytes  # before a map: a stream run then also keeps its last rebuilt layer
+    kept = "stream entering each block" if maps.source.layers[0].stream is not None else "queries and keys"
     _, maps_rep = measure(lambda: every_map(maps))
-    held = maps.source.nbytes
     recorded = maps = None  # dropped before the whole is measured
     _, whole_rep = measure(whole)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -99,7 +102,7 @@ def main() -> None:
     say(f"    attention (SDPA, the maps' bmm and softmax)    {attention / 1e6:7.2f} s  {attention / total:6.1%}")
     for e in sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:8]:
         say(f"      {e.key:<48} {e.self_cpu_time_total / 1e6:7.2f} s  {e.self_cpu_time_total / total:6.1%}  x{e.count}")
-    say(f"  memory: the recording holds {held / mb:.1f} MB (float32 queries and keys)")
+    say(f"  memory: the recording holds {held / mb:.1f} MB (float32 {kept})")
     say(f"          the plain body adds a peak of {plain['peak_added_bytes'] / mb:.1f} MB with nothing recorded")
     say(f"          the run plus every map adds a peak of {whole_rep['peak_added_bytes'] / mb:.1f} MB")
     say(

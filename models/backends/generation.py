@@ -166,7 +166,7 @@ def next_token_summary(
     return top.indices.numpy(), top.values.exp().numpy(), loss.numpy()
 
 
-HEAD_CHUNK = 64  # positions unembedded at once: 64 x 49,152 SmolLM2 logits are 12.6 MB of float32
+HEAD_CHUNK = 16  # positions unembedded at once: 16 x 49,152 SmolLM2 logits are 3.1 MB of float32
 
 
 def summary_by_chunks(unembed, ids: list[int], normed: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,6 +9,8 @@ Explainers see the model as a classifier of the token after the input's last pos
 
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -16,6 +18,8 @@ import numpy as np
 import torch
 
 from attnscope.analysis.maps import AttentionMaps
+from attnscope.models import stream_qk
+from attnscope.models.attention_fn import QKRecorder
 from attnscope.models.backends.base import Capture, ModelInput
 from attnscope.models.backends.generation import (
     CONTINUATION_TOKENS,
@@ -27,7 +31,12 @@ from attnscope.models.backends.generation import (
 )
 from attnscope.models.backends.hf import HFBackend, lazy_capture
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
+from attnscope.models.lazy_maps import QKMapSource
 from attnscope.models.outputs import BatchOutput, NextToken, cut_maps
+from attnscope.models.session import SiteRecorder, session
+from attnscope.models.settings import model_settings
+
+log = logging.getLogger(__name__)
 
 
 class ClassifierOutput(SimpleNamespace):
@@ -97,6 +106,16 @@ class HFCausalLMBackend(HFBackend):
         eos = eos if eos is not None else tokenizer.eos_token_id
         self.eos_ids = {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
         self._texts: dict[int, str] = {}
+        # a lazy run keeps the stream entering each block where it rebuilds the queries and keys
+        # (``attnscope.models.stream_qk``: the keys' bytes go), else the queries and keys themselves
+        if capture != "lazy":
+            self.stream_refusal: str | None = "eager capture"
+        elif model_settings().lazy_record != "stream":
+            self.stream_refusal = "ATTNSCOPE_LAZY_RECORD=qk"
+        else:
+            self.stream_refusal = stream_qk.refusal(model, self._sites, device)
+            if self.stream_refusal is not None:
+                log.info("model %s: lazy runs record queries and keys (%s)", spec.name, self.stream_refusal)
 
     # ------------------------------------------------------------------ encode
     def check_length(self, n_tokens: int, what: str = "the text") -> None:
@@ -216,9 +235,31 @@ class HFCausalLMBackend(HFBackend):
     def _lazy_body(self, inp: ModelInput) -> tuple[AttentionMaps, object]:
         """The transformer body over ``inp`` with queries and keys recorded (no head): the lazy maps
         and the body's output (``last_hidden_state [1, token, dim]``, the final norm applied)."""
-        with lazy_capture() as recorder:
+        with self._recording() as recorded:
             body = self.model.base_model(input_ids=inp.ids_tensor(self.device), use_cache=False)
-        return self.lazy_maps(recorder.ordered(), 0, len(inp), self.make_input(inp.token_ids)), body
+        return self._recorded_maps(recorded, self.make_input(inp.token_ids)), body
+
+    @contextmanager
+    def _recording(self):
+        """``with self._recording() as recorded:`` one forward of a single example records, per
+        layer, the mask inputs and either its queries and keys or the stream entering the block
+        (``stream_refusal`` None); ``_recorded_maps`` makes the lazy maps of it."""
+        if self.stream_refusal is not None:
+            with lazy_capture() as recorder:
+                yield recorder, None
+            return
+        recorder, site = QKRecorder(keep_qk=False), SiteRecorder({"resid_pre"})
+        with session(site, recorder=recorder):
+            yield recorder, site
+
+    def _recorded_maps(self, recorded, inp: ModelInput) -> AttentionMaps:
+        recorder, site = recorded
+        n = len(inp)
+        streams = None if site is None else stream_qk.streams_of(self.sites, site.values["resid_pre"], 0, n)
+        source = QKMapSource.from_records(recorder.ordered(), 0, n, streams=streams)
+        return AttentionMaps.lazy(
+            source, inp.tokens, special=inp.special, model=self.spec.name, causal=self.attention.causal
+        )
 
     @torch.inference_mode()
     def run_maps(self, inp: ModelInput) -> AttentionMaps:
@@ -284,9 +325,9 @@ class HFCausalLMBackend(HFBackend):
         hidden, recompute = dec.hidden, None
         if lazy:  # one recorded forward over prompt + generated tokens: its rows are the steps' rows
             full = self.make_input(dec.ids)
-            with torch.inference_mode(), lazy_capture() as recorder:
+            with torch.inference_mode(), self._recording() as recorded:
                 self.model.base_model(input_ids=full.ids_tensor(self.device), use_cache=False)
-            maps = self.lazy_maps(recorder.ordered(), 0, len(full), full)
+            maps = self._recorded_maps(recorded, full)
             if hidden_states:
                 token_ids = tuple(dec.ids)
                 recompute = lambda: self.hidden_states_of(token_ids)  # noqa: E731

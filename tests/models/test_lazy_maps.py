@@ -86,8 +86,8 @@ def test_gemma2_soft_capping_and_window_are_active(tiny_causal_lms, monkeypatch)
     assert all(np.all(w0[:, i, : max(0, i - 3)] == 0.0) for i in rows)  # window of 4 keys
     assert np.any(maps.layer(1)[:, -1, : maps.n_tokens - 4] > 0)  # full layer sees far keys
     lay = src.layers[0]
-    q = lay.query.float()
-    raw = (q @ lay.key.float().repeat_interleave(2, 0).transpose(1, 2)) * lay.scale
+    q, k = (t.float() for t in lay.queries_keys())
+    raw = (q @ k.repeat_interleave(2, 0).transpose(1, 2)) * lay.scale
     assert raw.abs().max() > 2.0  # logits beyond the cap: capping changes them
 
 

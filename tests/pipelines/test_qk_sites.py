@@ -20,8 +20,20 @@ from attnscope.pipelines.qk.explain import check_request, explain_pair, sites_co
 TEXT = "The capital of France is Paris, and the cat sat on the mat. The cat"
 
 
+def _recorded_source(backend, inp):
+    """The queries and keys ``attnscope_qk`` recorded in a plain forward of the model (whatever a lazy
+    run keeps: a causal LM's run keeps the stream and rebuilds them)."""
+    from attnscope.models.attention_fn import QKRecorder, attention_context
+    from attnscope.models.lazy_maps import QKMapSource
+
+    recorder = QKRecorder()
+    with torch.inference_mode(), attention_context(recorder):
+        backend.model(**backend.model_inputs([inp]))
+    return QKMapSource.from_records(recorder.ordered())
+
+
 def _recorded_score(backend, source, layer, head, i, j):
-    """The score from the model's own recorded float32 query and key (lazy maps)."""
+    """The score from the model's own recorded float32 query and key."""
     rec = source.layers[layer]
     kv = backend.sites.kv_head_of(head)
     q, k = rec.query[head, i].float(), rec.key[kv, j].float()
@@ -30,7 +42,7 @@ def _recorded_score(backend, source, layer, head, i, j):
 
 def _check_against_lazy_maps(backend, inp, pairs):
     cap = backend.run(inp, hidden_states=False)
-    source = cap.maps.source
+    source = _recorded_source(backend, inp)
     worst = 0.0
     for layer, head, i, j in pairs:
         ex = explain_pair(backend, inp, layer, head, i, j)
