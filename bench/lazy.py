@@ -5,7 +5,8 @@ recorded) against (b) the forward with queries and keys recorded (``attnscope_qk
 recorder); prints b/a (issue target <= 1.10). Then from the recorded run: one head's full map
 (target <= 50 ms) and one layer's (target <= 0.5 s).
 (2) 1 x ``--long`` (default 4,096; ``ATTNSCOPE_MAX_CAUSAL_TOKENS`` is raised for it): one lazy run
-through the backend, what it holds (``attnscope.server.store.run_nbytes``: queries/keys, outputs,
+through the backend, what it holds (``attnscope.server.store.run_nbytes``: the stream entering each
+block, or queries/keys under ``ATTNSCOPE_LAZY_RECORD=qk``, outputs,
 token ids; hidden states are not kept but recomputed on request, timed last; target <= 0.5 GB),
 and the resident peak of its creation above what it keeps (target <= 0.25 GB),
 then the structure census of that run (``classify_heads``: shift, sink, entropy per head; the
@@ -153,10 +154,13 @@ def long_run(lm, n_tokens: int, run_only: bool = False) -> None:
     run = Run(id="bench", model=lm.spec.name, text="", capture=cap)
     total = run_nbytes(run)
     hidden = 0 if cap.hidden_states is None else cap.hidden_states.nbytes
-    print(f"(2) SmolLM2 1 x {n} tokens: lazy run (forward, Q/K recorded, predictions) {forward:.1f} s")
+    first = maps.source.layers[0]
+    streamed = first.stream is not None
+    kept, dtype = ("stream", first.stream.stream.dtype) if streamed else ("queries/keys", first.query.dtype)
+    print(f"(2) SmolLM2 1 x {n} tokens: lazy run (forward, {kept} recorded, predictions) {forward:.1f} s")
     print(
-        f"    run holds {total / 1e9:.3f} GB: queries/keys {maps.nbytes / 1e9:.3f} GB "
-        f"({maps.source.layers[0].query.dtype}), hidden states kept {hidden / 1e9:.3f} GB, "
+        f"    run holds {total / 1e9:.3f} GB: {kept} {maps.nbytes / 1e9:.3f} GB "
+        f"({dtype}), hidden states kept {hidden / 1e9:.3f} GB, "
         f"outputs {object_nbytes(cap.output) / 1e9:.3f} GB   (target <= 0.5 GB)"
     )
     above = creation.peak - total

@@ -42,7 +42,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 DEFAULT_MMAP_THRESHOLD = 1 << 20
 MAX_MMAP_THRESHOLD = 32 << 20  # glibc's HEAP_MAX_SIZE / 2 on 64-bit: mallopt refuses more
 
-# lazy capture keeps queries and keys (a 4,096-token SmolLM2 run: 0.39 GB); eager capture materialises
+# lazy capture keeps the stream or queries and keys (a 4,096-token SmolLM2 run: 0.29 GB); eager capture materialises
 # every map (SmolLM2 at 512 tokens: 283 MB, 18 GB at 4,096), hence its lower default
 DEFAULT_CAUSAL_TOKENS = 4096
 DEFAULT_EAGER_CAUSAL_TOKENS = 512
@@ -100,7 +100,7 @@ def model_settings() -> ModelSettings:
 
 
 # Prompt plus generated tokens of a causal-LM run stay within ATTNSCOPE_MAX_CAUSAL_TOKENS. Lazy capture
-# (the default) keeps each layer's queries and keys, not maps: a 4,096-token SmolLM2 run holds 0.39 GB
+# (the default) keeps each layer's input stream (or queries and keys), not maps: a 4,096-token SmolLM2 run holds 0.29 GB
 # (bench/lazy.py), so the run store (a quarter of memory by default) holds several. Eager capture
 # (ATTNSCOPE_CAPTURE=eager) materialises [layer, head, token, token]: SmolLM2 at 512 tokens holds 283 MB
 # (18 GB at 4,096), so it keeps 512. The defaults are the constants above.
