@@ -4,7 +4,7 @@ probabilities) and the loss of the token that follows; a short greedy continuati
 the attention of every generated token; an optional chat template.
 
 Explainers see the model as a classifier of the token after the input's last position
-(``NextTokenClassifier``): its "classes" are the vocabulary.
+(``attnscope.models.backends.next_token.NextTokenClassifier``): its "classes" are the vocabulary.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -30,6 +29,7 @@ from attnscope.models.backends.generation import (
     summary_by_chunks,
 )
 from attnscope.models.backends.hf import HFBackend, lazy_capture
+from attnscope.models.backends.next_token import NextTokenClassifier
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
 from attnscope.models.lazy_maps import QKMapSource
 from attnscope.models.outputs import BatchOutput, NextToken, cut_maps
@@ -37,50 +37,6 @@ from attnscope.models.session import SiteRecorder, session
 from attnscope.models.settings import model_settings
 
 log = logging.getLogger(__name__)
-
-
-class ClassifierOutput(SimpleNamespace):
-    """``.logits [batch, vocab]`` and ``.attentions`` (layer x ``[batch, head, query, key]``)."""
-
-
-class NextTokenClassifier(torch.nn.Module):
-    """A causal LM called like a sequence classifier: the logits of the token after each input's
-    last real position (right padding, ``attention_mask`` 1 for real tokens). No state is kept."""
-
-    def __init__(self, lm: torch.nn.Module):
-        super().__init__()
-        self.lm = lm
-        self.config = SimpleNamespace(num_labels=int(lm.config.vocab_size))
-
-    def get_input_embeddings(self) -> torch.nn.Module:
-        return self.lm.get_input_embeddings()
-
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool = False,
-    ) -> ClassifierOutput:
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("pass exactly one of input_ids and inputs_embeds")
-        ref = input_ids if input_ids is not None else inputs_embeds
-        if attention_mask is None:
-            attention_mask = torch.ones(ref.shape[:2], dtype=torch.long, device=ref.device)
-        last = attention_mask.long().sum(dim=1) - 1  # [batch]
-        # unembed only the positions read: the logits of every position (and, under a gradient, their
-        # backward) are a quarter of a 48-token integrated-gradients request's multiply-adds
-        keep, row_pos = torch.unique(last, return_inverse=True)
-        out = self.lm(
-            input_ids=input_ids,
-            inputs_embeds=inputs_embeds,
-            attention_mask=attention_mask,
-            output_attentions=output_attentions,
-            use_cache=False,
-            logits_to_keep=keep,
-        )
-        logits = out.logits[torch.arange(out.logits.shape[0], device=last.device), row_pos]
-        return ClassifierOutput(logits=logits, attentions=out.attentions if output_attentions else None)
 
 
 class HFCausalLMBackend(HFBackend):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnscope.models.backends.generation import GenerateOptions, decode
-from attnscope.models.backends.hf_causal import NextTokenClassifier
+from attnscope.models.backends.next_token import NextTokenClassifier
 from attnscope.models.errors import NotAGeneratorError, TooManyTokensError
 from attnscope.models.loading import load_model
 from attnscope.models.registry import get_spec
