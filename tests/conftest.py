@@ -38,6 +38,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def recorded_qk(backend, inp):
+    """A ``QKMapSource`` of the queries and keys ``attnscope_qk`` recorded in a plain forward of
+    ``backend.model`` over ``inp``: the model's own, whatever a lazy run keeps (a causal LM's run keeps
+    the stream and rebuilds them), so tests compare with what the attention was given."""
+    import torch
+
+    from attnscope.models.attention_fn import QKRecorder, attention_context
+    from attnscope.models.lazy_maps import QKMapSource
+
+    recorder = QKRecorder()
+    with torch.inference_mode(), attention_context(recorder):
+        backend.model(**backend.model_inputs([inp]))
+    return QKMapSource.from_records(recorder.ordered())
+
+
 @pytest.fixture(scope="session")
 def minilm():
     from attnscope.models.loading import load_model

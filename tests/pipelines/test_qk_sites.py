@@ -16,20 +16,9 @@ from attnscope.pipelines.induction_probe import probe_ids
 from attnscope.pipelines.interventions.edits import EditContext, build_edits
 from attnscope.pipelines.interventions.spec import HeadAblation, InterventionSet
 from attnscope.pipelines.qk.explain import check_request, explain_pair, sites_composition
+from tests.conftest import recorded_qk
 
 TEXT = "The capital of France is Paris, and the cat sat on the mat. The cat"
-
-
-def _recorded_source(backend, inp):
-    """The queries and keys ``attnscope_qk`` recorded in a plain forward of the model (whatever a lazy
-    run keeps: a causal LM's run keeps the stream and rebuilds them)."""
-    from attnscope.models.attention_fn import QKRecorder, attention_context
-    from attnscope.models.lazy_maps import QKMapSource
-
-    recorder = QKRecorder()
-    with torch.inference_mode(), attention_context(recorder):
-        backend.model(**backend.model_inputs([inp]))
-    return QKMapSource.from_records(recorder.ordered())
 
 
 def _recorded_score(backend, source, layer, head, i, j):
@@ -42,7 +31,7 @@ def _recorded_score(backend, source, layer, head, i, j):
 
 def _check_against_lazy_maps(backend, inp, pairs):
     cap = backend.run(inp, hidden_states=False)
-    source = _recorded_source(backend, inp)
+    source = recorded_qk(backend, inp)
     worst = 0.0
     for layer, head, i, j in pairs:
         ex = explain_pair(backend, inp, layer, head, i, j)

@@ -1,7 +1,7 @@
 """The query/key view on the tiny Gemma 2 (``(1 + weight)`` RMS norms, sandwich norms, logit soft-cap,
 sliding and full layers, grouped-query heads) and Phi (LayerNorm with bias, parallel attention and
 MLP, partial rotary) checkpoints of ``tests/conftest.py``: the query and key equal those computed here
-by hand from transformers' own hidden states and the checkpoint's weights and those the lazy maps
+by hand from transformers' own hidden states and the checkpoint's weights and those ``attnscope_qk``
 recorded, the weight equals the
 model's own (eager) attention map, the terms sum to the score, and Gemma 2's soft-capped score is the
 layer's own logit. (Gemma's norm weights start at zero: reading them as a plain gain once gave all-zero
@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from attnscope.pipelines.qk.explain import explain_pair, sites_composition
+from tests.conftest import recorded_qk
 
 PROMPT = "The capital of France is Paris, and the cat sat on the mat."
 
@@ -78,7 +79,7 @@ def test_the_view_equals_a_computation_by_hand_and_the_models_own_map(family, ti
     n = len(inp)
     with torch.inference_mode():
         out = eager(input_ids=inp.ids_tensor(), output_hidden_states=True, output_attentions=True, use_cache=False)
-    lazy = backend.run(inp, hidden_states=False).maps.source  # the queries and keys the lazy maps recorded
+    lazy = recorded_qk(backend, inp)  # the queries and keys the model's attention was given
     # layer 0 of Gemma 2 is a sliding layer (window 4): keys within it; layer 1 is full
     for layer, head, i, j in [(0, 3, n - 1, n - 2), (1, 1, n - 1, 2), (1, 2, n - 3, n - 3), (0, 0, 5, 3)]:
         ex = explain_pair(backend, inp, layer, head, i, j)
