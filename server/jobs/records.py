@@ -242,14 +242,22 @@ class JobRecords:
         return ids
 
     def interrupt(self, job_id: str) -> bool:
-        """running -> interrupted, saying how many shards were saved and how to resume."""
+        """running -> interrupted, saying how many shards were saved and how to resume. Its ``done``
+        becomes the examples those shards hold: progress inside the shard that was running is lost
+        with the process, and a resume counts from the saved shards (``JobManager._run``)."""
         with self.db.session() as s:
             done = self._shards_done(s, job_id)
             total = s.scalar(select(JobRecord.shards_total).where(JobRecord.id == job_id)) or 0
+            saved = s.scalar(
+                select(func.coalesce(func.sum(ShardRecord.stop - ShardRecord.start), 0)).where(
+                    ShardRecord.job_id == job_id
+                )
+            )
         n = self._update(
             job_id,
             JobRecord.status == "running",
             status="interrupted",
+            done=int(saved or 0),
             finished=time.time(),
             message=f"the API process stopped while this job ran; {done} of {total} shards were saved. "
             f"POST /api/v1/jobs/{job_id}/resume continues from the next shard",

@@ -77,6 +77,30 @@ def test_job_records_move_through_their_states_and_keep_nan(database):
         db.close()
 
 
+def test_an_interrupted_job_counts_only_the_examples_its_saved_shards_hold(database):
+    """Progress inside the shard that was running dies with the process: once interrupted, a job's
+    ``done`` is what its saved shards hold, as a resume counts it (a kill -9 mid-shard once left 52 of
+    75 where 50 were saved)."""
+    db = _open(database)
+    try:
+        jobs = JobRecords(db)
+        jobs.create("c", "census", {"n": 75})
+        assert jobs.start("c", "in-process@here", total=75, shards_total=3, done=0)
+        jobs.save_shard("c", ShardCheckpoint(0, 0, 25, {"mean": [0.5]}), "w", 25)
+        jobs.save_shard("c", ShardCheckpoint(1, 25, 50, {"mean": [0.5]}), "w", 50)
+        jobs.progress("c", 52)  # two examples of the third shard, then the process dies
+        assert jobs.get("c").done == 52
+        assert jobs.interrupt_running() == ["c"]
+        job = jobs.get("c")
+        assert (job.status, job.done, job.shards_done) == ("interrupted", 50, 2)
+        jobs.create("d", "census", {"n": 10})  # nothing saved: nothing counted
+        assert jobs.start("d", "in-process@here", total=10, shards_total=1, done=0)
+        jobs.progress("d", 7)
+        assert jobs.interrupt("d") and jobs.get("d").done == 0
+    finally:
+        db.close()
+
+
 def test_run_records_keep_the_input_and_image_bytes(database):
     db = _open(database)
     try:
